@@ -1,0 +1,114 @@
+"""The ASGI application: request ids, authentication, dispatch, error bodies.
+
+Handlers are synchronous (they talk to the database) and run in a thread
+pool; the event loop only moves bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+
+from neutrino import exceptions as exc
+from neutrino.api.auth import Authenticator
+from neutrino.api.request import Request, Response
+from neutrino.api.router import Router
+
+LOG = logging.getLogger(__name__)
+
+JSON = b"application/json"
+
+
+def error_body(error: exc.NeutronException) -> dict[str, Any]:
+    return {"NeutronError": {"type": error.type, "message": error.msg, "detail": ""}}
+
+
+class ApiApp:
+    def __init__(self, router: Router, authenticator: Authenticator, threads: int = 16,
+                 on_shutdown: Any = None):
+        self.router = router
+        self.authenticator = authenticator
+        self.executor = ThreadPoolExecutor(threads, thread_name_prefix="api")
+        self.on_shutdown = on_shutdown
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        loop = asyncio.get_running_loop()
+        status, headers, payload = await loop.run_in_executor(
+            self.executor, self.handle, scope, b"".join(chunks))
+        await send({"type": "http.response.start", "status": status, "headers": headers})
+        await send({"type": "http.response.body", "body": payload})
+
+    async def _lifespan(self, receive: Any, send: Any) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                self.executor.shutdown(wait=False)
+                if self.on_shutdown is not None:
+                    self.on_shutdown()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def handle(self, scope: dict, body: bytes) -> tuple[int, list, bytes]:
+        """Everything a request needs, synchronously: returns status, headers, body."""
+        request_id = f"req-{uuid.uuid4()}"
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1")
+                   for k, v in scope["headers"]}
+        try:
+            req = Request(
+                method=scope["method"], path=scope["path"],
+                query=parse_qsl(scope["query_string"].decode("latin-1"),
+                                keep_blank_values=True),
+                headers=headers, body=body, base_url=_base_url(scope, headers),
+                request_id=request_id)
+            req.context = self.authenticator.authenticate(headers, request_id)
+            response = self.router.dispatch(req)
+        except exc.NeutronException as error:
+            response = Response(error.status, error_body(error))
+        except Exception:
+            LOG.exception("request %s %s failed", scope.get("method"), scope.get("path"))
+            response = Response(500, {"NeutronError": {
+                "type": "HTTPInternalServerError",
+                "message": "Request Failed: internal server error while processing your "
+                           "request.", "detail": ""}})
+        payload = response.encoded()
+        out = [(b"x-openstack-request-id", request_id.encode()),
+               (b"content-length", str(len(payload)).encode())]
+        if payload:
+            out.append((b"content-type", JSON))
+        for key, value in response.headers.items():
+            out.append((key.encode(), value.encode()))
+        if response.status == 401:
+            out.append((b"www-authenticate", b"Keystone uri=''"))
+        return response.status, out, payload
+
+
+def _base_url(scope: dict, headers: dict[str, str]) -> str:
+    scheme = headers.get("x-forwarded-proto") or scope.get("scheme", "http")
+    host = headers.get("host")
+    if not host:
+        server = scope.get("server") or ("localhost", 80)
+        host = f"{server[0]}:{server[1]}"
+    return f"{scheme}://{host}"
+
+
+def dumps(value: Any) -> bytes:
+    return orjson.dumps(value)

@@ -1,0 +1,248 @@
+"""The one generic controller: body checks, policy, plugin call, view.
+
+A request becomes a call on the plugin method ``<action>_<resource>``
+(``create_network``, ``get_ports``, ``update_subnet``, ``delete_port``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from neutrino import exceptions as exc
+from neutrino.api.policy import Policy
+from neutrino.api.query import parse_collection_query
+from neutrino.api.request import Request, Response
+from neutrino.context import Context
+from neutrino.db.query import CollectionQuery
+from neutrino.definitions.base import UNSET, Resource
+
+_IF_MATCH = re.compile(r"^\s*revision_number=(\d+)\s*$")
+
+
+def bad(msg: str) -> exc.HTTPBadRequest:
+    return exc.HTTPBadRequest(msg=msg)
+
+
+class ResourceController:
+    def __init__(self, resource: Resource, plugin: Any, policy: Policy,
+                 max_limit: int | None = None, network_lookup: Callable | None = None):
+        self.resource = resource
+        self.plugin = plugin
+        self.policy = policy
+        self.max_limit = max_limit
+        self.network_lookup = network_lookup
+        name, collection = resource.name, resource.collection
+        self._get_one = getattr(plugin, f"get_{name}")
+        self._get_many = getattr(plugin, f"get_{collection}")
+        self._create = getattr(plugin, f"create_{name}")
+        self._create_bulk = getattr(plugin, f"create_{name}_bulk", None)
+        self._update = getattr(plugin, f"update_{name}")
+        self._delete = getattr(plugin, f"delete_{name}")
+        self.extra_filters = frozenset(getattr(plugin, "extra_filters", {}).get(collection, ()))
+        self.visible = frozenset(a.name for a in resource.attrs.values() if a.visible)
+        self.hidden = frozenset(a.name for a in resource.attrs.values() if a.hidden)
+
+    # --- views ---------------------------------------------------------------
+
+    def view(self, item: dict[str, Any], ctx: Context, fields: list[str] | None
+             ) -> dict[str, Any]:
+        if fields:
+            allowed = self.visible if ctx.is_admin else self.visible - self.hidden
+            return {f: item[f] for f in fields if f in allowed and f in item}
+        if not ctx.is_admin and self.hidden:
+            return {k: val for k, val in item.items() if k not in self.hidden}
+        return item
+
+    # --- handlers ------------------------------------------------------------
+
+    def index(self, req: Request) -> Response:
+        ctx = req.context
+        query = parse_collection_query(self.resource, req.query, self.extra_filters,
+                                       self.max_limit)
+        fields = query.fields
+        if fields and query.limit is not None and "id" not in fields:
+            query.fields = [*fields, "id"]  # the links need the ids
+        items = self._get_many(ctx, query)
+        body: dict[str, Any] = {self.resource.collection: [
+            self.view(item, ctx, fields) for item in items]}
+        if query.limit is not None:
+            links = self._links(req, query, [item["id"] for item in items])
+            if links:
+                body[f"{self.resource.collection}_links"] = links
+        return Response(200, body)
+
+    def _links(self, req: Request, query: CollectionQuery, ids: list[str]
+               ) -> list[dict[str, str]]:
+        kept = [(k, val) for k, val in req.query if k not in ("marker", "page_reverse")]
+        links = []
+        limit = query.limit or 0
+        full = len(ids) >= limit
+        if ids and (full or query.page_reverse):
+            links.append({"rel": "next", "href": req.url(
+                req.path, [*kept, ("marker", ids[-1])])})
+        if ids and query.marker and (full or not query.page_reverse):
+            links.append({"rel": "previous", "href": req.url(
+                req.path, [*kept, ("marker", ids[0]), ("page_reverse", "True")])})
+        if query.page_reverse and not full:
+            links = [link for link in links if link["rel"] == "next"]
+        return links
+
+    def show(self, req: Request, item_id: str) -> Response:
+        fields = [f for k, val in req.query if k == "fields" for f in val.split(",") if f]
+        unknown = [k for k, _ in req.query if k != "fields"]
+        if unknown:
+            raise bad(f"{unknown[0]} is invalid attribute for filtering")
+        item = self._get_one(req.context, item_id)
+        return Response(200, {self.resource.name: self.view(item, req.context, fields)})
+
+    def create(self, req: Request) -> Response:
+        ctx = req.context
+        body = req.json()
+        name, collection = self.resource.name, self.resource.collection
+        if isinstance(body, dict) and collection in body and name not in body:
+            items = body[collection]
+            if not isinstance(items, list) or not items:
+                raise bad(f"Resources required: '{collection}' must be a non-empty list")
+            prepared = [self.prepare_create(ctx, item) for item in items]
+            if self._create_bulk is None:
+                raise bad(f"Bulk operation not supported for {collection}")
+            created = self._create_bulk(ctx, prepared)
+            return Response(201, {collection: [self.view(c, ctx, None) for c in created]})
+        if not isinstance(body, dict) or name not in body:
+            raise bad(f"Unable to find '{name}' in request body")
+        created = self._create(ctx, self.prepare_create(ctx, body[name]))
+        return Response(201, {name: self.view(created, ctx, None)})
+
+    def update(self, req: Request, item_id: str) -> Response:
+        ctx = req.context
+        body = req.json()
+        name = self.resource.name
+        if not isinstance(body, dict) or name not in body:
+            raise bad(f"Unable to find '{name}' in request body")
+        data = self.prepare_update(body[name])
+        revision = if_match_revision(req)
+        if not ctx.is_admin:
+            current = self._get_one(ctx, item_id)
+            self.authorize("update", ctx, {**current, **data}, data, current)
+        updated = self._update(ctx, item_id, data, if_revision=revision)
+        return Response(200, {name: self.view(updated, ctx, None)})
+
+    def delete(self, req: Request, item_id: str) -> Response:
+        ctx = req.context
+        if req.body and req.body.strip() not in (b"", b"{}"):
+            raise bad("Request body is not supported for DELETE")
+        if not ctx.is_admin:
+            current = self._get_one(ctx, item_id)
+            self.authorize("delete", ctx, current, {}, current)
+        self._delete(ctx, item_id, if_revision=if_match_revision(req))
+        return Response(204)
+
+    # --- body preparation ----------------------------------------------------
+
+    def prepare_create(self, ctx: Context, item: Any) -> dict[str, Any]:
+        if not isinstance(item, dict):
+            raise bad(f"Invalid input for {self.resource.name}. Reason: "
+                      f"'{item}' is not a dictionary.")
+        attrs = self.resource.attrs
+        unknown = sorted(k for k in item if k not in attrs)
+        if unknown:
+            raise bad(f"Unrecognized attribute(s) '{', '.join(unknown)}'")
+        for key in item:
+            if not attrs[key].allow_post:
+                raise bad(f"Attribute '{key}' not allowed in POST")
+        data: dict[str, Any] = {}
+        for attr in attrs.values():
+            if not attr.allow_post:
+                continue
+            if attr.name in item:
+                data[attr.name] = _checked(attr, item[attr.name])
+            elif attr.required:
+                raise bad(f"Failed to parse request. Required attribute '{attr.name}' "
+                          "not specified")
+            elif attr.default is not UNSET:
+                data[attr.name] = attr.default
+        self._fill_project(ctx, data)
+        self.authorize("create", ctx, data, item, None)
+        return data
+
+    def _fill_project(self, ctx: Context, data: dict[str, Any]) -> None:
+        if "project_id" not in self.resource.attrs:
+            return
+        project = data.pop("project_id", None)
+        tenant = data.pop("tenant_id", None)
+        if project is not None and tenant is not None and project != tenant:
+            raise bad("Specified tenant_id and project_id do not match")
+        given = project if project is not None else tenant
+        if given is not None and given != ctx.project_id and not ctx.is_admin:
+            raise exc.PolicyNotAuthorized(action=f"create_{self.resource.name}")
+        owner = given if given is not None else ctx.project_id
+        if owner is None:
+            raise bad("'project_id' must be given when the caller has no project")
+        data["project_id"] = owner
+
+    def prepare_update(self, item: Any) -> dict[str, Any]:
+        if not isinstance(item, dict):
+            raise bad(f"Invalid input for {self.resource.name}. Reason: "
+                      f"'{item}' is not a dictionary.")
+        attrs = self.resource.attrs
+        unknown = sorted(k for k in item if k not in attrs)
+        if unknown:
+            raise bad(f"Unrecognized attribute(s) '{', '.join(unknown)}'")
+        data = {}
+        for key, value in item.items():
+            attr = attrs[key]
+            if not attr.allow_put:
+                raise bad(f"Cannot update read-only attribute {key}")
+            data[key] = _checked(attr, value)
+        return data
+
+    # --- policy --------------------------------------------------------------
+
+    def authorize(self, action: str, ctx: Context, target: dict[str, Any],
+                  given: dict[str, Any], current: dict[str, Any] | None) -> None:
+        """Check ``<action>_<resource>`` and a rule per attribute the caller set."""
+        if ctx.is_admin:
+            return
+        name = self.resource.name
+        target = dict(target)
+        if self.network_lookup and target.get("network_id"):
+            network = self.network_lookup(target["network_id"])
+            if network is not None:
+                target["network:project_id"] = network["project_id"]
+                target["network:tenant_id"] = network["project_id"]
+        rule = f"{action}_{name}"
+        if not self.policy.allows(rule, ctx, target):
+            raise exc.PolicyNotAuthorized(action=rule)
+        for key, value in given.items():
+            field_rule = f"{rule}:{key}"
+            if key == "fixed_ips" and isinstance(value, list):
+                if any(isinstance(f, dict) and "ip_address" in f for f in value):
+                    field_rule = f"{rule}:fixed_ips:ip_address"
+            if field_rule == rule or field_rule not in self.policy.rules:
+                continue
+            if current is not None and current.get(key) == target.get(key):
+                continue  # unchanged values need no right to change them
+            if not self.policy.allows(field_rule, ctx, target):
+                raise exc.PolicyNotAuthorized(action=field_rule)
+
+
+def _checked(attr: Any, value: Any) -> Any:
+    if attr.convert is not None:
+        value = attr.convert(value)  # raises InvalidInput itself
+    if attr.validate is not None:
+        error = attr.validate(value)
+        if error:
+            raise bad(f"Invalid input for {attr.name}. Reason: {error}.")
+    return value
+
+
+def if_match_revision(req: Request) -> int | None:
+    header = req.headers.get("if-match")
+    if header is None:
+        return None
+    match = _IF_MATCH.match(header)
+    if not match:
+        raise bad(f"If-Match header must be 'revision_number=<integer>', not '{header}'")
+    return int(match.group(1))

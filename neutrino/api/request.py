@@ -1,0 +1,48 @@
+"""The request and response objects handlers see (a thin view of ASGI)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlencode
+
+import orjson
+
+from neutrino import exceptions as exc
+from neutrino.context import Context
+
+
+@dataclass
+class Request:
+    method: str
+    path: str
+    query: list[tuple[str, str]]
+    headers: dict[str, str]
+    body: bytes
+    base_url: str  # scheme://host, no trailing slash
+    request_id: str
+    context: Context | None = None
+
+    def json(self) -> Any:
+        if not self.body:
+            raise exc.HTTPBadRequest(msg="Resource body required")
+        try:
+            return orjson.loads(self.body)
+        except orjson.JSONDecodeError:
+            raise exc.HTTPBadRequest(msg="Malformed request body") from None
+
+    def url(self, path: str, params: list[tuple[str, str]] | None = None) -> str:
+        query = f"?{urlencode(params)}" if params else ""
+        return f"{self.base_url}{path}{query}"
+
+
+@dataclass
+class Response:
+    status: int = 200
+    body: Any = None  # JSON-able, or None for an empty body
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def encoded(self) -> bytes:
+        if self.body is None:
+            return b""
+        return orjson.dumps(self.body)

@@ -1,0 +1,93 @@
+"""The URL map: ``/`` versions, ``/v2.0`` the API, resources by collection name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from neutrino import exceptions as exc
+from neutrino.api.controller import ResourceController
+from neutrino.api.request import Request, Response
+from neutrino.definitions.base import Extension
+
+Handler = Callable[..., Response]
+
+
+def method_not_allowed(req: Request) -> exc.HTTPMethodNotAllowed:
+    return exc.HTTPMethodNotAllowed(method=req.method)
+
+
+class Router:
+    def __init__(self, controllers: dict[str, ResourceController],
+                 extensions: list[Extension], tags: Any, quotas: Any | None):
+        self.controllers = controllers
+        self.extensions = {e.alias: e for e in extensions}
+        self.tags = tags
+        self.quotas = quotas
+
+    def dispatch(self, req: Request) -> Response:
+        path = req.path
+        if path.endswith(".json"):
+            path = path[:-5]
+        parts = [p for p in path.split("/") if p]
+        if not parts:
+            return self._only(req, "GET", self.versions)
+        if parts[0] != "v2.0":
+            raise exc.HTTPNotFound()
+        if len(parts) == 1:
+            return self._only(req, "GET", self.resources)
+        collection, rest = parts[1], parts[2:]
+        if collection == "extensions":
+            return self._extensions(req, rest)
+        if collection == "quotas" and self.quotas is not None:
+            return self.quotas.dispatch(req, rest)
+        controller = self.controllers.get(collection)
+        if controller is None:
+            raise exc.HTTPNotFound()
+        method = req.method
+        if not rest:
+            if method == "GET":
+                return controller.index(req)
+            if method == "POST":
+                return controller.create(req)
+            raise method_not_allowed(req)
+        item_id = rest[0]
+        if len(rest) == 1:
+            if method == "GET":
+                return controller.show(req, item_id)
+            if method == "PUT":
+                return controller.update(req, item_id)
+            if method == "DELETE":
+                return controller.delete(req, item_id)
+            raise method_not_allowed(req)
+        if rest[1] == "tags" and controller.resource.taggable and len(rest) <= 3:
+            return self.tags.dispatch(req, controller, item_id, rest[2] if len(rest) == 3
+                                      else None)
+        raise exc.HTTPNotFound()
+
+    @staticmethod
+    def _only(req: Request, method: str, handler: Callable[[Request], Response]) -> Response:
+        if req.method != method:
+            raise method_not_allowed(req)
+        return handler(req)
+
+    def versions(self, req: Request) -> Response:
+        return Response(200, {"versions": [{
+            "id": "v2.0", "status": "CURRENT",
+            "links": [{"href": f"{req.base_url}/v2.0/", "rel": "self"}]}]})
+
+    def resources(self, req: Request) -> Response:
+        return Response(200, {"resources": [
+            {"name": c.resource.name, "collection": name,
+             "links": [{"href": f"{req.base_url}/v2.0/{name}", "rel": "self"}]}
+            for name, c in self.controllers.items() if c.resource.parent is None]})
+
+    def _extensions(self, req: Request, rest: list[str]) -> Response:
+        if req.method != "GET":
+            raise method_not_allowed(req)
+        if not rest:
+            return Response(200, {"extensions": [e.as_dict() for e in self.extensions.values()]})
+        ext = self.extensions.get(rest[0])
+        if ext is None or len(rest) > 1:
+            raise exc.HTTPNotFound(message=f"Extension with alias {rest[0]} does not exist")
+        return Response(200, {"extension": ext.as_dict()})

@@ -1,0 +1,138 @@
+"""neutrino-server: configuration -> database -> plugins -> API, served by uvicorn."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+
+import uvicorn
+
+from neutrino import config
+from neutrino.api.app import ApiApp
+from neutrino.api.auth import make_authenticator
+from neutrino.api.controller import ResourceController
+from neutrino.api.extensions import ExtensionError, api_resources, claimed
+from neutrino.api.policy import Policy
+from neutrino.api.quotas import QuotasController
+from neutrino.api.router import Router
+from neutrino.api.tags import TagsController
+from neutrino.context import Context
+from neutrino.db import migrate
+from neutrino.db.engine import Database
+from neutrino.db.quota import QuotaEngine
+from neutrino.definitions import EXTENSIONS
+from neutrino.plugins import loader
+from neutrino.plugins.base import Environment
+from neutrino.plugins.hooks import Hooks
+
+LOG = logging.getLogger("neutrino.server")
+CONFIG_ENV = "NEUTRINO_CONFIG_FILES"
+
+
+class StartupError(Exception):
+    pass
+
+
+def load_config(files: list[str]) -> config.Config:
+    conf = config.load(files)
+    classes = [loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)]
+    classes += [loader.find(loader.SERVICE_GROUP, name) for name in conf.DEFAULT.service_plugins]
+    for cls in classes:
+        conf.register(cls.option_groups)
+    return conf
+
+
+def build_app(conf: config.Config) -> ApiApp:
+    db = Database(config.database_url(conf), conf.database.max_retries)
+    env = Environment(conf=conf, db=db, hooks=Hooks(), quota=QuotaEngine(conf.quotas))
+    core = loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)(env)
+    services = [loader.find(loader.SERVICE_GROUP, name)(env)
+                for name in conf.DEFAULT.service_plugins]
+    plugins = [core, *services]
+    owners = claimed(plugins)
+    policy = Policy()
+    max_limit = int(conf.DEFAULT.pagination_max_limit)
+    admin = Context.admin()
+
+    def network_lookup(network_id: str):
+        try:
+            return core.get_network(admin, network_id)
+        except Exception:  # noqa: BLE001 - the plugin reports a missing network itself
+            return None
+
+    controllers = {
+        collection: ResourceController(resource, plugin, policy,
+                                       max_limit if max_limit > 0 else None,
+                                       network_lookup)
+        for collection, (resource, plugin) in api_resources(core, owners).items()}
+    tables = {}
+    for plugin in plugins:
+        tables.update(plugin.taggable_tables())
+    tags = TagsController(db, tables, policy) if "standard-attr-tag" in owners else None
+    quotas = QuotasController(db, env.quota, policy) if "quotas" in owners else None
+    extensions = [EXTENSIONS[alias] for alias in owners]
+    router = Router(controllers, extensions, tags, quotas)
+    for plugin in plugins:
+        plugin.start()
+    return ApiApp(router, make_authenticator(conf.DEFAULT.auth_strategy),
+                  on_shutdown=db.dispose)
+
+
+def worker_app() -> ApiApp:
+    """Entry for each uvicorn worker process (api_workers > 1)."""
+    files = json.loads(os.environ.get(CONFIG_ENV, "[]"))
+    conf = load_config(files)
+    _logging(conf)
+    return build_app(conf)
+
+
+def _logging(conf: config.Config) -> None:
+    logging.basicConfig(level=logging.DEBUG if conf.DEFAULT.debug else logging.INFO,
+                        format="%(asctime)s %(process)d %(levelname)s %(name)s %(message)s")
+
+
+def prepare(files: list[str]) -> config.Config:
+    """Everything that can fail at start, with one clear line: config, plugins, schema."""
+    try:
+        conf = load_config(files)
+    except (config.ConfigError, loader.PluginLoadError) as error:
+        raise StartupError(str(error)) from None
+    _logging(conf)
+    conf.warn_unknown()
+    try:
+        migrate.upgrade(config.database_url(conf))
+        app = build_app(conf)  # validates plugins and extensions before workers start
+        app.router = None  # type: ignore[assignment]
+    except (ExtensionError, loader.PluginLoadError, config.ConfigError) as error:
+        raise StartupError(str(error)) from None
+    return conf
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="neutrino-server")
+    parser.add_argument("--config-file", action="append", default=[],
+                        help="INI file; repeatable, later files override earlier ones")
+    args = parser.parse_args(argv)
+    try:
+        conf = prepare(args.config_file)
+    except StartupError as error:
+        print(f"neutrino-server: {error}", file=sys.stderr)
+        sys.exit(2)
+    opts = conf.DEFAULT
+    LOG.info("serving the Networking API on http://%s:%s with %d worker(s)",
+             opts.bind_host, opts.bind_port, opts.api_workers)
+    common = {"host": opts.bind_host, "port": opts.bind_port, "access_log": False,
+              "log_level": "warning", "timeout_graceful_shutdown": 5}
+    if opts.api_workers == 1:
+        uvicorn.run(build_app(conf), **common)
+    else:
+        os.environ[CONFIG_ENV] = json.dumps([os.path.abspath(f) for f in args.config_file])
+        uvicorn.run("neutrino.cmd.server:worker_app", factory=True, workers=opts.api_workers,
+                    **common)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,221 @@
+"""Typed INI configuration in Neutron's option names.
+
+Options are declared as data (``Opt``) in groups; plugins bring their own
+groups. Files are read in order, later ones override. A bad value is fatal
+(``ConfigError`` names option, section and file); an unknown section or
+option is only a warning, because operators carry sections for plugins that
+are not loaded.
+"""
+
+from __future__ import annotations
+
+import configparser
+import ipaddress
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Any
+
+LOG = logging.getLogger(__name__)
+
+
+class ConfigError(Exception):
+    """A configuration value that cannot be used; the message is one line."""
+
+
+def parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise ValueError("expected a boolean (true/false)")
+
+
+def parse_list(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def int_range(low: int | None = None, high: int | None = None) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise ValueError("expected an integer") from None
+        if low is not None and value < low:
+            raise ValueError(f"must be >= {low}")
+        if high is not None and value > high:
+            raise ValueError(f"must be <= {high}")
+        return value
+
+    return parse
+
+
+def choice(*choices: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        value = text.strip()
+        if value not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
+_MAC_RE = re.compile(r"^([0-9a-f]{2}:){5}[0-9a-f]{2}$")
+
+
+def parse_mac(text: str) -> str:
+    value = text.strip().lower()
+    if not _MAC_RE.match(value):
+        raise ValueError("expected a MAC address like fa:16:3e:00:00:00")
+    return value
+
+
+def parse_host(text: str) -> str:
+    value = text.strip()
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        if not re.match(r"^[A-Za-z0-9.-]+$", value):
+            raise ValueError("expected an IP address or host name") from None
+    return value
+
+
+@dataclass(frozen=True)
+class Opt:
+    name: str
+    parse: Callable[[str], Any] = str
+    default: Any = None
+    help: str = ""
+
+
+@dataclass
+class OptGroup:
+    name: str
+    opts: list[Opt] = field(default_factory=list)
+
+
+CORE_GROUPS = [
+    OptGroup("DEFAULT", [
+        Opt("bind_host", parse_host, "127.0.0.1", "Address the API listens on."),
+        Opt("bind_port", int_range(1, 65535), 9696, "Port the API listens on."),
+        Opt("api_workers", int_range(1, 64), 1, "API worker processes."),
+        Opt("auth_strategy", choice("noauth", "trusted_headers", "keystone"), "noauth",
+            "How requests are authenticated."),
+        Opt("core_plugin", str, "ml2", "Core plugin, by entry point name or dotted path."),
+        Opt("service_plugins", parse_list, [], "Service plugins to load."),
+        Opt("base_mac", parse_mac, "fa:16:3e:00:00:00", "Prefix of generated MACs."),
+        Opt("allow_overlapping_ips", parse_bool, True,
+            "Allow subnets of different networks to overlap."),
+        Opt("max_fixed_ips_per_port", int_range(1), 5, "Fixed IPs a port may carry."),
+        Opt("max_dns_nameservers", int_range(0), 5, "DNS servers per subnet."),
+        Opt("max_subnet_host_routes", int_range(0), 20, "Host routes per subnet."),
+        Opt("pagination_max_limit", str, "-1", "Largest page ('-1' for no limit)."),
+        Opt("state_path", str, "state", "Where state files (the SQLite database) live."),
+        Opt("global_physnet_mtu", int_range(68), 1500, "MTU of the underlying network."),
+        Opt("dns_domain", str, "openstacklocal", "Domain for port host names."),
+        Opt("debug", parse_bool, False, "Log at debug level."),
+    ]),
+    OptGroup("database", [
+        Opt("connection", str, "", "SQLAlchemy URL; empty means SQLite in state_path."),
+        Opt("max_retries", int_range(1), 20, "Retries of a transaction that conflicted."),
+    ]),
+    OptGroup("quotas", [
+        Opt("quota_network", int_range(-1), 100, "Networks per project (-1: unlimited)."),
+        Opt("quota_subnet", int_range(-1), 100, "Subnets per project."),
+        Opt("quota_port", int_range(-1), 500, "Ports per project."),
+        Opt("quota_subnetpool", int_range(-1), -1, "Subnet pools per project."),
+        Opt("default_quota", int_range(-1), -1, "Default for resources without a quota_ option."),
+    ]),
+]
+
+
+class Config:
+    """Parsed configuration: ``conf.DEFAULT.bind_port``, ``conf.group("ml2").type_drivers``."""
+
+    def __init__(self, groups: Iterable[OptGroup], values: dict[str, dict[str, Any]],
+                 raw: dict[str, dict[str, tuple[str, str]]]):
+        self._groups = {g.name: g for g in groups}
+        self._values = values
+        self._raw = raw  # section -> option -> (text, file), kept for plugin groups
+        for name, vals in values.items():
+            setattr(self, name, SimpleNamespace(**vals))
+
+    def group(self, name: str) -> SimpleNamespace:
+        return getattr(self, name)
+
+    def register(self, groups: Iterable[OptGroup]) -> None:
+        """Add a plugin's option groups and parse their values from the same files."""
+        for group in groups:
+            known = self._groups.setdefault(group.name, OptGroup(group.name))
+            known.opts.extend(o for o in group.opts if o not in known.opts)
+            values = _parse_group(known, self._raw.get(group.name, {}))
+            self._values[group.name] = values
+            setattr(self, group.name, SimpleNamespace(**values))
+
+    def warn_unknown(self) -> None:
+        for section, options in self._raw.items():
+            group = self._groups.get(section)
+            if group is None:
+                LOG.warning("config: unknown section [%s] ignored", section)
+                continue
+            names = {o.name for o in group.opts}
+            for option, (_, path) in options.items():
+                if option not in names:
+                    LOG.warning("config: unknown option %s in [%s] of %s ignored",
+                                option, section, path)
+
+
+def _parse_group(group: OptGroup, raw: dict[str, tuple[str, str]]) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for opt in group.opts:
+        if opt.name not in raw:
+            values[opt.name] = opt.default
+            continue
+        text, path = raw[opt.name]
+        try:
+            values[opt.name] = opt.parse(text)
+        except ValueError as exc:
+            raise ConfigError(
+                f"invalid value {text!r} for option {opt.name} in [{group.name}] "
+                f"of {path}: {exc}") from None
+    return values
+
+
+def read_files(paths: Iterable[str]) -> dict[str, dict[str, tuple[str, str]]]:
+    raw: dict[str, dict[str, tuple[str, str]]] = {}
+    for path in paths:
+        parser = configparser.ConfigParser(interpolation=None, default_section="\0none")
+        parser.optionxform = str  # type: ignore[assignment,method-assign]
+        try:
+            with open(path, encoding="utf-8") as handle:
+                parser.read_file(handle)
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror}") from None
+        except configparser.Error as exc:
+            first = str(exc).splitlines()[0]
+            raise ConfigError(f"cannot parse config file {path}: {first}") from None
+        for section in parser.sections():
+            target = raw.setdefault(section, {})
+            for option, text in parser.items(section):
+                target[option] = (text, path)
+    return raw
+
+
+def load(paths: Iterable[str], extra_groups: Iterable[OptGroup] = ()) -> Config:
+    paths = list(paths)
+    raw = read_files(paths)
+    groups = [OptGroup(g.name, list(g.opts)) for g in [*CORE_GROUPS, *extra_groups]]
+    values = {g.name: _parse_group(g, raw.get(g.name, {})) for g in groups}
+    return Config(groups, values, raw)
+
+
+def database_url(conf: Config) -> str:
+    if conf.database.connection:
+        return conf.database.connection
+    state = os.path.abspath(conf.DEFAULT.state_path)
+    os.makedirs(state, exist_ok=True)
+    return f"sqlite:///{os.path.join(state, 'neutrino.db')}"

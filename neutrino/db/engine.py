@@ -1,0 +1,118 @@
+"""Engines and transactions, with retry on conflicts.
+
+Correctness under many workers and servers comes from constraints and short
+transactions: a transaction that loses a race (unique violation, deadlock,
+serialization failure, SQLite busy) is run again from the start, and each
+attempt re-reads what it depends on.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from sqlalchemy import create_engine, event
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
+
+from neutrino import exceptions as exc
+
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+# PostgreSQL SQLSTATEs and MySQL error numbers that mean "lost a race, try again".
+_PG_RETRY = {"40001", "40P01", "55P03"}
+_MYSQL_RETRY = {1205, 1213, 1020}
+
+
+def make_engine(url: str, pool_size: int = 10) -> Engine:
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30},
+                               pool_size=pool_size, max_overflow=20)
+        _sqlite_setup(engine)
+        return engine
+    kwargs: dict[str, Any] = {"pool_size": pool_size, "max_overflow": 20,
+                              "pool_pre_ping": True}
+    if url.startswith("mysql"):
+        kwargs["isolation_level"] = "READ COMMITTED"
+        if "charset=" not in url:
+            url += ("&" if "?" in url else "?") + "charset=utf8mb4"
+    return create_engine(url, **kwargs)
+
+
+def _sqlite_setup(engine: Engine) -> None:
+    @event.listens_for(engine, "connect")
+    def on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None  # we emit BEGIN ourselves, below
+        cursor = dbapi_conn.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute("PRAGMA foreign_keys=ON")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def on_begin(conn: Connection) -> None:
+        # A writer takes the write lock up front: a deferred transaction that
+        # later upgrades cannot wait for the lock and fails at once instead.
+        mode = conn.get_execution_options().get("sqlite_begin", "")
+        conn.exec_driver_sql(f"BEGIN {mode}")
+
+
+def is_retriable(error: BaseException) -> bool:
+    if isinstance(error, exc.RetryRequest | IntegrityError):
+        return True
+    if not isinstance(error, DBAPIError):
+        return False
+    orig = error.orig
+    code = getattr(orig, "pgcode", None)
+    if code in _PG_RETRY:
+        return True
+    args = getattr(orig, "args", ())
+    if args and isinstance(args[0], int) and args[0] in _MYSQL_RETRY:
+        return True
+    if isinstance(error, OperationalError):
+        text = str(orig).lower()
+        return "database is locked" in text or "database is busy" in text
+    return False
+
+
+class Database:
+    def __init__(self, url: str, max_retries: int = 20, pool_size: int = 10):
+        self.url = url
+        self.engine = make_engine(url, pool_size)
+        self.max_retries = max_retries
+        self.is_sqlite = url.startswith("sqlite")
+        self.dialect = self.engine.dialect.name
+
+    @contextmanager
+    def reader(self) -> Iterator[Connection]:
+        with self.engine.connect() as conn, conn.begin():
+            yield conn
+
+    def write(self, work: Callable[[Connection], T]) -> T:
+        """Run ``work(conn)`` in one write transaction, again if it lost a race."""
+        attempt = 0
+        while True:
+            try:
+                with self.engine.connect() as conn:
+                    if self.is_sqlite:
+                        conn.execution_options(sqlite_begin="IMMEDIATE")
+                    with conn.begin():
+                        return work(conn)
+            except Exception as error:
+                if not is_retriable(error):
+                    raise
+                attempt += 1
+                if attempt >= self.max_retries:
+                    LOG.warning("giving up after %d attempts: %s", attempt, error)
+                    raise exc.Conflicting(
+                        msg="The request conflicted with concurrent changes; "
+                            "please retry") from error
+                time.sleep(random.uniform(0, min(0.2, 0.002 * 2 ** attempt)))
+
+    def dispose(self) -> None:
+        self.engine.dispose()

@@ -1,0 +1,147 @@
+"""Tables, as SQLAlchemy Core: the schema every migration builds toward.
+
+Each resource table carries its own standard attributes (name, description,
+project, timestamps, revision) so that a list is one query per table.
+"""
+
+from sqlalchemy import (
+    Boolean,
+    Column,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    UniqueConstraint,
+)
+
+metadata = MetaData(naming_convention={
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s",
+    "pk": "pk_%(table_name)s",
+})
+
+UUID = String(36)
+PROJECT = String(255)
+
+
+def _standard() -> list[Column]:
+    return [
+        Column("id", UUID, primary_key=True),
+        Column("project_id", PROJECT, index=True),
+        Column("name", String(255), nullable=False, default=""),
+        Column("description", String(255), nullable=False, default=""),
+        Column("created_at", DateTime, nullable=False),
+        Column("updated_at", DateTime, nullable=False),
+        Column("revision_number", Integer, nullable=False, default=0),
+    ]
+
+
+networks = Table(
+    "networks", metadata, *_standard(),
+    Column("status", String(16), nullable=False),
+    Column("admin_state_up", Boolean, nullable=False),
+    Column("shared", Boolean, nullable=False, default=False),
+    Column("router_external", Boolean, nullable=False, default=False),
+    Column("mtu", Integer, nullable=False),
+)
+
+subnetpools = Table(
+    "subnetpools", metadata, *_standard(),
+    Column("ip_version", Integer, nullable=False),
+    Column("default_prefixlen", Integer, nullable=False),
+    Column("min_prefixlen", Integer, nullable=False),
+    Column("max_prefixlen", Integer, nullable=False),
+    Column("default_quota", Integer),
+    Column("shared", Boolean, nullable=False, default=False),
+    Column("is_default", Boolean, nullable=False, default=False),
+    Column("address_scope_id", UUID),
+)
+
+subnetpool_prefixes = Table(
+    "subnetpool_prefixes", metadata,
+    Column("subnetpool_id", UUID, ForeignKey("subnetpools.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("cidr", String(64), primary_key=True),
+)
+
+subnets = Table(
+    "subnets", metadata, *_standard(),
+    Column("network_id", UUID, ForeignKey("networks.id"), nullable=False, index=True),
+    Column("ip_version", Integer, nullable=False),
+    Column("cidr", String(64), nullable=False),
+    Column("gateway_ip", String(64)),
+    Column("enable_dhcp", Boolean, nullable=False),
+    Column("ipv6_ra_mode", String(16)),
+    Column("ipv6_address_mode", String(16)),
+    Column("subnetpool_id", UUID, ForeignKey("subnetpools.id"), index=True),
+)
+
+allocation_pools = Table(
+    "allocation_pools", metadata,
+    Column("subnet_id", UUID, ForeignKey("subnets.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("first_ip", String(64), primary_key=True),
+    Column("last_ip", String(64), nullable=False),
+)
+
+dns_nameservers = Table(
+    "dns_nameservers", metadata,
+    Column("subnet_id", UUID, ForeignKey("subnets.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("address", String(64), primary_key=True),
+    Column("position", Integer, nullable=False),
+)
+
+host_routes = Table(
+    "host_routes", metadata,
+    Column("subnet_id", UUID, ForeignKey("subnets.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("destination", String(64), primary_key=True),
+    Column("nexthop", String(64), primary_key=True),
+)
+
+ports = Table(
+    "ports", metadata, *_standard(),
+    Column("network_id", UUID, ForeignKey("networks.id"), nullable=False),
+    Column("mac_address", String(32), nullable=False),
+    Column("admin_state_up", Boolean, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("device_id", String(255), nullable=False, default=""),
+    Column("device_owner", String(255), nullable=False, default=""),
+    UniqueConstraint("network_id", "mac_address", name="uq_ports_network_id_mac_address"),
+    Index("ix_ports_device_id", "device_id"),
+)
+
+ip_allocations = Table(
+    "ip_allocations", metadata,
+    Column("subnet_id", UUID, ForeignKey("subnets.id"), primary_key=True),
+    Column("ip_address", String(64), primary_key=True),
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("network_id", UUID, nullable=False, index=True),
+)
+
+tags = Table(
+    "tags", metadata,
+    Column("resource_id", UUID, primary_key=True),
+    Column("tag", String(255), primary_key=True),
+)
+
+quotas = Table(
+    "quotas", metadata,
+    Column("project_id", PROJECT, primary_key=True),
+    Column("resource", String(255), primary_key=True),
+    Column("hard_limit", Integer, nullable=False),
+)
+
+# One row per (project, resource), locked while counting, so that concurrent
+# creates in one project are counted one after the other on every database.
+quota_locks = Table(
+    "quota_locks", metadata,
+    Column("project_id", PROJECT, primary_key=True),
+    Column("resource", String(255), primary_key=True),
+)

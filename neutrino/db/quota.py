@@ -1,0 +1,95 @@
+"""Quota limits and their enforcement inside the creating transaction.
+
+A create counts the project's rows after taking the (project, resource)
+lock row, so concurrent creates in one project are counted one after the
+other on every database; SQLite already serialises writers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sqlalchemy import delete, func, select
+from sqlalchemy.dialects import mysql, postgresql
+from sqlalchemy.engine import Connection
+
+from neutrino import exceptions as exc
+from neutrino.db import models
+
+
+class QuotaEngine:
+    def __init__(self, quota_conf: Any):
+        self.quota_conf = quota_conf  # the [quotas] options
+        self.defaults: dict[str, int] = {}  # resource -> default limit
+        self.tables: dict[str, Any] = {}  # resource -> table with a project_id column
+
+    def register(self, resource: str, table: Any) -> None:
+        """Count ``table`` rows as ``resource``; the default is ``quota_<resource>``."""
+        self.tables[resource] = table
+        self.defaults[resource] = getattr(self.quota_conf, f"quota_{resource}",
+                                          self.quota_conf.default_quota)
+
+    @property
+    def resources(self) -> list[str]:
+        return sorted(self.defaults)
+
+    def limits(self, conn: Connection, project_id: str) -> dict[str, int]:
+        q = models.quotas
+        limits = dict(self.defaults)
+        for resource, value in conn.execute(
+                select(q.c.resource, q.c.hard_limit).where(q.c.project_id == project_id)):
+            if resource in limits:
+                limits[resource] = value
+        return limits
+
+    def limit(self, conn: Connection, project_id: str, resource: str) -> int:
+        q = models.quotas
+        value = conn.execute(select(q.c.hard_limit).where(
+            q.c.project_id == project_id, q.c.resource == resource)).scalar()
+        return self.defaults.get(resource, -1) if value is None else value
+
+    def used(self, conn: Connection, project_id: str, resource: str) -> int:
+        table = self.tables[resource]
+        return conn.execute(select(func.count()).select_from(table).where(
+            table.c.project_id == project_id)).scalar_one()
+
+    def check(self, conn: Connection, project_id: str, resource: str, adding: int = 1) -> None:
+        """Raise OverQuota if ``adding`` more would pass the limit; call inside the txn."""
+        limit = self.limit(conn, project_id, resource)
+        if limit < 0:
+            return
+        if adding > limit:
+            raise exc.OverQuota(overs=resource)
+        _lock(conn, project_id, resource)
+        if self.used(conn, project_id, resource) + adding > limit:
+            raise exc.OverQuota(overs=resource)
+
+    def set_limits(self, conn: Connection, project_id: str, values: Mapping[str, int]) -> None:
+        q = models.quotas
+        for resource, value in values.items():
+            conn.execute(delete(q).where(q.c.project_id == project_id,
+                                         q.c.resource == resource))
+            conn.execute(q.insert().values(project_id=project_id, resource=resource,
+                                           hard_limit=value))
+
+    def reset(self, conn: Connection, project_id: str) -> None:
+        conn.execute(delete(models.quotas).where(models.quotas.c.project_id == project_id))
+
+    def projects_with_limits(self, conn: Connection) -> list[str]:
+        q = models.quotas
+        return list(conn.execute(select(q.c.project_id).distinct()).scalars())
+
+
+def _lock(conn: Connection, project_id: str, resource: str) -> None:
+    locks = models.quota_locks
+    dialect = conn.dialect.name
+    values = {"project_id": project_id, "resource": resource}
+    if dialect == "postgresql":
+        stmt = postgresql.insert(locks).values(**values)
+        conn.execute(stmt.on_conflict_do_update(
+            index_elements=["project_id", "resource"], set_={"resource": resource}))
+    elif dialect in ("mysql", "mariadb"):
+        stmt = mysql.insert(locks).values(**values)
+        conn.execute(stmt.on_duplicate_key_update(resource=resource))
+    # SQLite: the write transaction (BEGIN IMMEDIATE) already excludes others.

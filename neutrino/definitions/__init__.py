@@ -1,0 +1,33 @@
+"""Every resource and extension neutrino knows, as data.
+
+The API serves the core resources plus the extensions that the loaded
+plugins claim; nothing here is loaded or imported by name elsewhere.
+"""
+
+from neutrino.definitions import (
+    external_net,
+    flags,
+    net_mtu,
+    network,
+    port,
+    quotas,
+    subnet,
+    subnetpool,
+    tagging,
+)
+from neutrino.definitions.base import Extension, Resource
+
+CORE_RESOURCES: tuple[Resource, ...] = (
+    network.RESOURCE, subnet.RESOURCE, port.RESOURCE, subnetpool.RESOURCE,
+)
+
+EXTENSIONS: dict[str, Extension] = {
+    ext.alias: ext for ext in (
+        external_net.EXTENSION,
+        net_mtu.EXTENSION,
+        tagging.EXTENSION,
+        quotas.EXTENSION,
+        quotas.DETAILS,
+        *flags.FLAGS,
+    )
+}

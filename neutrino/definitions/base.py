@@ -1,0 +1,107 @@
+"""The vocabulary of resource definitions: attributes, resources, extensions.
+
+Definitions are data shared by every layer: the API validates and filters
+with them, plugins read defaults from them, tests walk them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from neutrino.definitions import validators as v
+
+
+class _Sentinel:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+REQUIRED = _Sentinel("REQUIRED")  # allow_post and no default: the caller must give it
+UNSET = _Sentinel("UNSET")  # optional; the plugin decides when absent
+
+
+@dataclass(frozen=True)
+class Attr:
+    name: str
+    allow_post: bool = False
+    allow_put: bool = False
+    default: Any = UNSET
+    convert: v.Converter | None = None
+    validate: v.Validator | None = None
+    visible: bool = True
+    filter: bool = True
+    sort: bool = False
+    # Only admins may set it; ``hidden`` also keeps it out of non-admin views.
+    admin_only: bool = False
+    hidden: bool = False
+    # How a query-string value becomes a filter value (defaults to ``convert``).
+    convert_filter: v.Converter | None = None
+
+    @property
+    def required(self) -> bool:
+        return self.allow_post and self.default is REQUIRED
+
+    def filter_value(self, text: str) -> Any:
+        conv = self.convert_filter or self.convert
+        return conv(text) if conv else text
+
+
+@dataclass(frozen=True)
+class Resource:
+    name: str
+    collection: str
+    attrs: dict[str, Attr]
+    # (parent collection, parent member name) for sub-resources
+    parent: tuple[str, str] | None = None
+    member_actions: dict[str, str] = field(default_factory=dict)
+    taggable: bool = False
+    not_found: type | None = None
+
+    def extended(self, extra: dict[str, Attr]) -> Resource:
+        return replace(self, attrs={**self.attrs, **extra})
+
+
+@dataclass(frozen=True)
+class Extension:
+    alias: str
+    name: str
+    description: str
+    updated: str = "2026-01-01T00:00:00-00:00"
+    resources: tuple[Resource, ...] = ()
+    # collection -> attributes this extension adds to it
+    attributes: dict[str, dict[str, Attr]] = field(default_factory=dict)
+    required: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"alias": self.alias, "name": self.name, "description": self.description,
+                "updated": self.updated, "links": []}
+
+
+def attrs(*items: Attr) -> dict[str, Attr]:
+    return {a.name: a for a in items}
+
+
+def standard_attrs(*, name: bool = True, description: bool = True) -> dict[str, Attr]:
+    """id, project/tenant, name, description, tags, timestamps, revision."""
+    items = [
+        Attr("id", validate=v.uuid, sort=True),
+        Attr("project_id", allow_post=True, validate=v.project_id, sort=True,
+             default=UNSET),
+        Attr("tenant_id", allow_post=True, validate=v.project_id, sort=True,
+             default=UNSET),
+        Attr("tags", filter=False),
+        Attr("created_at", sort=True),
+        Attr("updated_at", sort=True),
+        Attr("revision_number", sort=True, convert_filter=v.to_int),
+    ]
+    if name:
+        items.append(Attr("name", allow_post=True, allow_put=True, default="",
+                          validate=v.string(255), sort=True))
+    if description:
+        items.append(Attr("description", allow_post=True, allow_put=True, default="",
+                          validate=v.string(255), sort=True))
+    return attrs(*items)

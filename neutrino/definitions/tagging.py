@@ -1,0 +1,13 @@
+"""standard-attr-tag: tags on every taggable resource, and the tag filters."""
+
+from neutrino.definitions.base import Extension
+
+EXTENSION = Extension(
+    alias="standard-attr-tag",
+    name="Tag support for resources with standard attribute: subnet, trunk, router, "
+         "network, policy, subnetpool, port, security_group, floatingip",
+    description="Enables to set tag on resources with standard attribute.",
+)
+
+TAG_FILTERS = ("tags", "tags-any", "not-tags", "not-tags-any")
+MAX_TAG_LEN = 255

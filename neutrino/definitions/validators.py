@@ -1,0 +1,279 @@
+"""Converters and validators for attribute values.
+
+A converter turns the wire value into the stored one and raises
+``InvalidInput`` when it cannot; a validator returns ``None`` when the value
+is good and otherwise a sentence saying what is wrong (the controller wraps it
+in "Invalid input for <attr>. Reason: <sentence>.").
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import uuid as uuidlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from neutrino.exceptions import InvalidInput
+
+Validator = Callable[[Any], str | None]
+Converter = Callable[[Any], Any]
+
+_MAC_RE = re.compile(r"^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$")
+_UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
+                      r"[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
+
+# --- converters ------------------------------------------------------------
+
+
+def to_boolean(value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("true", "1", "yes", "on"):
+            return True
+        if lowered in ("false", "0", "no", "off"):
+            return False
+    raise InvalidInput(error_message=f"'{value}' cannot be converted to boolean")
+
+
+def to_int(value: Any) -> int:
+    if isinstance(value, bool):
+        raise InvalidInput(error_message=f"'{value}' is not an integer")
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            pass
+    raise InvalidInput(error_message=f"'{value}' is not an integer")
+
+
+def to_int_or_none(value: Any) -> int | None:
+    return None if value is None else to_int(value)
+
+
+def none_to_empty_list(value: Any) -> Any:
+    return [] if value is None else value
+
+
+def to_lowercase(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.lower()
+    raise InvalidInput(error_message=f"'{value}' cannot be converted to lowercase string")
+
+
+def canonical_mac(value: Any) -> Any:
+    return value.lower().replace("-", ":") if isinstance(value, str) else value
+
+
+def canonical_ip(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return str(ipaddress.ip_address(value))
+        except ValueError:
+            return value
+    return value
+
+
+# --- validators ------------------------------------------------------------
+
+
+def string(max_len: int | None = 255) -> Validator:
+    def check(value: Any) -> str | None:
+        if not isinstance(value, str):
+            return f"'{value}' is not a valid string"
+        if max_len is not None and len(value) > max_len:
+            return f"'{value}' exceeds maximum length of {max_len}"
+        return None
+
+    return check
+
+
+def string_or_none(max_len: int | None = 255) -> Validator:
+    inner = string(max_len)
+    return lambda value: None if value is None else inner(value)
+
+
+def is_uuid(value: Any) -> bool:
+    return isinstance(value, str) and bool(_UUID_RE.match(value))
+
+
+def uuid(value: Any) -> str | None:
+    return None if is_uuid(value) else f"'{value}' is not a valid UUID"
+
+
+def uuid_or_none(value: Any) -> str | None:
+    return None if value is None else uuid(value)
+
+
+def uuid_list(value: Any) -> str | None:
+    if not isinstance(value, list):
+        return f"'{value}' is not a list"
+    for item in value:
+        error = uuid(item)
+        if error:
+            return error
+    if len(set(value)) != len(value):
+        return f"Duplicate items in the list: '{', '.join(sorted(set(value)))}'"
+    return None
+
+
+def project_id(value: Any) -> str | None:
+    return string(255)(value)
+
+
+def boolean(value: Any) -> str | None:
+    try:
+        to_boolean(value)
+    except InvalidInput:
+        return f"'{value}' is not a valid boolean value"
+    return None
+
+
+def integer_range(low: int | None, high: int | None) -> Validator:
+    def check(value: Any) -> str | None:
+        if isinstance(value, bool) or not isinstance(value, int):
+            return f"'{value}' is not an integer"
+        if low is not None and value < low:
+            return f"'{value}' is too small - must be at least '{low}'"
+        if high is not None and value > high:
+            return f"'{value}' is too large - must be no larger than '{high}'"
+        return None
+
+    return check
+
+
+def one_of(*choices: Any) -> Validator:
+    def check(value: Any) -> str | None:
+        if value not in choices:
+            return f"'{value}' is not in {list(choices)}"
+        return None
+
+    return check
+
+
+def one_of_or_none(*choices: Any) -> Validator:
+    inner = one_of(*choices)
+    return lambda value: None if value is None else inner(value)
+
+
+def ip_address(value: Any) -> str | None:
+    if not isinstance(value, str):
+        return f"'{value}' is not a valid IP address"
+    try:
+        parsed = ipaddress.ip_address(value)
+    except ValueError:
+        return f"'{value}' is not a valid IP address"
+    # Neutron refuses the abbreviated forms inet_aton would accept ('1.1.1').
+    if parsed.version == 4 and value.count(".") != 3:
+        return f"'{value}' is not an accepted IP address, '{parsed}' is recommended"
+    return None
+
+
+def ip_address_or_none(value: Any) -> str | None:
+    return None if value is None else ip_address(value)
+
+
+def subnet_cidr(value: Any) -> str | None:
+    if not isinstance(value, str) or "/" not in value:
+        return f"'{value}' is not a valid IP subnet"
+    try:
+        net = ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        return f"'{value}' is not a valid IP subnet"
+    if str(net) != value and str(net) != _normalise_cidr_text(value):
+        return f"'{value}' isn't a recognized IP subnet cidr, '{net}' is recommended"
+    return None
+
+
+def _normalise_cidr_text(value: str) -> str:
+    address, _, prefix = value.partition("/")
+    try:
+        return f"{ipaddress.ip_address(address)}/{int(prefix)}"
+    except ValueError:
+        return value
+
+
+def subnet_cidr_or_none(value: Any) -> str | None:
+    return None if value is None else subnet_cidr(value)
+
+
+def subnet_cidr_list(value: Any) -> str | None:
+    if not isinstance(value, list):
+        return f"'{value}' is not a list"
+    for item in value:
+        error = subnet_cidr(item)
+        if error:
+            return error
+    return None
+
+
+def mac_address(value: Any) -> str | None:
+    if not isinstance(value, str) or not _MAC_RE.match(value):
+        return f"'{value}' is not a valid MAC address"
+    if value.replace("-", ":").lower() == "00:00:00:00:00:00":
+        return f"'{value}' is not a valid MAC address"
+    return None
+
+
+def dict_or_none(value: Any) -> str | None:
+    if value is None or isinstance(value, dict):
+        return None
+    return f"'{value}' is not a dictionary"
+
+
+def list_of_dicts(keys: dict[str, Validator], required: Sequence[str] = (),
+                  max_items: int | None = None) -> Validator:
+    """Validate a list of dicts whose keys are known and whose values pass ``keys``."""
+
+    def check(value: Any) -> str | None:
+        if not isinstance(value, list):
+            return f"'{value}' is not a list"
+        if max_items is not None and len(value) > max_items:
+            return f"'{value}' exceeds maximum number of items {max_items}"
+        for item in value:
+            if not isinstance(item, dict):
+                return f"'{item}' is not a dictionary"
+            for key in required:
+                if key not in item:
+                    return f"Validation of dictionary's keys failed. Expected keys: " \
+                           f"{set(required)} Provided keys: {set(item)}"
+            extra = set(item) - set(keys)
+            if extra:
+                return f"Unrecognized keys {sorted(extra)} in '{item}'"
+            for key, sub in keys.items():
+                if key in item:
+                    error = sub(item[key])
+                    if error:
+                        return error
+        return None
+
+    return check
+
+
+def unique_list_of(item_validator: Validator) -> Validator:
+    def check(value: Any) -> str | None:
+        if not isinstance(value, list):
+            return f"'{value}' is not a list"
+        for item in value:
+            error = item_validator(item)
+            if error:
+                return error
+        seen = set()
+        for item in value:
+            key = repr(item)
+            if key in seen:
+                return f"Duplicate items in the list: '{item}'"
+            seen.add(key)
+        return None
+
+    return check
+
+
+def new_uuid() -> str:
+    return str(uuidlib.uuid4())

@@ -1,0 +1,49 @@
+"""The plugin contract.
+
+A plugin is constructed with an ``Environment`` (configuration, database,
+hooks, quotas; no globals) and declares what it serves: extension aliases,
+resources and taggable tables; it registers its quota resources. The API calls its
+methods by name: ``<action>_<resource>`` with a Context first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from neutrino.config import Config, OptGroup
+from neutrino.db.engine import Database
+from neutrino.db.quota import QuotaEngine
+from neutrino.plugins.hooks import Hooks
+
+
+@dataclass
+class Environment:
+    """What every plugin is given: configuration, database, hooks, quotas."""
+
+    conf: Config
+    db: Database
+    hooks: Hooks
+    quota: QuotaEngine
+
+
+class Plugin:
+    #: extension aliases this plugin implements; two plugins may not share one
+    supported_extension_aliases: ClassVar[tuple[str, ...]] = ()
+    #: option groups this plugin reads, registered before construction
+    option_groups: ClassVar[tuple[OptGroup, ...]] = ()
+
+    def __init__(self, env: Environment):
+        self.env = env
+        self.conf = env.conf
+        self.db = env.db
+
+    def taggable_tables(self) -> dict[str, Any]:
+        """collection -> table whose rows can carry tags."""
+        return {}
+
+    #: collection -> query parameters accepted beyond the resource attributes
+    extra_filters: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def start(self) -> None:
+        """Called once the API is assembled (after migrations)."""

@@ -1,0 +1,150 @@
+"""Networks in the database: visibility, views, create, update, delete."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.engine import Connection, Row
+
+from neutrino import exceptions as exc
+from neutrino.context import Context
+from neutrino.db import models, tags
+from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.util import bump, now, timestamp
+from neutrino.definitions.validators import new_uuid
+
+N = models.networks
+
+COLUMNS = {
+    "id": N.c.id, "name": N.c.name, "description": N.c.description,
+    "project_id": N.c.project_id, "tenant_id": N.c.project_id,
+    "status": N.c.status, "admin_state_up": N.c.admin_state_up, "shared": N.c.shared,
+    "router:external": N.c.router_external, "mtu": N.c.mtu,
+    "created_at": N.c.created_at, "updated_at": N.c.updated_at,
+    "revision_number": N.c.revision_number,
+}
+
+
+def visible(ctx: Context):
+    """Rows the caller may see: its own, shared and external networks."""
+    if ctx.is_admin:
+        return None
+    return or_(N.c.project_id == ctx.project_id, N.c.shared, N.c.router_external)
+
+
+def _where(ctx: Context) -> list:
+    clause = visible(ctx)
+    return [] if clause is None else [clause]
+
+
+def get_row(conn: Connection, ctx: Context, network_id: str, for_update: bool = False) -> Row:
+    stmt = select(N).where(N.c.id == network_id, *_where(ctx))
+    if for_update and conn.dialect.name != "sqlite":
+        stmt = stmt.with_for_update()
+    row = conn.execute(stmt).first()
+    if row is None:
+        raise exc.NetworkNotFound(net_id=network_id)
+    return row
+
+
+def view(row: Row, subnet_ids: list[str], tag_list: list[str]) -> dict[str, Any]:
+    return {
+        "id": row.id, "name": row.name, "tenant_id": row.project_id,
+        "project_id": row.project_id, "admin_state_up": row.admin_state_up,
+        "mtu": row.mtu, "status": row.status, "subnets": subnet_ids,
+        "shared": row.shared, "router:external": row.router_external,
+        "description": row.description, "tags": tag_list,
+        "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
+        "revision_number": row.revision_number,
+    }
+
+
+def _subnet_ids(conn: Connection, network_ids: list[str] | None) -> dict[str, list[str]]:
+    s = models.subnets
+    stmt = select(s.c.network_id, s.c.id).order_by(s.c.created_at, s.c.id)
+    if network_ids is not None:
+        if not network_ids:
+            return {}
+        stmt = stmt.where(s.c.network_id.in_(network_ids))
+    found: dict[str, list[str]] = {}
+    for net_id, subnet_id in conn.execute(stmt):
+        found.setdefault(net_id, []).append(subnet_id)
+    return found
+
+
+def get(conn: Connection, ctx: Context, network_id: str) -> dict[str, Any]:
+    row = get_row(conn, ctx, network_id)
+    return view(row, _subnet_ids(conn, [row.id]).get(row.id, []), tags.of(conn, row.id))
+
+
+def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+    if query.marker is not None:
+        get_row(conn, ctx, query.marker)
+    rows = select_page(conn, N, COLUMNS, query, _where(ctx))
+    ids = [r.id for r in rows]
+    many = len(ids) > 200
+    subnet_map = _subnet_ids(conn, None if many else ids)
+    tag_map = tags.load(conn, ids) if ids else {}
+    return [view(r, subnet_map.get(r.id, []), tag_map.get(r.id, [])) for r in rows]
+
+
+def create(conn: Connection, data: dict[str, Any], mtu: int) -> dict[str, Any]:
+    when = now()
+    row = {
+        "id": new_uuid(), "project_id": data["project_id"], "name": data.get("name", ""),
+        "description": data.get("description", ""), "status": "ACTIVE",
+        "admin_state_up": data.get("admin_state_up", True),
+        "shared": data.get("shared", False),
+        "router_external": data.get("router:external", False), "mtu": mtu,
+        "created_at": when, "updated_at": when, "revision_number": 1,
+    }
+    conn.execute(N.insert().values(**row))
+    return view(SimpleNamespace(**row), [], [])
+
+
+_UPDATABLE = {"name": "name", "description": "description", "admin_state_up": "admin_state_up",
+              "shared": "shared", "router:external": "router_external"}
+
+
+def update(conn: Connection, ctx: Context, network_id: str, data: dict[str, Any],
+           if_revision: int | None) -> None:
+    row = get_row(conn, ctx, network_id, for_update=True)
+    values = {_UPDATABLE[k]: v for k, v in data.items() if k in _UPDATABLE}
+    if data.get("shared") is False and row.shared:
+        _check_unshare(conn, row)
+    bump(conn, N, network_id, if_revision, values)
+
+
+def _check_unshare(conn: Connection, row: Row) -> None:
+    p = models.ports
+    other = conn.execute(select(p.c.id).where(
+        p.c.network_id == row.id, p.c.project_id != row.project_id,
+        p.c.device_owner.not_like("network:%")).limit(1)).first()
+    if other is not None:
+        raise exc.InvalidInput(error_message=(
+            f"Unable to reconfigure sharing settings for network {row.id}. "
+            "Multiple tenants are using it."))
+
+
+def delete_(conn: Connection, ctx: Context, network_id: str, if_revision: int | None) -> None:
+    row = get_row(conn, ctx, network_id, for_update=True)
+    if if_revision is not None and row.revision_number != if_revision:
+        raise exc.RevisionNumberConstraintFailed(expected=if_revision,
+                                                 current=row.revision_number)
+    p, s = models.ports, models.subnets
+    in_use = conn.execute(select(p.c.id).where(
+        p.c.network_id == network_id, p.c.device_owner != "network:dhcp").limit(1)).first()
+    if in_use is not None:
+        raise exc.NetworkInUse(net_id=network_id)
+    port_ids = list(conn.execute(select(p.c.id).where(p.c.network_id == network_id)).scalars())
+    subnet_ids = list(conn.execute(select(s.c.id).where(s.c.network_id == network_id)).scalars())
+    for ids in (port_ids, subnet_ids, [network_id]):
+        if ids:
+            conn.execute(delete(models.tags).where(models.tags.c.resource_id.in_(ids)))
+    if port_ids:
+        conn.execute(delete(p).where(p.c.id.in_(port_ids)))
+    if subnet_ids:
+        conn.execute(delete(s).where(s.c.id.in_(subnet_ids)))
+    conn.execute(delete(N).where(N.c.id == network_id))

@@ -1,0 +1,206 @@
+"""Ports in the database: MAC and fixed IP allocation, views, filters."""
+
+from __future__ import annotations
+
+import random
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import and_, delete, or_, select
+from sqlalchemy.engine import Connection, Row
+
+from neutrino import exceptions as exc
+from neutrino.context import Context
+from neutrino.db import models, tags
+from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.util import bump, chunked, now, timestamp
+from neutrino.definitions.validators import new_uuid
+from neutrino.ipam import allocator
+from neutrino.plugins.core import networks
+
+P = models.ports
+IA = models.ip_allocations
+
+COLUMNS = {
+    "id": P.c.id, "name": P.c.name, "description": P.c.description,
+    "project_id": P.c.project_id, "tenant_id": P.c.project_id,
+    "network_id": P.c.network_id, "mac_address": P.c.mac_address,
+    "admin_state_up": P.c.admin_state_up, "status": P.c.status,
+    "device_id": P.c.device_id, "device_owner": P.c.device_owner,
+    "created_at": P.c.created_at, "updated_at": P.c.updated_at,
+    "revision_number": P.c.revision_number,
+}
+EXTRA_FILTERS = ("fixed_ips",)
+
+
+def visible(ctx: Context) -> list:
+    """A project sees its ports and every port on the networks it owns."""
+    if ctx.is_admin:
+        return []
+    owned = select(models.networks.c.id).where(
+        models.networks.c.project_id == ctx.project_id)
+    return [or_(P.c.project_id == ctx.project_id, P.c.network_id.in_(owned))]
+
+
+def view(row: Any, fixed_ips: list[dict[str, str]], tag_list: list[str]) -> dict[str, Any]:
+    return {
+        "id": row.id, "name": row.name, "network_id": row.network_id,
+        "tenant_id": row.project_id, "project_id": row.project_id,
+        "mac_address": row.mac_address, "admin_state_up": row.admin_state_up,
+        "status": row.status, "device_id": row.device_id, "device_owner": row.device_owner,
+        "fixed_ips": fixed_ips, "description": row.description, "tags": tag_list,
+        "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
+        "revision_number": row.revision_number,
+    }
+
+
+def get_row(conn: Connection, ctx: Context, port_id: str) -> Row:
+    row = conn.execute(select(P).where(P.c.id == port_id, *visible(ctx))).first()
+    if row is None:
+        raise exc.PortNotFound(port_id=port_id)
+    return row
+
+
+def _fixed_ips(conn: Connection, port_ids: list[str]) -> dict[str, list[dict[str, str]]]:
+    found: dict[str, list[dict[str, str]]] = {}
+    for chunk in chunked(port_ids):
+        for port_id, subnet_id, address in conn.execute(
+                select(IA.c.port_id, IA.c.subnet_id, IA.c.ip_address)
+                .where(IA.c.port_id.in_(chunk))):
+            found.setdefault(port_id, []).append(
+                {"subnet_id": subnet_id, "ip_address": address})
+    return found
+
+
+def get(conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]:
+    row = get_row(conn, ctx, port_id)
+    return view(row, _fixed_ips(conn, [port_id]).get(port_id, []), tags.of(conn, port_id))
+
+
+def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+    where = visible(ctx)
+    fixed_filters = query.pop_filter("fixed_ips")
+    if fixed_filters:
+        where.append(_fixed_ips_clause(fixed_filters))
+    if query.marker is not None:
+        get_row(conn, ctx, query.marker)
+    rows = select_page(conn, P, COLUMNS, query, where)
+    ids = [r.id for r in rows]
+    ips = _fixed_ips(conn, ids)
+    tag_map = tags.load(conn, ids)
+    return [view(r, ips.get(r.id, []), tag_map.get(r.id, [])) for r in rows]
+
+
+def _fixed_ips_clause(values: list[str]):
+    """``fixed_ips=ip_address=X``, ``subnet_id=Y``, ``ip_address_substr=Z``: one
+    allocation of the port must match them all (each kind OR-ed within)."""
+    wanted: dict[str, list[str]] = {}
+    for value in values:
+        key, sep, item = value.partition("=")
+        if not sep or key not in ("ip_address", "subnet_id", "ip_address_substr"):
+            raise exc.HTTPBadRequest(msg=f"Invalid fixed_ips filter '{value}'; expected "
+                                         "ip_address=, subnet_id= or ip_address_substr=")
+        wanted.setdefault(key, []).append(item)
+    conds = []
+    if "ip_address" in wanted:
+        conds.append(IA.c.ip_address.in_(wanted["ip_address"]))
+    if "subnet_id" in wanted:
+        conds.append(IA.c.subnet_id.in_(wanted["subnet_id"]))
+    for sub in wanted.get("ip_address_substr", []):
+        conds.append(IA.c.ip_address.contains(sub, autoescape=True))
+    return P.c.id.in_(select(IA.c.port_id).where(and_(*conds)))
+
+
+def random_mac(base_mac: str) -> str:
+    parts = base_mac.split(":")
+    for i in range(3, 6):
+        if parts[i] == "00":
+            parts[i] = f"{random.randrange(256):02x}"
+    return ":".join(parts)
+
+
+def _check_mac(conn: Connection, network_id: str, mac: str) -> None:
+    taken = conn.execute(select(P.c.id).where(P.c.network_id == network_id,
+                                              P.c.mac_address == mac)).first()
+    if taken is not None:
+        raise exc.MacAddressInUse(net_id=network_id, mac=mac)
+
+
+def create(conn: Connection, ctx: Context, data: dict[str, Any], base_mac: str,
+           max_ips: int) -> dict[str, Any]:
+    network = networks.get_row(conn, ctx, data["network_id"])
+    port_id = new_uuid()
+    mac = data.get("mac_address")
+    if mac is not None:
+        _check_mac(conn, network.id, mac)
+    else:
+        mac = random_mac(base_mac)  # a collision fails the unique key; the write retries
+    subnets = allocator.load_subnets(conn, network.id)
+    fixed = allocator.allocate(conn, network.id, subnets, data.get("fixed_ips"), mac,
+                               data.get("device_owner", ""), max_ips)
+    when = now()
+    row = {
+        "id": port_id, "project_id": data["project_id"], "name": data.get("name", ""),
+        "description": data.get("description", ""), "network_id": network.id,
+        "mac_address": mac, "admin_state_up": data.get("admin_state_up", True),
+        "status": "DOWN", "device_id": data.get("device_id", ""),
+        "device_owner": data.get("device_owner", ""),
+        "created_at": when, "updated_at": when, "revision_number": 1,
+    }
+    conn.execute(P.insert().values(**row))
+    if fixed:
+        conn.execute(IA.insert(), [{**f, "port_id": port_id, "network_id": network.id}
+                                   for f in fixed])
+    return view(SimpleNamespace(**row), fixed, [])
+
+
+_UPDATABLE = ("name", "description", "admin_state_up", "device_id", "device_owner",
+              "mac_address")
+
+
+def update(conn: Connection, ctx: Context, port_id: str, data: dict[str, Any],
+           if_revision: int | None, max_ips: int) -> None:
+    row = get_row(conn, ctx, port_id)
+    values = {k: data[k] for k in _UPDATABLE if k in data}
+    mac = values.get("mac_address")
+    if mac is not None and mac != row.mac_address:
+        _check_mac(conn, row.network_id, mac)
+    if "fixed_ips" in data:
+        _replace_fixed_ips(conn, row, data["fixed_ips"], values.get("device_owner",
+                                                                    row.device_owner),
+                           mac or row.mac_address, max_ips)
+    bump(conn, P, port_id, if_revision, values)
+
+
+def _replace_fixed_ips(conn: Connection, row: Row, requested: list[dict[str, Any]],
+                       device_owner: str, mac: str, max_ips: int) -> None:
+    current = {(s, a) for s, a in conn.execute(
+        select(IA.c.subnet_id, IA.c.ip_address).where(IA.c.port_id == row.id))}
+    subnets = allocator.load_subnets(conn, row.network_id)
+    # Neutron keeps an unchanged address when only its subnet is named.
+    by_subnet = {}
+    for subnet_id, address in current:
+        by_subnet.setdefault(subnet_id, address)
+    wanted = []
+    for item in requested:
+        if "ip_address" not in item and item.get("subnet_id") in by_subnet:
+            wanted.append({"subnet_id": item["subnet_id"],
+                           "ip_address": by_subnet.pop(item["subnet_id"])})
+        else:
+            wanted.append(item)
+    conn.execute(delete(IA).where(IA.c.port_id == row.id))
+    fixed = allocator.allocate(conn, row.network_id, subnets, wanted, mac, device_owner,
+                               max_ips, keep=current)
+    if fixed:
+        conn.execute(IA.insert(), [{**f, "port_id": row.id, "network_id": row.network_id}
+                                   for f in fixed])
+
+
+def delete_(conn: Connection, ctx: Context, port_id: str, if_revision: int | None) -> None:
+    row = get_row(conn, ctx, port_id)
+    if if_revision is not None and row.revision_number != if_revision:
+        raise exc.RevisionNumberConstraintFailed(expected=if_revision,
+                                                 current=row.revision_number)
+    conn.execute(delete(IA).where(IA.c.port_id == port_id))
+    conn.execute(delete(models.tags).where(models.tags.c.resource_id == port_id))
+    conn.execute(delete(P).where(P.c.id == port_id))

@@ -1,0 +1,267 @@
+"""Subnet pools: prefix sets that subnets are carved from."""
+
+from __future__ import annotations
+
+import ipaddress
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.engine import Connection, Row
+
+from neutrino import exceptions as exc
+from neutrino.context import Context
+from neutrino.db import models, tags
+from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.util import bump, now, timestamp
+from neutrino.definitions.validators import new_uuid
+
+SP = models.subnetpools
+SPP = models.subnetpool_prefixes
+S = models.subnets
+
+COLUMNS = {
+    "id": SP.c.id, "name": SP.c.name, "description": SP.c.description,
+    "project_id": SP.c.project_id, "tenant_id": SP.c.project_id,
+    "ip_version": SP.c.ip_version, "default_prefixlen": SP.c.default_prefixlen,
+    "min_prefixlen": SP.c.min_prefixlen, "max_prefixlen": SP.c.max_prefixlen,
+    "default_quota": SP.c.default_quota, "shared": SP.c.shared, "is_default": SP.c.is_default,
+    "address_scope_id": SP.c.address_scope_id,
+    "created_at": SP.c.created_at, "updated_at": SP.c.updated_at,
+    "revision_number": SP.c.revision_number,
+}
+
+
+class IllegalSubnetPoolPrefixBounds(exc.BadRequest):
+    message = ("Illegal prefix bounds: %(prefix_type)s=%(prefixlen)s, "
+               "%(base_prefix_type)s=%(base_prefixlen)s.")
+
+
+class IllegalSubnetPoolPrefixUpdate(exc.BadRequest):
+    message = "Illegal update to prefixes: %(msg)s."
+
+
+def visible(ctx: Context) -> list:
+    if ctx.is_admin:
+        return []
+    return [or_(SP.c.project_id == ctx.project_id, SP.c.shared)]
+
+
+def get_row(conn: Connection, ctx: Context, pool_id: str) -> Row:
+    row = conn.execute(select(SP).where(SP.c.id == pool_id, *visible(ctx))).first()
+    if row is None:
+        raise exc.SubnetPoolNotFound(subnetpool_id=pool_id)
+    return row
+
+
+def _prefixes(conn: Connection, ids: list[str]) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {}
+    if not ids:
+        return found
+    for pool_id, cidr in conn.execute(select(SPP.c.subnetpool_id, SPP.c.cidr)
+                                      .where(SPP.c.subnetpool_id.in_(ids))):
+        found.setdefault(pool_id, []).append(cidr)
+    for cidrs in found.values():
+        cidrs.sort(key=lambda c: ipaddress.ip_network(c))
+    return found
+
+
+def view(row: Any, prefixes: list[str], tag_list: list[str]) -> dict[str, Any]:
+    return {
+        "id": row.id, "name": row.name, "tenant_id": row.project_id,
+        "project_id": row.project_id, "prefixes": prefixes, "ip_version": row.ip_version,
+        "default_prefixlen": row.default_prefixlen, "min_prefixlen": row.min_prefixlen,
+        "max_prefixlen": row.max_prefixlen, "default_quota": row.default_quota,
+        "shared": row.shared, "is_default": row.is_default,
+        "address_scope_id": row.address_scope_id, "description": row.description,
+        "tags": tag_list, "created_at": timestamp(row.created_at),
+        "updated_at": timestamp(row.updated_at), "revision_number": row.revision_number,
+    }
+
+
+def get(conn: Connection, ctx: Context, pool_id: str) -> dict[str, Any]:
+    row = get_row(conn, ctx, pool_id)
+    return view(row, _prefixes(conn, [row.id]).get(row.id, []), tags.of(conn, row.id))
+
+
+def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+    if query.marker is not None:
+        get_row(conn, ctx, query.marker)
+    rows = select_page(conn, SP, COLUMNS, query, visible(ctx))
+    ids = [r.id for r in rows]
+    prefixes = _prefixes(conn, ids)
+    tag_map = tags.load(conn, ids)
+    return [view(r, prefixes.get(r.id, []), tag_map.get(r.id, [])) for r in rows]
+
+
+def _collapse(prefixes: list[str]) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
+    nets = [ipaddress.ip_network(p, strict=False) for p in prefixes]
+    if not nets:
+        raise exc.InvalidInput(error_message="A subnet pool needs at least one prefix")
+    if len({n.version for n in nets}) > 1:
+        raise exc.InvalidInput(error_message="Cannot mix IPv4 and IPv6 prefixes in a "
+                                             "subnet pool.")
+    return sorted(ipaddress.collapse_addresses(nets))  # type: ignore[type-var]
+
+
+def _bounds(version: int, min_len: int | None, max_len: int | None,
+            default_len: int | None) -> tuple[int, int, int]:
+    bits = 32 if version == 4 else 128
+    min_len = (8 if version == 4 else 64) if min_len is None else min_len
+    max_len = bits if max_len is None else max_len
+    default_len = min_len if default_len is None else default_len
+    if max_len > bits:
+        raise IllegalSubnetPoolPrefixBounds(prefix_type="max_prefixlen", prefixlen=max_len,
+                                            base_prefix_type="ip_version_max",
+                                            base_prefixlen=bits)
+    if min_len > max_len:
+        raise IllegalSubnetPoolPrefixBounds(prefix_type="min_prefixlen", prefixlen=min_len,
+                                            base_prefix_type="max_prefixlen",
+                                            base_prefixlen=max_len)
+    if not min_len <= default_len <= max_len:
+        raise IllegalSubnetPoolPrefixBounds(prefix_type="default_prefixlen",
+                                            prefixlen=default_len,
+                                            base_prefix_type="min_prefixlen/max_prefixlen",
+                                            base_prefixlen=f"{min_len}/{max_len}")
+    return min_len, max_len, default_len
+
+
+def _check_default(conn: Connection, version: int, pool_id: str | None) -> None:
+    other = conn.execute(select(SP.c.id).where(SP.c.is_default, SP.c.ip_version == version,
+                                               SP.c.id != (pool_id or ""))).first()
+    if other is not None:
+        raise exc.InvalidInput(error_message=(
+            "A default subnetpool for this IP family has already been set. Only one "
+            "default may exist per IP family"))
+
+
+def create(conn: Connection, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+    nets = _collapse(data["prefixes"])
+    version = nets[0].version
+    min_len, max_len, default_len = _bounds(version, data.get("min_prefixlen"),
+                                            data.get("max_prefixlen"),
+                                            data.get("default_prefixlen"))
+    if data.get("is_default"):
+        _check_default(conn, version, None)
+    when = now()
+    row = {
+        "id": new_uuid(), "project_id": data["project_id"], "name": data.get("name", ""),
+        "description": data.get("description", ""), "ip_version": version,
+        "default_prefixlen": default_len, "min_prefixlen": min_len, "max_prefixlen": max_len,
+        "default_quota": data.get("default_quota"), "shared": data.get("shared", False),
+        "is_default": data.get("is_default", False),
+        "address_scope_id": data.get("address_scope_id"),
+        "created_at": when, "updated_at": when, "revision_number": 0,
+    }
+    conn.execute(SP.insert().values(**row))
+    conn.execute(SPP.insert(), [{"subnetpool_id": row["id"], "cidr": str(n)} for n in nets])
+    return view(SimpleNamespace(**row), [str(n) for n in nets], [])
+
+
+def update(conn: Connection, ctx: Context, pool_id: str, data: dict[str, Any],
+           if_revision: int | None) -> None:
+    row = get_row(conn, ctx, pool_id)
+    current = [ipaddress.ip_network(c) for c in _prefixes(conn, [pool_id]).get(pool_id, [])]
+    nets = current
+    if "prefixes" in data:
+        nets = _collapse(data["prefixes"])
+        if nets[0].version != row.ip_version:
+            raise exc.InvalidInput(error_message="Cannot mix IPv4 and IPv6 prefixes in a "
+                                                 "subnet pool.")
+        for old in current:
+            if not any(old.subnet_of(new) for new in nets):
+                raise IllegalSubnetPoolPrefixUpdate(
+                    msg=f"prefix {old} is removed; prefixes can only be added or grown")
+    min_len, max_len, default_len = _bounds(
+        row.ip_version, data.get("min_prefixlen", row.min_prefixlen),
+        data.get("max_prefixlen", row.max_prefixlen),
+        data.get("default_prefixlen", row.default_prefixlen))
+    if data.get("is_default"):
+        _check_default(conn, row.ip_version, pool_id)
+    if "prefixes" in data:
+        conn.execute(delete(SPP).where(SPP.c.subnetpool_id == pool_id))
+        conn.execute(SPP.insert(), [{"subnetpool_id": pool_id, "cidr": str(n)} for n in nets])
+    values = {k: data[k] for k in ("name", "description", "default_quota", "is_default",
+                                   "address_scope_id") if k in data}
+    values.update(min_prefixlen=min_len, max_prefixlen=max_len, default_prefixlen=default_len)
+    bump(conn, SP, pool_id, if_revision, values)
+
+
+def delete_(conn: Connection, ctx: Context, pool_id: str, if_revision: int | None) -> None:
+    row = get_row(conn, ctx, pool_id)
+    if if_revision is not None and row.revision_number != if_revision:
+        raise exc.RevisionNumberConstraintFailed(expected=if_revision,
+                                                 current=row.revision_number)
+    if conn.execute(select(S.c.id).where(S.c.subnetpool_id == pool_id).limit(1)).first():
+        raise exc.SubnetPoolInUse(subnet_pool_id=pool_id,
+                                  reason="Subnets are allocated from this pool")
+    conn.execute(delete(models.tags).where(models.tags.c.resource_id == pool_id))
+    conn.execute(delete(SP).where(SP.c.id == pool_id))
+
+
+# --- subnets from pools ----------------------------------------------------------------
+
+
+def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], version: int
+                    ) -> tuple[str, str | None]:
+    """The subnet's cidr and pool: as given, or carved from the named or default pool."""
+    pool_id = data.get("subnetpool_id")
+    cidr = data.get("cidr")
+    if pool_id is None and data.get("use_default_subnetpool"):
+        pool_id = conn.execute(select(SP.c.id).where(
+            SP.c.is_default, SP.c.ip_version == version)).scalar()
+        if pool_id is None:
+            raise exc.BadRequest(resource="subnets",
+                                 msg=f"No default subnetpool found for IPv{version}")
+    if pool_id is None:
+        if cidr is None:
+            raise exc.BadRequest(resource="subnets", msg="a subnetpool must be specified "
+                                 "in the absence of a cidr")
+        return str(ipaddress.ip_network(cidr, strict=False)), None
+    pool = get_row(conn, ctx, pool_id)
+    if pool.ip_version != version:
+        raise exc.InvalidInput(error_message=(
+            f"Cannot allocate IPv{version} subnet from IPv{pool.ip_version} subnet pool"))
+    if conn.dialect.name != "sqlite":  # serialise carving from one pool
+        conn.execute(select(SP.c.id).where(SP.c.id == pool_id).with_for_update())
+    prefixes = [ipaddress.ip_network(c) for c in _prefixes(conn, [pool_id]).get(pool_id, [])]
+    used = [ipaddress.ip_network(c) for c in conn.execute(
+        select(S.c.cidr).where(S.c.subnetpool_id == pool_id)).scalars()]
+    if cidr is not None:
+        wanted = ipaddress.ip_network(cidr, strict=False)
+        _check_prefixlen(pool, wanted.prefixlen)
+        if not any(wanted.subnet_of(p) for p in prefixes) or any(
+                wanted.overlaps(u) for u in used):
+            raise exc.SubnetAllocationError(reason="Cannot allocate requested subnet from "
+                                                   "the available set of prefixes")
+        return str(wanted), pool_id
+    prefixlen = data.get("prefixlen")
+    prefixlen = pool.default_prefixlen if prefixlen is None else prefixlen
+    _check_prefixlen(pool, prefixlen)
+    free = list(prefixes)
+    for taken in used:
+        free = [piece for block in free for piece in _exclude(block, taken)]
+    for block in sorted(free, key=lambda b: (b.network_address, b.prefixlen)):
+        if block.prefixlen <= prefixlen:
+            return str(next(block.subnets(new_prefix=prefixlen))), pool_id
+    raise exc.SubnetAllocationError(reason=f"Insufficient prefix space to allocate subnet "
+                                           f"size /{prefixlen}")
+
+
+def _check_prefixlen(pool: Row, prefixlen: int) -> None:
+    if prefixlen < pool.min_prefixlen:
+        raise exc.SubnetAllocationError(reason=(
+            f"Unable to allocate subnet with prefix length {prefixlen}, minimum allowed "
+            f"prefix is {pool.min_prefixlen}"))
+    if prefixlen > pool.max_prefixlen:
+        raise exc.SubnetAllocationError(reason=(
+            f"Unable to allocate subnet with prefix length {prefixlen}, maximum allowed "
+            f"prefix is {pool.max_prefixlen}"))
+
+
+def _exclude(block, taken):
+    if not block.overlaps(taken):
+        return [block]
+    if block.subnet_of(taken):
+        return []
+    return list(block.address_exclude(taken))

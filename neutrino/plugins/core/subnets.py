@@ -1,0 +1,303 @@
+"""Subnets in the database: validation of IPAM attributes, views, life cycle."""
+
+from __future__ import annotations
+
+import ipaddress
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.engine import Connection, Row
+
+from neutrino import exceptions as exc
+from neutrino.context import Context
+from neutrino.db import models, tags
+from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.util import bump, chunked, now, timestamp
+from neutrino.definitions.validators import new_uuid
+from neutrino.ipam import allocator
+from neutrino.ipam import pools as P
+from neutrino.plugins.core import networks, subnetpools
+
+S = models.subnets
+AP = models.allocation_pools
+DNS = models.dns_nameservers
+HR = models.host_routes
+IA = models.ip_allocations
+
+COLUMNS = {
+    "id": S.c.id, "name": S.c.name, "description": S.c.description,
+    "project_id": S.c.project_id, "tenant_id": S.c.project_id,
+    "network_id": S.c.network_id, "ip_version": S.c.ip_version, "cidr": S.c.cidr,
+    "gateway_ip": S.c.gateway_ip, "enable_dhcp": S.c.enable_dhcp,
+    "ipv6_ra_mode": S.c.ipv6_ra_mode, "ipv6_address_mode": S.c.ipv6_address_mode,
+    "subnetpool_id": S.c.subnetpool_id,
+    "created_at": S.c.created_at, "updated_at": S.c.updated_at,
+    "revision_number": S.c.revision_number,
+}
+
+
+def _invalid(msg: str) -> exc.InvalidInput:
+    return exc.InvalidInput(error_message=msg)
+
+
+def visible(ctx: Context) -> list:
+    """Own subnets, and the subnets of shared and external networks."""
+    if ctx.is_admin:
+        return []
+    N = models.networks
+    open_nets = select(N.c.id).where(or_(N.c.shared, N.c.router_external))
+    return [or_(S.c.project_id == ctx.project_id, S.c.network_id.in_(open_nets))]
+
+
+def get_row(conn: Connection, ctx: Context, subnet_id: str) -> Row:
+    row = conn.execute(select(S).where(S.c.id == subnet_id, *visible(ctx))).first()
+    if row is None:
+        raise exc.SubnetNotFound(subnet_id=subnet_id)
+    return row
+
+
+def view(row: Any, details: dict[str, Any], tag_list: list[str]) -> dict[str, Any]:
+    return {
+        "id": row.id, "name": row.name, "network_id": row.network_id,
+        "tenant_id": row.project_id, "project_id": row.project_id,
+        "ip_version": row.ip_version, "subnetpool_id": row.subnetpool_id,
+        "enable_dhcp": row.enable_dhcp, "ipv6_ra_mode": row.ipv6_ra_mode,
+        "ipv6_address_mode": row.ipv6_address_mode, "gateway_ip": row.gateway_ip,
+        "cidr": row.cidr, "allocation_pools": details.get("allocation_pools", []),
+        "host_routes": details.get("host_routes", []),
+        "dns_nameservers": details.get("dns_nameservers", []),
+        "description": row.description, "tags": tag_list,
+        "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
+        "revision_number": row.revision_number,
+    }
+
+
+def _details(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
+    found: dict[str, dict[str, Any]] = {i: {"allocation_pools": [], "host_routes": [],
+                                            "dns_nameservers": []} for i in ids}
+    for chunk in chunked(ids):
+        pools = conn.execute(select(AP.c.subnet_id, AP.c.first_ip, AP.c.last_ip)
+                             .where(AP.c.subnet_id.in_(chunk)))
+        for sid, first, last in sorted(pools, key=lambda r: (
+                r[0], int(ipaddress.ip_address(r[1])))):
+            found[sid]["allocation_pools"].append({"start": first, "end": last})
+        for sid, dest, hop in conn.execute(select(HR.c.subnet_id, HR.c.destination,
+                                                  HR.c.nexthop).where(HR.c.subnet_id.in_(chunk))):
+            found[sid]["host_routes"].append({"destination": dest, "nexthop": hop})
+        for sid, address in conn.execute(select(DNS.c.subnet_id, DNS.c.address)
+                                         .where(DNS.c.subnet_id.in_(chunk))
+                                         .order_by(DNS.c.subnet_id, DNS.c.position)):
+            found[sid]["dns_nameservers"].append(address)
+    return found
+
+
+def get(conn: Connection, ctx: Context, subnet_id: str) -> dict[str, Any]:
+    row = get_row(conn, ctx, subnet_id)
+    return view(row, _details(conn, [row.id])[row.id], tags.of(conn, row.id))
+
+
+def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+    if query.marker is not None:
+        get_row(conn, ctx, query.marker)
+    rows = select_page(conn, S, COLUMNS, query, visible(ctx))
+    ids = [r.id for r in rows]
+    details = _details(conn, ids)
+    tag_map = tags.load(conn, ids)
+    return [view(r, details[r.id], tag_map.get(r.id, [])) for r in rows]
+
+
+# --- validation ----------------------------------------------------------------
+
+
+def _check_ipv6_modes(version: int, ra_mode: str | None, addr_mode: str | None,
+                      net: P.IPNetwork | None) -> None:
+    if version == 4 and (ra_mode or addr_mode):
+        raise _invalid("ipv6_ra_mode or ipv6_address_mode cannot be set when ip_version "
+                       "is 4")
+    if ra_mode and addr_mode and ra_mode != addr_mode:
+        raise _invalid(f"ipv6_ra_mode set to '{ra_mode}' with ipv6_address_mode set to "
+                       f"'{addr_mode}' is not valid. If both attributes are set, they must "
+                       "be the same value")
+    if net is not None and net.version == 6 and net.prefixlen != 64 and (
+            addr_mode in allocator.AUTO_ADDRESS_MODES or ra_mode in allocator.AUTO_ADDRESS_MODES):
+        raise _invalid(f"Invalid CIDR {net} for IPv6 address mode. OpenStack uses the EUI-64 "
+                       "address format, which requires the prefix to be /64")
+
+
+def _check_gateway(net: P.IPNetwork, gateway: str) -> None:
+    ip = ipaddress.ip_address(gateway)
+    if ip.version != net.version:
+        raise _invalid("Gateway IP version inconsistent with allocation pool version")
+    if net.version == 4 and net.prefixlen < 31 and ip in (net.network_address,
+                                                          net.broadcast_address):
+        raise _invalid(f"Gateway is not valid on subnet {net}")
+
+
+def _check_lists(data: dict[str, Any], net: P.IPNetwork, max_dns: int, max_routes: int) -> None:
+    dns = data.get("dns_nameservers") or []
+    if len(dns) > max_dns:
+        raise exc.BadRequest(resource="subnet", msg=f"Number of DNS nameservers "
+                             f"exceeds the limit {max_dns}")
+    routes = data.get("host_routes") or []
+    if len(routes) > max_routes:
+        raise exc.BadRequest(resource="subnet", msg=f"Number of host routes exceeds the "
+                             f"limit {max_routes}")
+    for route in routes:
+        dest = ipaddress.ip_network(route["destination"], strict=False)
+        hop = ipaddress.ip_address(route["nexthop"])
+        if dest.version != net.version or hop.version != net.version:
+            raise _invalid(f"Host route {route} does not match the IP version of "
+                           f"subnet {net}")
+
+
+def _check_overlap(conn: Connection, net: P.IPNetwork, network_id: str,
+                   allow_overlapping: bool) -> None:
+    stmt = select(S.c.cidr, S.c.network_id).where(S.c.ip_version == net.version)
+    if allow_overlapping:
+        stmt = stmt.where(S.c.network_id == network_id)
+    for cidr, _ in conn.execute(stmt):
+        if ipaddress.ip_network(cidr).overlaps(net):
+            raise _invalid(f"Requested subnet with cidr: {net} for network: {network_id} "
+                           "overlaps with another subnet")
+
+
+# --- life cycle ------------------------------------------------------------------
+
+
+def create(conn: Connection, ctx: Context, data: dict[str, Any], settings: Any
+           ) -> dict[str, Any]:
+    network = networks.get_row(conn, ctx, data["network_id"])
+    version = data["ip_version"]
+    cidr, pool_id = subnetpools.cidr_for_subnet(conn, ctx, data, version)
+    net = ipaddress.ip_network(cidr)
+    if net.version != version:
+        raise _invalid(f"Cannot use IPv{net.version} subnet {cidr} with ip_version "
+                       f"{version}")
+    ra_mode, addr_mode = data.get("ipv6_ra_mode"), data.get("ipv6_address_mode")
+    enable_dhcp = data.get("enable_dhcp", True)
+    _check_ipv6_modes(version, ra_mode, addr_mode, net)
+    if "gateway_ip" in data:
+        gateway = data["gateway_ip"]
+    else:
+        first, _ = P.host_range(net)
+        gateway = P.to_text(version, first) if net.num_addresses > 1 else None
+    if gateway is not None:
+        _check_gateway(net, gateway)
+    _check_lists(data, net, settings.max_dns_nameservers, settings.max_subnet_host_routes)
+    if data.get("allocation_pools") is not None:
+        ranges = P.parse_pools(net, data["allocation_pools"], gateway)
+    else:
+        ranges = P.default_pools(net, gateway)
+    _check_overlap(conn, net, network.id, settings.allow_overlapping_ips)
+    subnet_id = new_uuid()
+    when = now()
+    row = {
+        "id": subnet_id, "project_id": data["project_id"], "name": data.get("name", ""),
+        "description": data.get("description", ""), "network_id": network.id,
+        "ip_version": version, "cidr": str(net), "gateway_ip": gateway,
+        "enable_dhcp": enable_dhcp, "ipv6_ra_mode": ra_mode, "ipv6_address_mode": addr_mode,
+        "subnetpool_id": pool_id, "created_at": when, "updated_at": when,
+        "revision_number": 0,
+    }
+    conn.execute(S.insert().values(**row))
+    _write_pools(conn, subnet_id, version, ranges)
+    _write_dns(conn, subnet_id, data.get("dns_nameservers") or [])
+    _write_routes(conn, subnet_id, data.get("host_routes") or [])
+    bump(conn, models.networks, network.id)
+    if addr_mode in allocator.AUTO_ADDRESS_MODES:
+        _address_existing_ports(conn, subnet_id, network.id, net)
+    details = {"allocation_pools": P.as_dicts(version, ranges),
+               "dns_nameservers": list(data.get("dns_nameservers") or []),
+               "host_routes": [{"destination": r["destination"], "nexthop": r["nexthop"]}
+                               for r in data.get("host_routes") or []]}
+    return view(SimpleNamespace(**row), details, [])
+
+
+def _write_pools(conn: Connection, subnet_id: str, version: int, ranges: list[P.Range]) -> None:
+    if ranges:
+        conn.execute(AP.insert(), [{"subnet_id": subnet_id, "first_ip": P.to_text(version, a),
+                                    "last_ip": P.to_text(version, b)} for a, b in ranges])
+
+
+def _write_dns(conn: Connection, subnet_id: str, servers: list[str]) -> None:
+    if servers:
+        conn.execute(DNS.insert(), [{"subnet_id": subnet_id, "address": a, "position": i}
+                                    for i, a in enumerate(servers)])
+
+
+def _write_routes(conn: Connection, subnet_id: str, routes: list[dict[str, str]]) -> None:
+    unique = {(r["destination"], r["nexthop"]) for r in routes}
+    if unique:
+        conn.execute(HR.insert(), [{"subnet_id": subnet_id, "destination": d, "nexthop": h}
+                                   for d, h in sorted(unique)])
+
+
+def _address_existing_ports(conn: Connection, subnet_id: str, network_id: str,
+                            net: P.IPNetwork) -> None:
+    """A new SLAAC subnet gives every non-router port of the network its address."""
+    p = models.ports
+    rows = conn.execute(select(p.c.id, p.c.mac_address).where(
+        p.c.network_id == network_id,
+        p.c.device_owner.not_in(allocator.ROUTER_OWNERS)))
+    allocations = [{"subnet_id": subnet_id, "ip_address": P.eui64(net, mac), "port_id": pid,
+                    "network_id": network_id} for pid, mac in rows]
+    if allocations:
+        conn.execute(IA.insert(), allocations)
+
+
+def update(conn: Connection, ctx: Context, subnet_id: str, data: dict[str, Any],
+           if_revision: int | None, settings: Any) -> None:
+    row = get_row(conn, ctx, subnet_id)
+    net = ipaddress.ip_network(row.cidr)
+    _check_ipv6_modes(row.ip_version, data.get("ipv6_ra_mode", row.ipv6_ra_mode),
+                      data.get("ipv6_address_mode", row.ipv6_address_mode), net)
+    for key in ("ipv6_ra_mode", "ipv6_address_mode"):
+        if key in data and data[key] != getattr(row, key):
+            raise _invalid(f"Cannot update read-only attribute {key}")
+    _check_lists(data, net, settings.max_dns_nameservers, settings.max_subnet_host_routes)
+    gateway = data.get("gateway_ip", row.gateway_ip)
+    if "gateway_ip" in data and gateway is not None:
+        _check_gateway(net, gateway)
+        in_use = conn.execute(select(IA.c.port_id).where(
+            IA.c.subnet_id == subnet_id, IA.c.ip_address == gateway)).first()
+        if in_use is not None and gateway != row.gateway_ip:
+            raise exc.IpAddressInUse(net_id=row.network_id, ip_address=gateway)
+    if "allocation_pools" in data and data["allocation_pools"] is not None:
+        ranges = P.parse_pools(net, data["allocation_pools"], gateway)
+        conn.execute(delete(AP).where(AP.c.subnet_id == subnet_id))
+        _write_pools(conn, subnet_id, row.ip_version, ranges)
+    elif "gateway_ip" in data and gateway is not None:
+        current = [(int(ipaddress.ip_address(a)), int(ipaddress.ip_address(b)))
+                   for a, b in conn.execute(select(AP.c.first_ip, AP.c.last_ip).where(
+                       AP.c.subnet_id == subnet_id))]
+        P.check_gateway(row.ip_version, current, gateway)
+    if "dns_nameservers" in data:
+        conn.execute(delete(DNS).where(DNS.c.subnet_id == subnet_id))
+        _write_dns(conn, subnet_id, data["dns_nameservers"])
+    if "host_routes" in data:
+        conn.execute(delete(HR).where(HR.c.subnet_id == subnet_id))
+        _write_routes(conn, subnet_id, data["host_routes"])
+    values = {k: data[k] for k in ("name", "description", "enable_dhcp", "gateway_ip")
+              if k in data}
+    bump(conn, S, subnet_id, if_revision, values)
+
+
+def delete_(conn: Connection, ctx: Context, subnet_id: str, if_revision: int | None) -> None:
+    row = get_row(conn, ctx, subnet_id)
+    if if_revision is not None and row.revision_number != if_revision:
+        raise exc.RevisionNumberConstraintFailed(expected=if_revision,
+                                                 current=row.revision_number)
+    p = models.ports
+    auto = row.ipv6_address_mode in allocator.AUTO_ADDRESS_MODES
+    users = select(IA.c.port_id).join(p, p.c.id == IA.c.port_id).where(
+        IA.c.subnet_id == subnet_id, p.c.device_owner != "network:dhcp")
+    if auto:
+        users = users.where(p.c.device_owner.in_(allocator.ROUTER_OWNERS))
+    if conn.execute(users.limit(1)).first() is not None:
+        raise exc.SubnetInUse(subnet_id=subnet_id, reason="One or more ports have an IP "
+                              "allocation from this subnet")
+    conn.execute(delete(IA).where(IA.c.subnet_id == subnet_id))
+    conn.execute(delete(models.tags).where(models.tags.c.resource_id == subnet_id))
+    conn.execute(delete(S).where(S.c.id == subnet_id))
+    bump(conn, models.networks, row.network_id)

@@ -1,0 +1,30 @@
+"""Explicit, typed hooks between plugins.
+
+A plugin that must veto or follow another's operation registers a callable
+under a named hook declared here, so every cross-plugin dependency is
+findable with grep; there is no open publish/subscribe.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Connection
+
+from neutrino.context import Context
+
+# (conn, ctx, id) -> None; raise a NeutronException to veto
+DeleteCheck = Callable[[Connection, Context, str], None]
+
+
+@dataclass
+class Hooks:
+    before_network_delete: list[DeleteCheck] = field(default_factory=list)
+    before_subnet_delete: list[DeleteCheck] = field(default_factory=list)
+    before_port_delete: list[DeleteCheck] = field(default_factory=list)
+
+    def run(self, hook: list[DeleteCheck], *args: Any) -> None:
+        for check in hook:
+            check(*args)
