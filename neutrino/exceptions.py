@@ -73,7 +73,8 @@ class HTTPNotFound(NotFound):
 
 class HTTPMethodNotAllowed(NeutronException):
     status = 405
-    message = "The method %(method)s is not allowed for this resource."
+    message = ("The server could not comply with the request since\r\nit is either "
+               "malformed or otherwise incorrect.\r\n")
 
 
 class HTTPUnsupportedMediaType(NeutronException):
@@ -102,7 +103,7 @@ class InvalidInput(BadRequest):
 
 
 class PolicyNotAuthorized(NotAuthorized):
-    message = "%(action)s is disallowed by policy."
+    message = "%(action)s is disallowed by policy"
 
 
 # --- not found -------------------------------------------------------------
@@ -124,7 +125,7 @@ class SubnetPoolNotFound(NotFound):
 
 
 class TagNotFound(NotFound):
-    message = "Tag %(tag)s could not be found for %(resource)s %(resource_id)s."
+    message = "Tag %(tag)s could not be found."
 
 
 class ResourceNotFound(NotFound):
@@ -138,8 +139,7 @@ class QuotaResourceUnknown(NotFound):
 # --- conflicts -------------------------------------------------------------
 
 class NetworkInUse(InUse):
-    message = ("Unable to complete operation on network %(net_id)s. "
-               "There are one or more ports still in use on the network.")
+    message = "Unable to complete operation on network %(net_id)s. %(reason)s."
 
 
 class SubnetInUse(InUse):
@@ -170,15 +170,27 @@ class IpAddressAlreadyAllocated(Conflict):
 
 
 class IpAddressGenerationFailure(Conflict):
-    message = "No more IP addresses available for subnet %(subnet_id)s."
+    message = "No more IP addresses available on network %(net_id)s."
 
 
 class OverQuota(Conflict):
     message = "Quota exceeded for resources: %(overs)s."
 
+    def __init__(self, overs: list[str]):
+        super().__init__(overs=sorted(overs))
+
 
 class SubnetAllocationError(Conflict):
+    # Neutron lets this one out as a 500; a conflict is what it is.
     message = "Failed to allocate subnet: %(reason)s."
+
+
+class TenantQuotaNotFound(NotFound):
+    message = "Quota for project %(project_id)s could not be found."
+
+
+class AdminRequired(NotAuthorized):
+    message = "User does not have admin privileges: %(reason)s."
 
 
 class RevisionNumberConstraintFailed(PreconditionFailed):

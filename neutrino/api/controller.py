@@ -61,65 +61,60 @@ class ResourceController:
         ctx = req.context
         query = parse_collection_query(self.resource, req.query, self.extra_filters,
                                        self.max_limit)
-        fields = query.fields
-        if fields and query.limit is not None and "id" not in fields:
-            query.fields = [*fields, "id"]  # the links need the ids
         items = self._get_many(ctx, query)
         body: dict[str, Any] = {self.resource.collection: [
-            self.view(item, ctx, fields) for item in items]}
+            self.view(item, ctx, query.fields) for item in items]}
         if query.limit is not None:
-            links = self._links(req, query, [item["id"] for item in items])
-            if links:
-                body[f"{self.resource.collection}_links"] = links
+            body[f"{self.resource.collection}_links"] = self._links(
+                req, query, [item["id"] for item in items])
         return Response(200, body)
 
-    def _links(self, req: Request, query: CollectionQuery, ids: list[str]
-               ) -> list[dict[str, str]]:
-        kept = [(k, val) for k, val in req.query if k not in ("marker", "page_reverse")]
+    @staticmethod
+    def _links(req: Request, query: CollectionQuery, ids: list[str]) -> list[dict[str, str]]:
+        """Neutron's links: ``next`` unless a short forward page, ``previous``
+        unless a short reverse page; the marker always goes last."""
+        kept = [(k, val) for k, val in req.query if k != "marker"]
+        short = len(ids) < (query.limit or 0)
         links = []
-        limit = query.limit or 0
-        full = len(ids) >= limit
-        if ids and (full or query.page_reverse):
+        if not (short and not query.page_reverse):
+            params = [(k, val) for k, val in kept if k != "page_reverse"]
             links.append({"rel": "next", "href": req.url(
-                req.path, [*kept, ("marker", ids[-1])])})
-        if ids and query.marker and (full or not query.page_reverse):
+                req.path, params + ([("marker", ids[-1])] if ids else []))})
+        if not (short and query.page_reverse):
+            params = [(k, val) for k, val in kept if k != "page_reverse"]
+            params += [("marker", ids[0])] if ids else []
             links.append({"rel": "previous", "href": req.url(
-                req.path, [*kept, ("marker", ids[0]), ("page_reverse", "True")])})
-        if query.page_reverse and not full:
-            links = [link for link in links if link["rel"] == "next"]
+                req.path, [*params, ("page_reverse", "True")])})
         return links
 
     def show(self, req: Request, item_id: str) -> Response:
-        fields = [f for k, val in req.query if k == "fields" for f in val.split(",") if f]
-        unknown = [k for k, _ in req.query if k != "fields"]
-        if unknown:
-            raise bad(f"{unknown[0]} is invalid attribute for filtering")
         item = self._get_one(req.context, item_id)
-        return Response(200, {self.resource.name: self.view(item, req.context, fields)})
+        return Response(200, {self.resource.name: self.view(item, req.context, req.fields())})
 
     def create(self, req: Request) -> Response:
         ctx = req.context
         body = req.json()
         name, collection = self.resource.name, self.resource.collection
-        if isinstance(body, dict) and collection in body and name not in body:
+        if collection in body and name not in body:
             items = body[collection]
             if not isinstance(items, list) or not items:
-                raise bad(f"Resources required: '{collection}' must be a non-empty list")
-            prepared = [self.prepare_create(ctx, item) for item in items]
+                raise bad("Resources required")
             if self._create_bulk is None:
-                raise bad(f"Bulk operation not supported for {collection}")
+                raise bad("Bulk operation not supported")
+            prepared = [self.prepare_create(ctx, item) for item in items]
             created = self._create_bulk(ctx, prepared)
-            return Response(201, {collection: [self.view(c, ctx, None) for c in created]})
-        if not isinstance(body, dict) or name not in body:
+            return Response(201, {collection: [self.view(c, ctx, req.fields())
+                                               for c in created]})
+        if name not in body:
             raise bad(f"Unable to find '{name}' in request body")
         created = self._create(ctx, self.prepare_create(ctx, body[name]))
-        return Response(201, {name: self.view(created, ctx, None)})
+        return Response(201, {name: self.view(created, ctx, req.fields())})
 
     def update(self, req: Request, item_id: str) -> Response:
         ctx = req.context
         body = req.json()
         name = self.resource.name
-        if not isinstance(body, dict) or name not in body:
+        if name not in body:
             raise bad(f"Unable to find '{name}' in request body")
         data = self.prepare_update(body[name])
         revision = if_match_revision(req)
@@ -127,12 +122,12 @@ class ResourceController:
             current = self._get_one(ctx, item_id)
             self.authorize("update", ctx, {**current, **data}, data, current)
         updated = self._update(ctx, item_id, data, if_revision=revision)
-        return Response(200, {name: self.view(updated, ctx, None)})
+        return Response(200, {name: self.view(updated, ctx, req.fields())})
 
     def delete(self, req: Request, item_id: str) -> Response:
         ctx = req.context
-        if req.body and req.body.strip() not in (b"", b"{}"):
-            raise bad("Request body is not supported for DELETE")
+        if req.body.strip():
+            raise bad("Request body is not supported in DELETE.")
         if not ctx.is_admin:
             current = self._get_one(ctx, item_id)
             self.authorize("delete", ctx, current, {}, current)
@@ -143,8 +138,7 @@ class ResourceController:
 
     def prepare_create(self, ctx: Context, item: Any) -> dict[str, Any]:
         if not isinstance(item, dict):
-            raise bad(f"Invalid input for {self.resource.name}. Reason: "
-                      f"'{item}' is not a dictionary.")
+            raise bad(f"Object '{self.resource.name}' contains invalid data")
         attrs = self.resource.attrs
         unknown = sorted(k for k in item if k not in attrs)
         if unknown:
@@ -173,10 +167,11 @@ class ResourceController:
         project = data.pop("project_id", None)
         tenant = data.pop("tenant_id", None)
         if project is not None and tenant is not None and project != tenant:
-            raise bad("Specified tenant_id and project_id do not match")
+            raise bad("'project_id' and 'tenant_id' do not match")
         given = project if project is not None else tenant
         if given is not None and given != ctx.project_id and not ctx.is_admin:
-            raise exc.PolicyNotAuthorized(action=f"create_{self.resource.name}")
+            raise bad("Specifying 'project_id' other than the authenticated project in "
+                      "request is not allowed for the current user.")
         owner = given if given is not None else ctx.project_id
         if owner is None:
             raise bad("'project_id' must be given when the caller has no project")
@@ -184,8 +179,7 @@ class ResourceController:
 
     def prepare_update(self, item: Any) -> dict[str, Any]:
         if not isinstance(item, dict):
-            raise bad(f"Invalid input for {self.resource.name}. Reason: "
-                      f"'{item}' is not a dictionary.")
+            raise bad(f"Object '{self.resource.name}' contains invalid data")
         attrs = self.resource.attrs
         unknown = sorted(k for k in item if k not in attrs)
         if unknown:
@@ -239,10 +233,19 @@ def _checked(attr: Any, value: Any) -> Any:
 
 
 def if_match_revision(req: Request) -> int | None:
+    """The ``revision_number=N`` constraint of an If-Match header; other etags are ignored."""
     header = req.headers.get("if-match")
     if header is None:
         return None
-    match = _IF_MATCH.match(header)
+    tags = [t.strip().strip('"') for t in header.split(",")]
+    wanted = [t for t in tags if t.startswith("revision_number=")]
+    if not wanted:
+        return None
+    if len(wanted) > 1:
+        raise exc.BadRequest(resource="if-match",
+                             msg="Multiple revision_number etags are not supported.")
+    match = _IF_MATCH.match(wanted[0])
     if not match:
-        raise bad(f"If-Match header must be 'revision_number=<integer>', not '{header}'")
+        raise exc.BadRequest(resource="if-match", msg="Revision number etag must be in the "
+                                                      "format of revision_number=<int>")
     return int(match.group(1))

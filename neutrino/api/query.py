@@ -6,7 +6,6 @@ from collections.abc import Iterable
 
 from neutrino import exceptions as exc
 from neutrino.db.query import CollectionQuery
-from neutrino.definitions import validators as v
 from neutrino.definitions.base import Resource
 from neutrino.definitions.tagging import TAG_FILTERS
 
@@ -32,7 +31,8 @@ def parse_collection_query(resource: Resource, params: Iterable[tuple[str, str]]
     limit_text = None
     for key, value in params:
         if key == "fields":
-            fields.extend(f for f in value.split(",") if f)
+            if value:
+                fields.append(value)
         elif key == "sort_key":
             sort_keys.append(value)
         elif key == "sort_dir":
@@ -42,7 +42,7 @@ def parse_collection_query(resource: Resource, params: Iterable[tuple[str, str]]
         elif key == "marker":
             query.marker = value
         elif key == "page_reverse":
-            query.page_reverse = v.to_boolean(value)
+            query.page_reverse = value.lower() == "true"
         elif key in TAG_FILTERS and resource.taggable:
             query.tag_filters.setdefault(key, []).extend(t for t in value.split(",") if t)
         elif key in extra_filters:
@@ -50,14 +50,14 @@ def parse_collection_query(resource: Resource, params: Iterable[tuple[str, str]]
         else:
             attr = resource.attrs.get(key)
             if attr is None or not attr.filter or not attr.visible:
-                raise _bad(f"{key} is invalid attribute for filtering")
+                raise _bad(f"{[key]} is invalid attribute for filtering")
             query.filters.setdefault(key, []).append(attr.filter_value(value))
     if fields:
         query.fields = fields
     query.sorts = _sorts(resource, sort_keys, sort_dirs)
+    if all(name != "id" for name, _ in query.sorts):
+        query.sorts.append(("id", True))  # Neutron's order: id breaks ties, and is the default
     query.limit = _limit(limit_text, max_limit)
-    if query.marker is not None and v.uuid(query.marker):
-        raise _bad(f"Invalid input for marker. Reason: '{query.marker}' is not a valid UUID.")
     return query
 
 
@@ -68,10 +68,10 @@ def _sorts(resource: Resource, keys: list[str], dirs: list[str]) -> list[tuple[s
     for i, key in enumerate(keys):
         attr = resource.attrs.get(key)
         if attr is None or not attr.sort:
-            raise _bad(f"{key} is invalid attribute for sort_keys")
+            raise _bad(f"{[key]} is invalid attribute for sort_keys")
         direction = dirs[i] if dirs else "asc"
         if direction not in ("asc", "desc"):
-            raise _bad(f"{direction} is invalid value for sort_dirs, valid value is "
+            raise _bad(f"{[direction]} is invalid value for sort_dirs, valid value is "
                        "'asc' and 'desc'")
         sorts.append((key, direction == "asc"))
     return sorts
@@ -80,12 +80,14 @@ def _sorts(resource: Resource, keys: list[str], dirs: list[str]) -> list[tuple[s
 def _limit(text: str | None, max_limit: int | None) -> int | None:
     if text is None:
         return max_limit
+    error = exc.BadRequest(resource="limit",
+                           msg=f"Limit must be an integer 0 or greater and not '{text}'")
     try:
         limit = int(text)
     except ValueError:
-        raise _bad(f"Limit must be an integer 0 or greater and not '{text}'") from None
+        raise error from None
     if limit < 0:
-        raise _bad(f"Limit must be an integer 0 or greater and not '{text}'")
+        raise error
     if limit == 0:
         return max_limit
     return min(limit, max_limit) if max_limit else limit

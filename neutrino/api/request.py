@@ -24,12 +24,20 @@ class Request:
     context: Context | None = None
 
     def json(self) -> Any:
-        if not self.body:
-            raise exc.HTTPBadRequest(msg="Resource body required")
+        """The body as a JSON object; an empty body is ``{}``."""
+        if not self.body.strip():
+            return {}
         try:
-            return orjson.loads(self.body)
+            value = orjson.loads(self.body)
         except orjson.JSONDecodeError:
-            raise exc.HTTPBadRequest(msg="Malformed request body") from None
+            raise exc.HTTPBadRequest(msg="Body contains invalid data") from None
+        if not isinstance(value, dict):
+            raise exc.HTTPBadRequest(msg="Body contains invalid data")
+        return value
+
+    def fields(self) -> list[str]:
+        """``fields`` parameters (repeated, never comma-split, as Neutron)."""
+        return [value for key, value in self.query if key == "fields" and value]
 
     def url(self, path: str, params: list[tuple[str, str]] | None = None) -> str:
         query = f"?{urlencode(params)}" if params else ""

@@ -14,7 +14,7 @@ Handler = Callable[..., Response]
 
 
 def method_not_allowed(req: Request) -> exc.HTTPMethodNotAllowed:
-    return exc.HTTPMethodNotAllowed(method=req.method)
+    return exc.HTTPMethodNotAllowed()
 
 
 class Router:
@@ -84,7 +84,7 @@ class Router:
 
     def _extensions(self, req: Request, rest: list[str]) -> Response:
         if req.method != "GET":
-            raise method_not_allowed(req)
+            raise exc.HTTPNotFound()
         if not rest:
             return Response(200, {"extensions": [e.as_dict() for e in self.extensions.values()]})
         ext = self.extensions.get(rest[0])

@@ -10,15 +10,28 @@ from neutrino.api.request import Request, Response
 from neutrino.db import tags as tag_store
 from neutrino.db.engine import Database
 from neutrino.db.util import bump
-from neutrino.definitions.tagging import MAX_TAG_LEN
+from neutrino.definitions import validators as v
+from neutrino.definitions.tagging import MAX_TAG_LEN, MAX_TAGS
 
 
 def _check_tag(tag: Any) -> str:
-    if not isinstance(tag, str) or not tag or len(tag) > MAX_TAG_LEN or "," in tag:
-        raise exc.HTTPBadRequest(msg=f"Invalid input for tags. Reason: '{tag}' is not a "
-                                     f"valid tag (a non-empty string of at most "
-                                     f"{MAX_TAG_LEN} characters without commas).")
+    error = v.string(MAX_TAG_LEN)(tag)
+    if error:
+        raise exc.InvalidInput(error_message=error)
     return tag
+
+
+def _check_body(body: dict[str, Any], collection: str) -> list[str]:
+    tags = body.get("tags")
+    if not isinstance(tags, list):
+        raise exc.InvalidInput(error_message="Invalid tags body")
+    error = v.unique_list_of(v.string(MAX_TAG_LEN))(tags)
+    if error:
+        raise exc.InvalidInput(error_message=error)
+    if len(tags) > MAX_TAGS:
+        raise exc.BadRequest(resource=collection, msg="The number of tags exceed the "
+                             f"per-resource limit of {MAX_TAGS}")
+    return tags
 
 
 class TagsController:
@@ -43,11 +56,7 @@ class TagsController:
             raise exc.PolicyNotAuthorized(action=f"update_{collection}_tags")
         table = self.tables[collection]
         if req.method == "PUT" and tag is None:
-            body = req.json()
-            if not isinstance(body, dict) or not isinstance(body.get("tags"), list):
-                raise exc.HTTPBadRequest(msg="Invalid input for tags. Reason: the body must "
-                                             "be {\"tags\": [...]}.")
-            new = sorted({_check_tag(t) for t in body["tags"]})
+            new = _check_body(req.json(), collection)
             self.db.write(lambda conn: (tag_store.replace(conn, item_id, new),
                                         bump(conn, table, item_id)))
             return Response(200, {"tags": new})
@@ -55,6 +64,9 @@ class TagsController:
             _check_tag(tag)
 
             def add(conn):
+                if len(item["tags"]) >= MAX_TAGS and tag not in item["tags"]:
+                    raise exc.BadRequest(resource=collection, msg="The number of tags exceed "
+                                         f"the per-resource limit of {MAX_TAGS}")
                 if tag_store.add(conn, item_id, tag):
                     bump(conn, table, item_id)
 

@@ -77,9 +77,7 @@ def select_page(conn: Connection, table: Any, columns: Mapping[str, Any],
     clauses = list(where or [])
     clauses += filter_clauses(columns, query.filters)
     clauses += tag_clauses(table.c.id, query.tag_filters)
-    sorts = list(query.sorts)
-    if query.limit is not None and all(name != "id" for name, _ in sorts):
-        sorts.append(("id", sorts[-1][1] if sorts else True))
+    sorts = list(query.sorts) or [("id", True)]
     order = []
     for name, ascending in sorts:
         asc = ascending != query.page_reverse
@@ -100,7 +98,7 @@ def _after_marker(conn: Connection, table: Any, columns: Mapping[str, Any],
     marker = conn.execute(select(*[columns[n] for n, _ in sorts]).where(
         table.c.id == query.marker)).first()
     if marker is None:
-        return true()  # callers check the marker exists before asking for a page
+        return true()  # an unknown marker reads from the start, as Neutron's subnets do
     # (k1 > m1) or (k1 = m1 and k2 > m2) or ... with each key's own direction.
     ors = []
     for i, (name, ascending) in enumerate(sorts):

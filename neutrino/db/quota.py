@@ -60,10 +60,10 @@ class QuotaEngine:
         if limit < 0:
             return
         if adding > limit:
-            raise exc.OverQuota(overs=resource)
+            raise exc.OverQuota([resource])
         _lock(conn, project_id, resource)
         if self.used(conn, project_id, resource) + adding > limit:
-            raise exc.OverQuota(overs=resource)
+            raise exc.OverQuota([resource])
 
     def set_limits(self, conn: Connection, project_id: str, values: Mapping[str, int]) -> None:
         q = models.quotas
@@ -74,7 +74,10 @@ class QuotaEngine:
                                            hard_limit=value))
 
     def reset(self, conn: Connection, project_id: str) -> None:
-        conn.execute(delete(models.quotas).where(models.quotas.c.project_id == project_id))
+        removed = conn.execute(delete(models.quotas).where(
+            models.quotas.c.project_id == project_id)).rowcount
+        if not removed:
+            raise exc.TenantQuotaNotFound(project_id=project_id)
 
     def projects_with_limits(self, conn: Connection) -> list[str]:
         q = models.quotas

@@ -77,7 +77,7 @@ class Extension:
     required: tuple[str, ...] = ()
 
     def as_dict(self) -> dict[str, Any]:
-        return {"alias": self.alias, "name": self.name, "description": self.description,
+        return {"name": self.name, "alias": self.alias, "description": self.description,
                 "updated": self.updated, "links": []}
 
 

@@ -5,6 +5,12 @@ from neutrino.definitions import validators as v
 from neutrino.definitions.base import REQUIRED, Attr, Resource, attrs, standard_attrs
 
 
+def _name(value):
+    if value == "":
+        return "Name should not be empty"
+    return v.string(255)(value)
+
+
 def _prefixlen(value):
     return None if value is None else v.integer_range(0, 128)(value)
 
@@ -17,6 +23,8 @@ RESOURCE = Resource(
     attrs={
         **standard_attrs(),
         **attrs(
+            Attr("name", allow_post=True, allow_put=True, default=REQUIRED, validate=_name,
+                 sort=True),
             Attr("prefixes", allow_post=True, allow_put=True, default=REQUIRED,
                  validate=v.subnet_cidr_list, filter=False),
             Attr("ip_version", sort=True, convert_filter=v.to_int),

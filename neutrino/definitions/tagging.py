@@ -11,3 +11,4 @@ EXTENSION = Extension(
 
 TAG_FILTERS = ("tags", "tags-any", "not-tags", "not-tags-any")
 MAX_TAG_LEN = 255
+MAX_TAGS = 50

@@ -186,17 +186,12 @@ def subnet_cidr(value: Any) -> str | None:
         net = ipaddress.ip_network(value, strict=False)
     except ValueError:
         return f"'{value}' is not a valid IP subnet"
-    if str(net) != value and str(net) != _normalise_cidr_text(value):
+    # Host bits are allowed (the subnet is normalised later); an abbreviated
+    # IPv4 address ('10.0/8') is not, as in Neutron.
+    address = value.partition("/")[0]
+    if net.version == 4 and str(ipaddress.ip_address(address)) != address:
         return f"'{value}' isn't a recognized IP subnet cidr, '{net}' is recommended"
     return None
-
-
-def _normalise_cidr_text(value: str) -> str:
-    address, _, prefix = value.partition("/")
-    try:
-        return f"{ipaddress.ip_address(address)}/{int(prefix)}"
-    except ValueError:
-        return value
 
 
 def subnet_cidr_or_none(value: Any) -> str | None:

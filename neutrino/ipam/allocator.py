@@ -108,6 +108,8 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
 
     if not requested:
         return []  # an explicit empty list asks for a port without addresses
+    if not subnets:
+        raise exc.InvalidInput(error_message="IP allocation requires subnets for network")
     if len(requested) > max_ips:
         raise exc.InvalidInput(error_message="Exceeded maximum amount of fixed ips per port.")
     for item in requested:
@@ -145,13 +147,13 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
 
 
 def _take_first_with_room(candidates: list[SubnetInfo], take) -> None:
-    for i, subnet in enumerate(candidates):
+    for subnet in candidates:
         try:
             take(subnet, None)
             return
         except exc.IpAddressGenerationFailure:
-            if i == len(candidates) - 1:
-                raise
+            continue
+    raise exc.IpAddressGenerationFailure(net_id=candidates[0].network_id)
 
 
 def _subnet_for_address(subnets: Sequence[SubnetInfo], address: str) -> SubnetInfo:
@@ -208,7 +210,8 @@ def _pick(conn: Connection, subnet: SubnetInfo, taken_here: set[tuple[str, str]]
         if len(free) >= 1024:
             break
     if not free:
-        raise exc.IpAddressGenerationFailure(subnet_id=subnet.id)
+        raise exc.IpAddressGenerationFailure(
+            f"No more IP addresses available for subnet {subnet.id}.")
     return P.to_text(version, random.choice(free))
 
 

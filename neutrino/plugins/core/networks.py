@@ -134,10 +134,12 @@ def delete_(conn: Connection, ctx: Context, network_id: str, if_revision: int | 
         raise exc.RevisionNumberConstraintFailed(expected=if_revision,
                                                  current=row.revision_number)
     p, s = models.ports, models.subnets
-    in_use = conn.execute(select(p.c.id).where(
-        p.c.network_id == network_id, p.c.device_owner != "network:dhcp").limit(1)).first()
-    if in_use is not None:
-        raise exc.NetworkInUse(net_id=network_id)
+    in_use = list(conn.execute(select(p.c.id).where(
+        p.c.network_id == network_id, p.c.device_owner != "network:dhcp")).scalars())
+    if in_use:
+        raise exc.NetworkInUse(net_id=network_id, reason=(
+            "There are one or more ports still in use on the network, id for these ports "
+            f"is: {','.join(sorted(in_use))}"))
     port_ids = list(conn.execute(select(p.c.id).where(p.c.network_id == network_id)).scalars())
     subnet_ids = list(conn.execute(select(s.c.id).where(s.c.network_id == network_id)).scalars())
     for ids in (port_ids, subnet_ids, [network_id]):

@@ -41,6 +41,36 @@ class IllegalSubnetPoolPrefixUpdate(exc.BadRequest):
     message = "Illegal update to prefixes: %(msg)s."
 
 
+class EmptySubnetPoolPrefixList(exc.BadRequest):
+    message = "Empty subnet pool prefix list."
+
+
+class PrefixVersionMismatch(exc.BadRequest):
+    message = "Cannot mix IPv4 and IPv6 prefixes in a subnet pool."
+
+
+class SubnetPoolDeleteError(exc.BadRequest):
+    message = "Unable to delete subnet pool: %(reason)s."
+
+
+class MaxPrefixSubnetAllocationError(exc.BadRequest):
+    message = ("Unable to allocate subnet with prefix length %(prefixlen)s, maximum allowed "
+               "prefix is %(max_prefixlen)s.")
+
+
+class MinPrefixSubnetAllocationError(exc.BadRequest):
+    message = ("Unable to allocate subnet with prefix length %(prefixlen)s, minimum allowed "
+               "prefix is %(min_prefixlen)s.")
+
+
+class SubnetPoolQuotaExceeded(exc.Conflict):
+    message = "Per-project subnet pool prefix quota exceeded."
+
+
+class NetworkSubnetPoolAffinityError(exc.BadRequest):
+    message = "Subnets hosted on the same network must be allocated from the same subnet pool."
+
+
 def visible(ctx: Context) -> list:
     if ctx.is_admin:
         return []
@@ -85,8 +115,6 @@ def get(conn: Connection, ctx: Context, pool_id: str) -> dict[str, Any]:
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-    if query.marker is not None:
-        get_row(conn, ctx, query.marker)
     rows = select_page(conn, SP, COLUMNS, query, visible(ctx))
     ids = [r.id for r in rows]
     prefixes = _prefixes(conn, ids)
@@ -97,10 +125,9 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[s
 def _collapse(prefixes: list[str]) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     nets = [ipaddress.ip_network(p, strict=False) for p in prefixes]
     if not nets:
-        raise exc.InvalidInput(error_message="A subnet pool needs at least one prefix")
+        raise EmptySubnetPoolPrefixList()
     if len({n.version for n in nets}) > 1:
-        raise exc.InvalidInput(error_message="Cannot mix IPv4 and IPv6 prefixes in a "
-                                             "subnet pool.")
+        raise PrefixVersionMismatch()
     return sorted(ipaddress.collapse_addresses(nets))  # type: ignore[type-var]
 
 
@@ -166,12 +193,11 @@ def update(conn: Connection, ctx: Context, pool_id: str, data: dict[str, Any],
     if "prefixes" in data:
         nets = _collapse(data["prefixes"])
         if nets[0].version != row.ip_version:
-            raise exc.InvalidInput(error_message="Cannot mix IPv4 and IPv6 prefixes in a "
-                                                 "subnet pool.")
+            raise PrefixVersionMismatch()
         for old in current:
             if not any(old.subnet_of(new) for new in nets):
                 raise IllegalSubnetPoolPrefixUpdate(
-                    msg=f"prefix {old} is removed; prefixes can only be added or grown")
+                    msg="Existing prefixes must be a subset of the new prefixes")
     min_len, max_len, default_len = _bounds(
         row.ip_version, data.get("min_prefixlen", row.min_prefixlen),
         data.get("max_prefixlen", row.max_prefixlen),
@@ -193,8 +219,7 @@ def delete_(conn: Connection, ctx: Context, pool_id: str, if_revision: int | Non
         raise exc.RevisionNumberConstraintFailed(expected=if_revision,
                                                  current=row.revision_number)
     if conn.execute(select(S.c.id).where(S.c.subnetpool_id == pool_id).limit(1)).first():
-        raise exc.SubnetPoolInUse(subnet_pool_id=pool_id,
-                                  reason="Subnets are allocated from this pool")
+        raise SubnetPoolDeleteError(reason="Subnet pool has existing allocations")
     conn.execute(delete(models.tags).where(models.tags.c.resource_id == pool_id))
     conn.execute(delete(SP).where(SP.c.id == pool_id))
 
@@ -202,17 +227,27 @@ def delete_(conn: Connection, ctx: Context, pool_id: str, if_revision: int | Non
 # --- subnets from pools ----------------------------------------------------------------
 
 
-def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], version: int
-                    ) -> tuple[str, str | None]:
+def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], version: int,
+                    network_id: str) -> tuple[str, str | None]:
     """The subnet's cidr and pool: as given, or carved from the named or default pool."""
     pool_id = data.get("subnetpool_id")
     cidr = data.get("cidr")
+    if cidr is not None and data.get("prefixlen") is not None:
+        raise exc.BadRequest(resource="subnets",
+                             msg="cidr and prefixlen must not be supplied together")
+    if pool_id is not None and data.get("use_default_subnetpool"):
+        raise exc.BadRequest(resource="subnets", msg="subnetpool_id and "
+                             "use_default_subnetpool cannot both be specified")
+    if cidr is None and data.get("allocation_pools") is not None:
+        raise exc.BadRequest(resource="subnets", msg="allocation_pools allowed only for "
+                             "specific subnet requests.")
     if pool_id is None and data.get("use_default_subnetpool"):
         pool_id = conn.execute(select(SP.c.id).where(
             SP.c.is_default, SP.c.ip_version == version)).scalar()
         if pool_id is None:
             raise exc.BadRequest(resource="subnets",
                                  msg=f"No default subnetpool found for IPv{version}")
+    _check_affinity(conn, network_id, version, pool_id)
     if pool_id is None:
         if cidr is None:
             raise exc.BadRequest(resource="subnets", msg="a subnetpool must be specified "
@@ -220,7 +255,7 @@ def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], versio
         return str(ipaddress.ip_network(cidr, strict=False)), None
     pool = get_row(conn, ctx, pool_id)
     if pool.ip_version != version:
-        raise exc.InvalidInput(error_message=(
+        raise exc.BadRequest(resource="subnets", msg=(
             f"Cannot allocate IPv{version} subnet from IPv{pool.ip_version} subnet pool"))
     if conn.dialect.name != "sqlite":  # serialise carving from one pool
         conn.execute(select(SP.c.id).where(SP.c.id == pool_id).with_for_update())
@@ -234,6 +269,7 @@ def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], versio
                 wanted.overlaps(u) for u in used):
             raise exc.SubnetAllocationError(reason="Cannot allocate requested subnet from "
                                                    "the available set of prefixes")
+        _check_pool_quota(conn, pool, data["project_id"], wanted)
         return str(wanted), pool_id
     prefixlen = data.get("prefixlen")
     prefixlen = pool.default_prefixlen if prefixlen is None else prefixlen
@@ -241,22 +277,46 @@ def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], versio
     free = list(prefixes)
     for taken in used:
         free = [piece for block in free for piece in _exclude(block, taken)]
-    for block in sorted(free, key=lambda b: (b.network_address, b.prefixlen)):
+    # The most specific free block that fits first, so big blocks stay whole.
+    for block in sorted(free, key=lambda b: (-b.prefixlen, b.network_address)):
         if block.prefixlen <= prefixlen:
-            return str(next(block.subnets(new_prefix=prefixlen))), pool_id
+            chosen = next(block.subnets(new_prefix=prefixlen))
+            _check_pool_quota(conn, pool, data["project_id"], chosen)
+            return str(chosen), pool_id
     raise exc.SubnetAllocationError(reason=f"Insufficient prefix space to allocate subnet "
                                            f"size /{prefixlen}")
 
 
 def _check_prefixlen(pool: Row, prefixlen: int) -> None:
     if prefixlen < pool.min_prefixlen:
-        raise exc.SubnetAllocationError(reason=(
-            f"Unable to allocate subnet with prefix length {prefixlen}, minimum allowed "
-            f"prefix is {pool.min_prefixlen}"))
+        raise MinPrefixSubnetAllocationError(prefixlen=prefixlen,
+                                             min_prefixlen=pool.min_prefixlen)
     if prefixlen > pool.max_prefixlen:
-        raise exc.SubnetAllocationError(reason=(
-            f"Unable to allocate subnet with prefix length {prefixlen}, maximum allowed "
-            f"prefix is {pool.max_prefixlen}"))
+        raise MaxPrefixSubnetAllocationError(prefixlen=prefixlen,
+                                             max_prefixlen=pool.max_prefixlen)
+
+
+def _units(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> int:
+    """Quota units: addresses for IPv4, /64s for IPv6."""
+    return net.num_addresses if net.version == 4 else 2 ** max(0, 64 - net.prefixlen)
+
+
+def _check_pool_quota(conn: Connection, pool: Row, project_id: str, new) -> None:
+    if pool.default_quota is None:
+        return
+    held = [ipaddress.ip_network(c) for c in conn.execute(select(S.c.cidr).where(
+        S.c.subnetpool_id == pool.id, S.c.project_id == project_id)).scalars()]
+    if sum(_units(n) for n in held) + _units(new) > pool.default_quota:
+        raise SubnetPoolQuotaExceeded()
+
+
+def _check_affinity(conn: Connection, network_id: str, version: int,
+                    pool_id: str | None) -> None:
+    """Subnets of one IP version on a network come from one pool (or none)."""
+    pools = set(conn.execute(select(S.c.subnetpool_id).where(
+        S.c.network_id == network_id, S.c.ip_version == version)).scalars())
+    if pools and pools != {pool_id}:
+        raise NetworkSubnetPoolAffinityError()
 
 
 def _exclude(block, taken):

@@ -98,8 +98,6 @@ def get(conn: Connection, ctx: Context, subnet_id: str) -> dict[str, Any]:
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-    if query.marker is not None:
-        get_row(conn, ctx, query.marker)
     rows = select_page(conn, S, COLUMNS, query, visible(ctx))
     ids = [r.id for r in rows]
     details = _details(conn, ids)
@@ -110,11 +108,25 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[s
 # --- validation ----------------------------------------------------------------
 
 
+class DNSNameServersExhausted(exc.BadRequest):
+    message = ("Unable to complete operation for %(subnet_id)s. The number of DNS "
+               "nameservers exceeds the limit %(quota)s.")
+
+
+class HostRoutesExhausted(exc.BadRequest):
+    message = ("Unable to complete operation for %(subnet_id)s. The number of host routes "
+               "exceeds the limit %(quota)s.")
+
+
 def _check_ipv6_modes(version: int, ra_mode: str | None, addr_mode: str | None,
-                      net: P.IPNetwork | None) -> None:
-    if version == 4 and (ra_mode or addr_mode):
-        raise _invalid("ipv6_ra_mode or ipv6_address_mode cannot be set when ip_version "
-                       "is 4")
+                      net: P.IPNetwork | None, enable_dhcp: bool) -> None:
+    if version == 4:
+        for name, mode in (("ipv6_ra_mode", ra_mode), ("ipv6_address_mode", addr_mode)):
+            if mode:
+                raise _invalid(f"{name} is not valid when ip_version is 4")
+    if (ra_mode or addr_mode) and not enable_dhcp:
+        raise _invalid("ipv6_ra_mode or ipv6_address_mode cannot be set when enable_dhcp "
+                       "is set to False")
     if ra_mode and addr_mode and ra_mode != addr_mode:
         raise _invalid(f"ipv6_ra_mode set to '{ra_mode}' with ipv6_address_mode set to "
                        f"'{addr_mode}' is not valid. If both attributes are set, they must "
@@ -134,21 +146,37 @@ def _check_gateway(net: P.IPNetwork, gateway: str) -> None:
         raise _invalid(f"Gateway is not valid on subnet {net}")
 
 
-def _check_lists(data: dict[str, Any], net: P.IPNetwork, max_dns: int, max_routes: int) -> None:
-    dns = data.get("dns_nameservers") or []
-    if len(dns) > max_dns:
-        raise exc.BadRequest(resource="subnet", msg=f"Number of DNS nameservers "
-                             f"exceeds the limit {max_dns}")
+def _check_lists(data: dict[str, Any], net: P.IPNetwork, subnet_id: str, max_dns: int,
+                 max_routes: int) -> None:
+    if len(data.get("dns_nameservers") or []) > max_dns:
+        raise DNSNameServersExhausted(subnet_id=subnet_id, quota=max_dns)
     routes = data.get("host_routes") or []
     if len(routes) > max_routes:
-        raise exc.BadRequest(resource="subnet", msg=f"Number of host routes exceeds the "
-                             f"limit {max_routes}")
+        raise HostRoutesExhausted(subnet_id=subnet_id, quota=max_routes)
     for route in routes:
         dest = ipaddress.ip_network(route["destination"], strict=False)
         hop = ipaddress.ip_address(route["nexthop"])
         if dest.version != net.version or hop.version != net.version:
-            raise _invalid(f"Host route {route} does not match the IP version of "
-                           f"subnet {net}")
+            raise _invalid(f"Invalid route: {route}")
+
+
+def _check_cidr(net: P.IPNetwork, enable_dhcp: bool) -> None:
+    if net.prefixlen == 0:
+        raise _invalid("0 is not allowed as CIDR prefix length")
+    if net.version == 6 and net.network_address == ipaddress.IPv6Address("::"):
+        raise _invalid("IPv6 subnet '::' is not supported")
+    if not enable_dhcp:
+        return
+    if net.prefixlen > (30 if net.version == 4 else 126):
+        raise _invalid("Subnet has a prefix length that is incompatible with DHCP service "
+                       "enabled")
+    if net.is_multicast:
+        raise _invalid("Multicast IP subnet is not supported if enable_dhcp is True")
+    if net.is_loopback:
+        raise _invalid("Loopback IP subnet is not supported if enable_dhcp is True")
+    if net.version == 4 and int(net.network_address) == 0:
+        raise _invalid("First IP '0.0.0.0' of network is not supported if enable_dhcp is "
+                       "True.")
 
 
 def _check_overlap(conn: Connection, net: P.IPNetwork, network_id: str,
@@ -169,14 +197,16 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], settings: Any
            ) -> dict[str, Any]:
     network = networks.get_row(conn, ctx, data["network_id"])
     version = data["ip_version"]
-    cidr, pool_id = subnetpools.cidr_for_subnet(conn, ctx, data, version)
+    if data.get("cidr") is not None:
+        given = ipaddress.ip_network(data["cidr"], strict=False)
+        if given.version != version:
+            raise _invalid(f"cidr '{data['cidr']}' does not match the ip_version '{version}'")
+    cidr, pool_id = subnetpools.cidr_for_subnet(conn, ctx, data, version, network.id)
     net = ipaddress.ip_network(cidr)
-    if net.version != version:
-        raise _invalid(f"Cannot use IPv{net.version} subnet {cidr} with ip_version "
-                       f"{version}")
     ra_mode, addr_mode = data.get("ipv6_ra_mode"), data.get("ipv6_address_mode")
     enable_dhcp = data.get("enable_dhcp", True)
-    _check_ipv6_modes(version, ra_mode, addr_mode, net)
+    _check_cidr(net, enable_dhcp)
+    _check_ipv6_modes(version, ra_mode, addr_mode, net, enable_dhcp)
     if "gateway_ip" in data:
         gateway = data["gateway_ip"]
     else:
@@ -184,7 +214,8 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], settings: Any
         gateway = P.to_text(version, first) if net.num_addresses > 1 else None
     if gateway is not None:
         _check_gateway(net, gateway)
-    _check_lists(data, net, settings.max_dns_nameservers, settings.max_subnet_host_routes)
+    _check_lists(data, net, "new subnet", settings.max_dns_nameservers,
+                 settings.max_subnet_host_routes)
     if data.get("allocation_pools") is not None:
         ranges = P.parse_pools(net, data["allocation_pools"], gateway)
     else:
@@ -250,12 +281,10 @@ def update(conn: Connection, ctx: Context, subnet_id: str, data: dict[str, Any],
            if_revision: int | None, settings: Any) -> None:
     row = get_row(conn, ctx, subnet_id)
     net = ipaddress.ip_network(row.cidr)
-    _check_ipv6_modes(row.ip_version, data.get("ipv6_ra_mode", row.ipv6_ra_mode),
-                      data.get("ipv6_address_mode", row.ipv6_address_mode), net)
-    for key in ("ipv6_ra_mode", "ipv6_address_mode"):
-        if key in data and data[key] != getattr(row, key):
-            raise _invalid(f"Cannot update read-only attribute {key}")
-    _check_lists(data, net, settings.max_dns_nameservers, settings.max_subnet_host_routes)
+    if data.get("enable_dhcp") is False and (row.ipv6_ra_mode or row.ipv6_address_mode):
+        raise _invalid("Cannot disable enable_dhcp with ipv6 attributes set")
+    _check_lists(data, net, subnet_id, settings.max_dns_nameservers,
+                 settings.max_subnet_host_routes)
     gateway = data.get("gateway_ip", row.gateway_ip)
     if "gateway_ip" in data and gateway is not None:
         _check_gateway(net, gateway)
