@@ -79,7 +79,8 @@ class ApiApp:
                                 keep_blank_values=True),
                 headers=headers, body=body, base_url=_base_url(scope, headers),
                 request_id=request_id)
-            req.context = self.authenticator.authenticate(headers, request_id)
+            if req.path.strip("/"):  # the versions document is public, as in Neutron
+                req.context = self.authenticator.authenticate(headers, request_id)
             response = self.router.dispatch(req)
         except exc.NeutronException as error:
             response = Response(error.status, error_body(error))

@@ -1,0 +1,178 @@
+"""Starting real servers and databases for tests, and a small HTTP client."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
+MYSQL_ADMIN = "mysql+pymysql://root@127.0.0.1:3306/"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def create_database(backend: str, tmp: Path) -> tuple[str, Callable[[], None]]:
+    """A fresh empty database; returns its URL and a function that drops it."""
+    if backend == "sqlite":
+        return f"sqlite:///{tmp / 'neutrino.db'}", lambda: None
+    from sqlalchemy import create_engine, text
+
+    name = f"neutrino_test_{uuid.uuid4().hex[:12]}"
+    if backend == "postgresql":
+        admin = create_engine(PG_ADMIN, isolation_level="AUTOCOMMIT")
+        url = f"postgresql+psycopg2://postgres@127.0.0.1:5432/{name}"
+        create, drop = f'CREATE DATABASE "{name}"', f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'
+    elif backend == "mysql":
+        admin = create_engine(MYSQL_ADMIN, isolation_level="AUTOCOMMIT")
+        url = f"mysql+pymysql://root@127.0.0.1:3306/{name}"
+        create = f"CREATE DATABASE `{name}` CHARACTER SET utf8mb4"
+        drop = f"DROP DATABASE IF EXISTS `{name}`"
+    else:
+        raise ValueError(backend)
+    with admin.connect() as conn:
+        conn.execute(text(create))
+
+    def dropper() -> None:
+        with admin.connect() as conn:
+            conn.execute(text(drop))
+        admin.dispose()
+
+    return url, dropper
+
+
+class ApiClient:
+    """HTTP to one server as one identity (trusted headers)."""
+
+    def __init__(self, base_url: str, headers: dict[str, str]):
+        self.base_url = base_url
+        self.http = httpx.Client(base_url=base_url, headers=headers, timeout=60)
+        self.project_id = headers.get("X-Project-Id")
+
+    def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        return self.http.request(method, path, **kwargs)
+
+    def get(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.http.get(path, **kwargs)
+
+    def post(self, path: str, json: Any = None, **kwargs: Any) -> httpx.Response:
+        return self.http.post(path, json=json, **kwargs)
+
+    def put(self, path: str, json: Any = None, **kwargs: Any) -> httpx.Response:
+        return self.http.put(path, json=json, **kwargs)
+
+    def delete(self, path: str, **kwargs: Any) -> httpx.Response:
+        return self.http.delete(path, **kwargs)
+
+    # --- shortcuts that assert success --------------------------------------------
+
+    def create(self, collection: str, **attrs: Any) -> dict[str, Any]:
+        name = collection[:-1]
+        resp = self.post(f"/v2.0/{collection}", json={name: attrs})
+        assert resp.status_code == 201, resp.text
+        return resp.json()[name]
+
+    def show(self, collection: str, item_id: str) -> dict[str, Any]:
+        resp = self.get(f"/v2.0/{collection}/{item_id}")
+        assert resp.status_code == 200, resp.text
+        return resp.json()[collection[:-1]]
+
+    def network(self, **attrs: Any) -> dict[str, Any]:
+        return self.create("networks", **attrs)
+
+    def subnet(self, network_id: str, cidr: str = "10.0.0.0/24", ip_version: int | None = None,
+               **attrs: Any) -> dict[str, Any]:
+        version = ip_version or (6 if ":" in cidr else 4)
+        return self.create("subnets", network_id=network_id, cidr=cidr, ip_version=version,
+                           **attrs)
+
+    def port(self, network_id: str, **attrs: Any) -> dict[str, Any]:
+        return self.create("ports", network_id=network_id, **attrs)
+
+
+def error_of(resp: httpx.Response) -> dict[str, Any]:
+    """The NeutronError body of a failed response."""
+    body = resp.json()
+    assert "NeutronError" in body, body
+    return body["NeutronError"]
+
+
+class Server:
+    def __init__(self, url: str, proc: subprocess.Popen, log: Path, conf: Path, db_url: str):
+        self.url = url
+        self.proc = proc
+        self.log = log
+        self.conf = conf
+        self.db_url = db_url
+        self.backend = ""
+
+    def client(self, project: str | None = None, roles: tuple[str, ...] = ("member",),
+               user: str | None = None) -> ApiClient:
+        headers = {"X-Roles": ",".join(roles), "X-User-Id": user or "user-" + (project or "")}
+        if project is not None:
+            headers["X-Project-Id"] = project
+        return ApiClient(self.url, headers)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def write_config(tmp: Path, db_url: str, port: int, auth: str = "noauth", workers: int = 1,
+                 extra: str = "") -> Path:
+    conf = tmp / f"neutrino-{port}.conf"
+    conf.write_text(
+        "[DEFAULT]\n"
+        f"bind_port = {port}\n"
+        f"auth_strategy = {auth}\n"
+        f"api_workers = {workers}\n"
+        f"state_path = {tmp / 'state'}\n"
+        f"{extra}\n"
+        "[database]\n"
+        f"connection = {db_url}\n")
+    return conf
+
+
+def start_server(tmp: Path, db_url: str, auth: str = "noauth", workers: int = 1,
+                 extra: str = "", config_text: str | None = None) -> Server:
+    """Start ``neutrino-server`` and wait until it answers; fail with its log if not."""
+    port = free_port()
+    conf = write_config(tmp, db_url, port, auth, workers, extra)
+    if config_text is not None:
+        conf.write_text(config_text)
+    log = tmp / f"server-{port}.log"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "neutrino.cmd.server", "--config-file", str(conf)],
+        stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=tmp,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited {proc.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(url + "/", timeout=1).status_code < 500:
+                return Server(url, proc, log, conf, db_url)
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise RuntimeError(f"server did not answer in time:\n{log.read_text()}")
