@@ -79,9 +79,24 @@ def parse_host(text: str) -> str:
     try:
         ipaddress.ip_address(value)
     except ValueError:
-        if not re.match(r"^[A-Za-z0-9.-]+$", value):
+        # digits and dots only is a malformed address (256.1.1.1), not a name
+        if not re.match(r"^[A-Za-z0-9.-]+$", value) or re.match(r"^[0-9.]+$", value):
             raise ValueError("expected an IP address or host name") from None
     return value
+
+
+def parse_page_limit(text: str) -> int:
+    """Neutron's pagination_max_limit: a positive integer; negative or 'infinite': none."""
+    value = text.strip().lower()
+    if value == "infinite":
+        return -1
+    try:
+        number = int(value)
+    except ValueError:
+        raise ValueError("expected an integer or 'infinite'") from None
+    if number == 0:
+        raise ValueError("must be a positive integer, or -1 for no limit")
+    return number
 
 
 @dataclass(frozen=True)
@@ -113,7 +128,8 @@ CORE_GROUPS = [
         Opt("max_fixed_ips_per_port", int_range(1), 5, "Fixed IPs a port may carry."),
         Opt("max_dns_nameservers", int_range(0), 5, "DNS servers per subnet."),
         Opt("max_subnet_host_routes", int_range(0), 20, "Host routes per subnet."),
-        Opt("pagination_max_limit", str, "-1", "Largest page ('-1' for no limit)."),
+        Opt("pagination_max_limit", parse_page_limit, -1,
+            "Largest page a list returns (-1 or 'infinite': no limit)."),
         Opt("state_path", str, "state", "Where state files (the SQLite database) live."),
         Opt("global_physnet_mtu", int_range(68), 1500, "MTU of the underlying network."),
         Opt("dns_domain", str, "openstacklocal", "Domain for port host names."),
@@ -147,6 +163,13 @@ class Config:
     def group(self, name: str) -> SimpleNamespace:
         return getattr(self, name)
 
+    def source(self, section: str, option: str) -> str:
+        """Where an option's value comes from, for error messages."""
+        given = self._raw.get(section, {}).get(option)
+        if given is None:
+            return f"{option} in [{section}] (default)"
+        return f"{option} in [{section}] of {given[1]}"
+
     def register(self, groups: Iterable[OptGroup]) -> None:
         """Add a plugin's option groups and parse their values from the same files."""
         for group in groups:
@@ -160,7 +183,9 @@ class Config:
         for section, options in self._raw.items():
             group = self._groups.get(section)
             if group is None:
-                LOG.warning("config: unknown section [%s] ignored", section)
+                files = sorted({path for _, path in options.values()})
+                LOG.warning("config: unknown section [%s]%s ignored", section,
+                            f" in {', '.join(files)}" if files else "")
                 continue
             names = {o.name for o in group.opts}
             for option, (_, path) in options.items():
@@ -188,7 +213,10 @@ def _parse_group(group: OptGroup, raw: dict[str, tuple[str, str]]) -> dict[str, 
 def read_files(paths: Iterable[str]) -> dict[str, dict[str, tuple[str, str]]]:
     raw: dict[str, dict[str, tuple[str, str]]] = {}
     for path in paths:
-        parser = configparser.ConfigParser(interpolation=None, default_section="\0none")
+        # strict=False: a section or option repeated in one file is merged and
+        # the last value wins, as oslo.config does for Neutron
+        parser = configparser.ConfigParser(interpolation=None, default_section="\0none",
+                                           strict=False)
         parser.optionxform = str  # type: ignore[assignment,method-assign]
         try:
             with open(path, encoding="utf-8") as handle:

@@ -165,6 +165,16 @@ class IpAddressInUse(InUse):
                "The IP address %(ip_address)s is in use.")
 
 
+class GatewayIpInUse(InUse):
+    message = ("Current gateway ip %(ip_address)s already in use by port %(port_id)s. "
+               "Unable to update.")
+
+
+class InvalidSharedSetting(Conflict):
+    message = ("Unable to reconfigure sharing settings for network %(network)s. "
+               "Multiple projects are using it.")
+
+
 class IpAddressAlreadyAllocated(Conflict):
     message = "IP address %(ip)s already allocated in subnet %(subnet_id)s"
 

@@ -95,13 +95,17 @@ class ResourceController:
         ctx = req.context
         body = req.json()
         name, collection = self.resource.name, self.resource.collection
-        if collection in body and name not in body:
+        if collection in body:  # Neutron looks for a bulk body first
             items = body[collection]
-            if not isinstance(items, list) or not items:
+            if not items:
                 raise bad("Resources required")
+            if not isinstance(items, list):
+                raise bad("Body contains invalid data")
             if self._create_bulk is None:
                 raise bad("Bulk operation not supported")
-            prepared = [self.prepare_create(ctx, item) for item in items]
+            # each item may be bare or wrapped: [{"name": ..}] or [{"network": {..}}]
+            prepared = [self.prepare_create(ctx, item[name] if isinstance(item, dict)
+                                            and name in item else item) for item in items]
             created = self._create_bulk(ctx, prepared)
             return Response(201, {collection: [self.view(c, ctx, req.fields())
                                                for c in created]})
@@ -114,6 +118,8 @@ class ResourceController:
         ctx = req.context
         body = req.json()
         name = self.resource.name
+        if self.resource.collection in body:
+            raise bad("Bulk operation not supported")
         if name not in body:
             raise bad(f"Unable to find '{name}' in request body")
         data = self.prepare_update(body[name])
@@ -126,7 +132,7 @@ class ResourceController:
 
     def delete(self, req: Request, item_id: str) -> Response:
         ctx = req.context
-        if req.body.strip():
+        if req.body:
             raise bad("Request body is not supported in DELETE.")
         if not ctx.is_admin:
             current = self._get_one(ctx, item_id)
@@ -174,7 +180,7 @@ class ResourceController:
                       "request is not allowed for the current user.")
         owner = given if given is not None else ctx.project_id
         if owner is None:
-            raise bad("'project_id' must be given when the caller has no project")
+            raise bad("Running without keystone AuthN requires that project_id is specified")
         data["project_id"] = owner
 
     def prepare_update(self, item: Any) -> dict[str, Any]:
@@ -218,6 +224,9 @@ class ResourceController:
                 continue
             if current is not None and current.get(key) == target.get(key):
                 continue  # unchanged values need no right to change them
+            attr = self.resource.attrs.get(key)
+            if current is None and attr is not None and target.get(key) == attr.default:
+                continue  # as Neutron: an explicit default is not "set" on create
             if not self.policy.allows(field_rule, ctx, target):
                 raise exc.PolicyNotAuthorized(action=field_rule)
 

@@ -29,16 +29,19 @@ def parse_collection_query(resource: Resource, params: Iterable[tuple[str, str]]
     sort_dirs: list[str] = []
     fields: list[str] = []
     limit_text = None
+    invalid: list[str] = []
     for key, value in params:
         if key == "fields":
             if value:
                 fields.append(value)
         elif key == "sort_key":
-            sort_keys.append(value)
+            if value:
+                sort_keys.append(value)
         elif key == "sort_dir":
-            sort_dirs.append(value)
+            if value:
+                sort_dirs.append(value)
         elif key == "limit":
-            limit_text = value
+            limit_text = value  # the last one counts, as with webob's GET
         elif key == "marker":
             query.marker = value
         elif key == "page_reverse":
@@ -50,31 +53,35 @@ def parse_collection_query(resource: Resource, params: Iterable[tuple[str, str]]
         else:
             attr = resource.attrs.get(key)
             if attr is None or not attr.filter or not attr.visible:
-                raise _bad(f"{[key]} is invalid attribute for filtering")
+                if key not in invalid:
+                    invalid.append(key)
+                continue
             query.filters.setdefault(key, []).append(attr.filter_value(value))
+    if invalid:
+        raise _bad(f"{invalid} is invalid attribute for filtering")
     if fields:
         query.fields = fields
+    query.limit = _limit(limit_text, max_limit)
+    if query.limit is None:
+        query.marker = None  # without a page there is nothing to start after
     query.sorts = _sorts(resource, sort_keys, sort_dirs)
     if all(name != "id" for name, _ in query.sorts):
         query.sorts.append(("id", True))  # Neutron's order: id breaks ties, and is the default
-    query.limit = _limit(limit_text, max_limit)
     return query
 
 
 def _sorts(resource: Resource, keys: list[str], dirs: list[str]) -> list[tuple[str, bool]]:
-    if dirs and len(dirs) != len(keys):
+    """Keys and directions pair up by position; Neutron wants as many of each."""
+    if len(dirs) != len(keys):
         raise _bad("The number of sort_keys and sort_dirs must be same")
-    sorts = []
-    for i, key in enumerate(keys):
-        attr = resource.attrs.get(key)
-        if attr is None or not attr.sort:
-            raise _bad(f"{[key]} is invalid attribute for sort_keys")
-        direction = dirs[i] if dirs else "asc"
-        if direction not in ("asc", "desc"):
-            raise _bad(f"{[direction]} is invalid value for sort_dirs, valid value is "
-                       "'asc' and 'desc'")
-        sorts.append((key, direction == "asc"))
-    return sorts
+    absent = [key for key in keys if not getattr(resource.attrs.get(key), "sort", False)]
+    if absent:
+        raise _bad(f"{absent} is invalid attribute for sort_keys")
+    wrong = [d for d in dirs if d not in ("asc", "desc")]
+    if wrong:
+        raise _bad(f"{wrong} is invalid value for sort_dirs, valid value is "
+                   "'asc' and 'desc'")
+    return [(key, direction == "asc") for key, direction in zip(keys, dirs, strict=True)]
 
 
 def _limit(text: str | None, max_limit: int | None) -> int | None:

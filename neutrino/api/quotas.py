@@ -16,6 +16,11 @@ MAX_LIMIT = 2147483647
 _check_limit = v.integer_range(-1, MAX_LIMIT)
 
 
+class HTTPNotImplemented(exc.NeutronException):
+    status = 501
+    message = "%(msg)s"
+
+
 class QuotasController:
     def __init__(self, db: Database, engine: QuotaEngine, policy: Policy):
         self.db = db
@@ -25,6 +30,9 @@ class QuotasController:
     def dispatch(self, req: Request, rest: list[str]) -> Response:
         method, ctx = req.method, req.context
         if not rest:
+            if method == "POST":
+                raise HTTPNotImplemented(msg="POST requests are not supported on this "
+                                             "resource.")
             if method != "GET":
                 raise exc.HTTPMethodNotAllowed()
             return self.index(ctx)
@@ -89,7 +97,7 @@ class QuotasController:
         if not isinstance(body.get("quota"), dict):
             raise exc.HTTPBadRequest(msg="Unable to find 'quota' in request body")
         quota: dict[str, Any] = dict(body["quota"])
-        force = v.to_boolean(quota.pop("force", False))
+        force = quota.pop("force", None) is True  # as Neutron: only a JSON true forces
         quota.pop("check_limit", None)
         unknown = sorted(k for k in quota if k not in self.engine.defaults)
         if unknown:

@@ -11,6 +11,7 @@ from neutrino.api.request import Request, Response
 from neutrino.definitions.base import Extension
 
 Handler = Callable[..., Response]
+CORE_COLLECTIONS = ("networks", "subnets", "subnetpools", "ports")
 
 
 def method_not_allowed(req: Request) -> exc.HTTPMethodNotAllowed:
@@ -29,12 +30,16 @@ class Router:
         path = req.path
         if path.endswith(".json"):
             path = path[:-5]
+        if "\x00" in path:
+            raise exc.HTTPNotFound()  # no resource has such a name, and PostgreSQL can't ask
         parts = [p for p in path.split("/") if p]
         if not parts:
             return self._only(req, "GET", self.versions)
         if parts[0] != "v2.0":
             raise exc.HTTPNotFound()
         if len(parts) == 1:
+            if not req.path.endswith("/"):
+                raise exc.HTTPNotFound()  # Neutron serves the resource list at /v2.0/ only
             return self._only(req, "GET", self.resources)
         collection, rest = parts[1], parts[2:]
         if collection == "extensions":
@@ -74,13 +79,14 @@ class Router:
     def versions(self, req: Request) -> Response:
         return Response(200, {"versions": [{
             "id": "v2.0", "status": "CURRENT",
-            "links": [{"href": f"{req.base_url}/v2.0/", "rel": "self"}]}]})
+            "links": [{"rel": "self", "href": f"{req.base_url}/v2.0/"}]}]})
 
     def resources(self, req: Request) -> Response:
+        """The core resources, in Neutron's order; extensions are not listed here."""
         return Response(200, {"resources": [
-            {"name": c.resource.name, "collection": name,
-             "links": [{"href": f"{req.base_url}/v2.0/{name}", "rel": "self"}]}
-            for name, c in self.controllers.items() if c.resource.parent is None]})
+            {"name": self.controllers[name].resource.name, "collection": name,
+             "links": [{"rel": "self", "href": f"{req.base_url}/v2.0/{name}"}]}
+            for name in CORE_COLLECTIONS if name in self.controllers]})
 
     def _extensions(self, req: Request, rest: list[str]) -> Response:
         if req.method != "GET":

@@ -21,17 +21,29 @@ def _check_tag(tag: Any) -> str:
     return tag
 
 
-def _check_body(body: dict[str, Any], collection: str) -> list[str]:
-    tags = body.get("tags")
-    if not isinstance(tags, list):
+def _check_body(body: dict[str, Any]) -> list[str]:
+    """A list of unique strings of at most 255 characters; duplicates are named first."""
+    if "tags" not in body:
         raise exc.InvalidInput(error_message="Invalid tags body")
-    error = v.unique_list_of(v.string(MAX_TAG_LEN))(tags)
-    if error:
-        raise exc.InvalidInput(error_message=error)
-    if len(tags) > MAX_TAGS:
+    tags = body["tags"]
+    if not isinstance(tags, list):
+        raise exc.InvalidInput(error_message=f"'{tags}' is not a list")
+    dups: list[Any] = []
+    for i, tag in enumerate(tags):
+        if tag in tags[:i] and tag not in dups:
+            dups.append(tag)
+    if dups:
+        raise exc.InvalidInput(error_message="Duplicate items in the list: "
+                                             f"'{', '.join(str(d) for d in dups)}'")
+    for tag in tags:
+        _check_tag(tag)
+    return tags
+
+
+def _check_count(tags: Any, collection: str) -> None:
+    if len(set(tags)) > MAX_TAGS:
         raise exc.BadRequest(resource=collection, msg="The number of tags exceed the "
                              f"per-resource limit of {MAX_TAGS}")
-    return tags
 
 
 class TagsController:
@@ -43,42 +55,54 @@ class TagsController:
     def dispatch(self, req: Request, controller: Any, item_id: str, tag: str | None
                  ) -> Response:
         ctx = req.context
-        collection = controller.resource.collection
+        resource = controller.resource
+        collection = resource.collection
+        if tag is not None:
+            _check_tag(tag)
+        new = _check_body(req.json()) if req.method == "PUT" and tag is None else None
         item = controller._get_one(ctx, item_id)  # 404 when not visible
         if req.method == "GET":
             if tag is None:
                 return Response(200, {"tags": item["tags"]})
             if tag not in item["tags"]:
-                raise exc.TagNotFound(tag=tag, resource=controller.resource.name,
-                                      resource_id=item_id)
+                raise exc.TagNotFound(tag=tag)
             return Response(204)
-        if not ctx.is_admin and not self.policy.allows("update_tags", ctx, item):
-            raise exc.PolicyNotAuthorized(action=f"update_{collection}_tags")
+        if req.method not in ("PUT", "DELETE"):
+            raise exc.HTTPMethodNotAllowed()
+        verb = "update" if req.method == "PUT" else "delete"
+        action = f"{verb}_{resource.name}:tags"
+        rule = action if action in self.policy.rules else "update_tags"
+        if not ctx.is_admin and not self.policy.allows(rule, ctx, item):
+            raise exc.PolicyNotAuthorized(action=action)
         table = self.tables[collection]
-        if req.method == "PUT" and tag is None:
-            new = _check_body(req.json(), collection)
-            self.db.write(lambda conn: (tag_store.replace(conn, item_id, new),
-                                        bump(conn, table, item_id)))
+        if new is not None:
+            _check_count(new, collection)
+
+            def replace(conn):
+                if set(tag_store.of(conn, item_id)) != set(new):
+                    tag_store.replace(conn, item_id, new)
+                    bump(conn, table, item_id)
+
+            self.db.write(replace)
             return Response(200, {"tags": new})
         if req.method == "PUT":
-            _check_tag(tag)
-
             def add(conn):
-                if len(item["tags"]) >= MAX_TAGS and tag not in item["tags"]:
-                    raise exc.BadRequest(resource=collection, msg="The number of tags exceed "
-                                         f"the per-resource limit of {MAX_TAGS}")
-                if tag_store.add(conn, item_id, tag):
-                    bump(conn, table, item_id)
+                current = tag_store.of(conn, item_id)
+                if tag in current:
+                    return
+                _check_count([*current, tag], collection)
+                tag_store.add(conn, item_id, tag)
+                bump(conn, table, item_id)
 
             self.db.write(add)
             return Response(201)
-        if req.method == "DELETE":
-            def remove(conn):
-                if tag_store.remove(conn, item_id, tag) == 0 and tag is not None:
-                    raise exc.TagNotFound(tag=tag, resource=controller.resource.name,
-                                          resource_id=item_id)
+
+        def remove(conn):
+            removed = tag_store.remove(conn, item_id, tag)
+            if removed == 0 and tag is not None:
+                raise exc.TagNotFound(tag=tag)
+            if removed:
                 bump(conn, table, item_id)
 
-            self.db.write(remove)
-            return Response(204)
-        raise exc.HTTPMethodNotAllowed(method=req.method)
+        self.db.write(remove)
+        return Response(204)

@@ -9,6 +9,7 @@ import os
 import sys
 
 import uvicorn
+from sqlalchemy.exc import SQLAlchemyError
 
 from neutrino import config
 from neutrino.api.app import ApiApp
@@ -38,14 +39,27 @@ class StartupError(Exception):
 
 def load_config(files: list[str]) -> config.Config:
     conf = config.load(files)
-    classes = [loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)]
-    classes += [loader.find(loader.SERVICE_GROUP, name) for name in conf.DEFAULT.service_plugins]
+    classes = []
+    for option, group, names in (
+            ("core_plugin", loader.CORE_GROUP, [conf.DEFAULT.core_plugin]),
+            ("service_plugins", loader.SERVICE_GROUP, conf.DEFAULT.service_plugins)):
+        for name in names:
+            try:
+                classes.append(loader.find(group, name))
+            except loader.PluginLoadError as error:
+                raise config.ConfigError(
+                    f"{error}, set by {conf.source('DEFAULT', option)}") from None
     for cls in classes:
         conf.register(cls.option_groups)
     return conf
 
 
 def build_app(conf: config.Config) -> ApiApp:
+    try:
+        authenticator = make_authenticator(conf.DEFAULT.auth_strategy)
+    except ValueError as error:
+        raise config.ConfigError(
+            f"{error}, set by {conf.source('DEFAULT', 'auth_strategy')}") from None
     db = Database(config.database_url(conf), conf.database.max_retries)
     env = Environment(conf=conf, db=db, hooks=Hooks(), quota=QuotaEngine(conf.quotas))
     core = loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)(env)
@@ -77,8 +91,7 @@ def build_app(conf: config.Config) -> ApiApp:
     router = Router(controllers, extensions, tags, quotas)
     for plugin in plugins:
         plugin.start()
-    return ApiApp(router, make_authenticator(conf.DEFAULT.auth_strategy),
-                  on_shutdown=db.dispose)
+    return ApiApp(router, authenticator, on_shutdown=db.dispose)
 
 
 def worker_app() -> ApiApp:
@@ -104,6 +117,11 @@ def prepare(files: list[str]) -> config.Config:
     conf.warn_unknown()
     try:
         migrate.upgrade(config.database_url(conf))
+    except (SQLAlchemyError, ImportError) as error:  # ImportError: a missing DB driver
+        reason = str(error).strip().splitlines()[0]
+        raise StartupError(f"cannot use the database of "
+                           f"{conf.source('database', 'connection')}: {reason}") from None
+    try:
         app = build_app(conf)  # validates plugins and extensions before workers start
         app.router = None  # type: ignore[assignment]
     except (ExtensionError, loader.PluginLoadError, config.ConfigError) as error:

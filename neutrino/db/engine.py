@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -87,6 +88,12 @@ class Database:
         self.max_retries = max_retries
         self.is_sqlite = url.startswith("sqlite")
         self.dialect = self.engine.dialect.name
+        # SQLite has one writer at a time anyway. Threads of this process queue
+        # here, where a commit wakes the next one at once, instead of in
+        # SQLite's busy handler, which sleeps 1, 2, 5, ... 100 ms between tries
+        # and so leaves the database idle. Other processes still contend on the
+        # file lock, which keeps correctness in the database.
+        self._sqlite_writer = threading.RLock()
 
     @contextmanager
     def reader(self) -> Iterator[Connection]:
@@ -98,11 +105,13 @@ class Database:
         attempt = 0
         while True:
             try:
-                with self.engine.connect() as conn:
-                    if self.is_sqlite:
+                if self.is_sqlite:
+                    with self._sqlite_writer, self.engine.connect() as conn:
                         conn.execution_options(sqlite_begin="IMMEDIATE")
-                    with conn.begin():
-                        return work(conn)
+                        with conn.begin():
+                            return work(conn)
+                with self.engine.connect() as conn, conn.begin():
+                    return work(conn)
             except Exception as error:
                 if not is_retriable(error):
                     raise

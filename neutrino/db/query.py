@@ -10,10 +10,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import and_, false, or_, select, true
+from sqlalchemy import and_, case, false, or_, select, true
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.sql import ColumnElement, Select
 
+from neutrino import exceptions as exc
 from neutrino.db import models
 
 
@@ -51,16 +52,32 @@ def tag_clauses(id_column: Any, tag_filters: Mapping[str, list[str]]) -> list[Co
     return clauses
 
 
-def filter_clauses(columns: Mapping[str, Any], filters: Mapping[str, list[Any]]
-                   ) -> list[ColumnElement]:
+# Values no row can hold: they match nothing rather than upset the driver.
+_INT64 = 2 ** 63 - 1
+# The largest LIMIT sent to the database; a bigger page is the same page.
+_MAX_SQL_LIMIT = 2 ** 31 - 1
+
+
+def _storable(value: Any, dialect: str) -> bool:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return -_INT64 - 1 <= value <= _INT64
+    if isinstance(value, str) and dialect == "postgresql":
+        return "\x00" not in value  # PostgreSQL text cannot hold NUL
+    return True
+
+
+def filter_clauses(columns: Mapping[str, Any], filters: Mapping[str, list[Any]],
+                   dialect: str = "") -> list[ColumnElement]:
+    """Each filter ORs its values (None matches NULL); filters are ANDed."""
     clauses: list[ColumnElement] = []
     for name, values in filters.items():
         column = columns[name]
-        present = [value for value in values if value is not None]
+        present = [value for value in values
+                   if value is not None and _storable(value, dialect)]
         parts = []
         if present:
             parts.append(column.in_(present) if len(present) > 1 else column == present[0])
-        if len(present) != len(values):
+        if any(value is None for value in values):
             parts.append(column.is_(None))
         clauses.append(or_(*parts) if len(parts) > 1 else parts[0] if parts else false())
     return clauses
@@ -72,25 +89,44 @@ def select_page(conn: Connection, table: Any, columns: Mapping[str, Any],
     """Rows of ``table`` matching the query, in its order, one page if limited.
 
     ``columns`` maps API attribute names to columns; ``query.filters`` must
-    only hold names from it (plugins pop the others first).
+    only hold names from it (plugins pop the others first). NULL sorts
+    before any value on every database, so pages join up on all of them.
     """
+    unknown = [name for name in query.filters if name not in columns]
+    if unknown:
+        raise exc.HTTPBadRequest(msg=f"{unknown} is invalid attribute for filtering")
+    for name, _ in query.sorts:
+        if name not in columns:
+            raise exc.BadRequest(resource=table.name,
+                                 msg=f"'{name}' is an invalid attribute for sort key")
     clauses = list(where or [])
-    clauses += filter_clauses(columns, query.filters)
+    clauses += filter_clauses(columns, query.filters, conn.dialect.name)
     clauses += tag_clauses(table.c.id, query.tag_filters)
     sorts = list(query.sorts) or [("id", True)]
     order = []
     for name, ascending in sorts:
-        asc = ascending != query.page_reverse
-        order.append(columns[name].asc() if asc else columns[name].desc())
+        column = columns[name]
+        keys = [_null_rank(column), column] if _nullable(column) else [column]
+        forward = ascending != query.page_reverse
+        order += [key.asc() if forward else key.desc() for key in keys]
     if query.marker is not None:
         clauses.append(_after_marker(conn, table, columns, sorts, query))
     stmt: Select = select(table).where(*clauses).order_by(*order)
     if query.limit is not None:
-        stmt = stmt.limit(query.limit)
+        stmt = stmt.limit(min(query.limit, _MAX_SQL_LIMIT))
     rows = list(conn.execute(stmt))
     if query.page_reverse:
         rows.reverse()
     return rows
+
+
+def _nullable(column: Any) -> bool:
+    return getattr(column, "nullable", True)
+
+
+def _null_rank(column: Any) -> ColumnElement:
+    """0 for NULL, 1 otherwise: orders NULL first the same way on every database."""
+    return case((column.is_(None), 0), else_=1)
 
 
 def _after_marker(conn: Connection, table: Any, columns: Mapping[str, Any],
@@ -99,13 +135,27 @@ def _after_marker(conn: Connection, table: Any, columns: Mapping[str, Any],
         table.c.id == query.marker)).first()
     if marker is None:
         return true()  # an unknown marker reads from the start, as Neutron's subnets do
-    # (k1 > m1) or (k1 = m1 and k2 > m2) or ... with each key's own direction.
+    # (k1 after m1) or (k1 = m1 and k2 after m2) or ... with each key's own direction.
     ors = []
+    equal_so_far: list[ColumnElement] = []
     for i, (name, ascending) in enumerate(sorts):
-        forward = ascending != query.page_reverse
         column = columns[name]
-        value = marker[i]
-        step = column > value if forward else column < value
-        ands = [columns[n] == marker[j] for j, (n, _) in enumerate(sorts[:i])]
-        ors.append(and_(*ands, step))
+        forward = ascending != query.page_reverse
+        ors.append(and_(*equal_so_far, _beyond(column, marker[i], forward)))
+        equal_so_far.append(column.is_(None) if marker[i] is None else column == marker[i])
     return or_(*ors)
+
+
+def _beyond(column: Any, value: Any, forward: bool) -> ColumnElement:
+    """Rows strictly after ``value`` in the column's order (NULL is the smallest)."""
+    if value is None:
+        return column.is_not(None) if forward else false()
+    if isinstance(value, bool):  # booleans have no < on every backend: False < True
+        if forward:
+            return column == true() if value is False else false()
+        after = column == false() if value is True else false()
+    else:
+        after = column > value if forward else column < value
+    if not forward and _nullable(column):
+        after = or_(after, column.is_(None))
+    return after

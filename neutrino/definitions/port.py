@@ -18,7 +18,7 @@ RESOURCE = Resource(
             Attr("mac_address", allow_post=True, allow_put=True, convert=v.canonical_mac,
                  validate=v.mac_address, sort=True),
             Attr("fixed_ips", allow_post=True, allow_put=True, convert=v.none_to_empty_list,
-                 validate=v.list_of_dicts({"subnet_id": v.uuid, "ip_address": v.ip_address})),
+                 validate=v.fixed_ips),
             Attr("device_id", allow_post=True, allow_put=True, default="",
                  validate=v.string(255), sort=True),
             Attr("device_owner", allow_post=True, allow_put=True, default="",

@@ -4,17 +4,6 @@ from neutrino import exceptions as exc
 from neutrino.definitions import validators as v
 from neutrino.definitions.base import REQUIRED, Attr, Resource, attrs, standard_attrs
 
-
-def _name(value):
-    if value == "":
-        return "Name should not be empty"
-    return v.string(255)(value)
-
-
-def _prefixlen(value):
-    return None if value is None else v.integer_range(0, 128)(value)
-
-
 RESOURCE = Resource(
     name="subnetpool",
     collection="subnetpools",
@@ -23,21 +12,19 @@ RESOURCE = Resource(
     attrs={
         **standard_attrs(),
         **attrs(
-            Attr("name", allow_post=True, allow_put=True, default=REQUIRED, validate=_name,
-                 sort=True),
+            Attr("name", allow_post=True, allow_put=True, default=REQUIRED,
+                 validate=v.not_empty_string(255), sort=True),
             Attr("prefixes", allow_post=True, allow_put=True, default=REQUIRED,
                  validate=v.subnet_cidr_list, filter=False),
             Attr("ip_version", sort=True, convert_filter=v.to_int),
             Attr("default_prefixlen", allow_post=True, allow_put=True,
-                 convert=v.to_int_or_none, validate=_prefixlen, sort=True),
+                 convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True),
             Attr("min_prefixlen", allow_post=True, allow_put=True,
-                 convert=v.to_int_or_none, validate=_prefixlen, sort=True),
+                 convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True),
             Attr("max_prefixlen", allow_post=True, allow_put=True,
-                 convert=v.to_int_or_none, validate=_prefixlen, sort=True),
+                 convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True),
             Attr("default_quota", allow_post=True, allow_put=True, default=None,
-                 convert=v.to_int_or_none,
-                 validate=lambda x: None if x is None else v.integer_range(0, None)(x),
-                 sort=True),
+                 convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True),
             Attr("shared", allow_post=True, default=False, convert=v.to_boolean,
                  admin_only=True, sort=True),
             Attr("is_default", allow_post=True, allow_put=True, default=False,

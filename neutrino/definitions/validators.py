@@ -68,7 +68,10 @@ def to_lowercase(value: Any) -> Any:
 
 
 def canonical_mac(value: Any) -> Any:
-    return value.lower().replace("-", ":") if isinstance(value, str) else value
+    """A MAC in lower case with colons; anything else unchanged, for the validator."""
+    if isinstance(value, str) and _MAC_RE.match(value):
+        return value.lower().replace("-", ":")
+    return value
 
 
 def canonical_ip(value: Any) -> Any:
@@ -135,6 +138,42 @@ def boolean(value: Any) -> str | None:
     return None
 
 
+def _duplicates(items: list[Any]) -> list[Any]:
+    seen: list[Any] = []
+    found: list[Any] = []
+    for item in items:
+        if item in seen and item not in found:
+            found.append(item)
+        seen.append(item)
+    return found
+
+
+def not_empty_string(max_len: int | None = 255) -> Validator:
+    inner = string(max_len)
+
+    def check(value: Any) -> str | None:
+        error = inner(value)
+        if error:
+            return error
+        if not value.strip():
+            return f"'{value}' Blank strings are not permitted"
+        return None
+
+    return check
+
+
+def non_negative(value: Any) -> str | None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        return f"'{value}' is not an integer"
+    if value < 0:
+        return f"'{value}' should be non-negative"
+    return None
+
+
+def non_negative_or_none(value: Any) -> str | None:
+    return None if value is None else non_negative(value)
+
+
 def integer_range(low: int | None, high: int | None) -> Validator:
     def check(value: Any) -> str | None:
         if isinstance(value, bool) or not isinstance(value, int):
@@ -165,13 +204,23 @@ def one_of_or_none(*choices: Any) -> Validator:
 def ip_address(value: Any) -> str | None:
     if not isinstance(value, str):
         return f"'{value}' is not a valid IP address"
+    if ":" not in value:
+        # Neutron refuses the short forms inet_aton would take ('1.1.1') and
+        # recommends the plain form of zero-padded octets ('010.0.0.1').
+        octets = value.split(".")
+        if len(octets) != 4 or not all(o.isascii() and o.isdigit() and int(o) <= 255
+                                       for o in octets):
+            return f"'{value}' is not a valid IP address"
+        plain = ".".join(str(int(o)) for o in octets)
+        if plain != value:
+            return f"'{value}' is not an accepted IP address, '{plain}' is recommended"
+        return None
     try:
-        parsed = ipaddress.ip_address(value)
+        ipaddress.ip_address(value)
     except ValueError:
         return f"'{value}' is not a valid IP address"
-    # Neutron refuses the abbreviated forms inet_aton would accept ('1.1.1').
-    if parsed.version == 4 and value.count(".") != 3:
-        return f"'{value}' is not an accepted IP address, '{parsed}' is recommended"
+    if "%" in value:  # a scoped address names an interface, not a host
+        return f"'{value}' is not a valid IP address"
     return None
 
 
@@ -201,10 +250,26 @@ def subnet_cidr_or_none(value: Any) -> str | None:
 def subnet_cidr_list(value: Any) -> str | None:
     if not isinstance(value, list):
         return f"'{value}' is not a list"
+    duplicates = _duplicates(value)
+    if duplicates:
+        return f"Duplicate items in the list: '{', '.join(str(d) for d in duplicates)}'"
     for item in value:
         error = subnet_cidr(item)
         if error:
             return error
+    return None
+
+
+def route_cidr(value: Any) -> str | None:
+    """A route destination: a network address with its prefix, not loopback."""
+    if not isinstance(value, str) or "/" not in value:
+        return f"'{value}' is not a valid CIDR"
+    try:
+        net = ipaddress.ip_network(value, strict=True)
+    except ValueError:
+        return f"'{value}' is not a valid CIDR"
+    if net.is_loopback:
+        return f"'{value}' is not a routable CIDR"
     return None
 
 
@@ -222,33 +287,90 @@ def dict_or_none(value: Any) -> str | None:
     return f"'{value}' is not a dictionary"
 
 
-def list_of_dicts(keys: dict[str, Validator], required: Sequence[str] = (),
-                  max_items: int | None = None) -> Validator:
-    """Validate a list of dicts whose keys are known and whose values pass ``keys``."""
+def dict_keys(expected: Sequence[str], item: Any) -> str | None:
+    """Neutron's strict key check: exactly ``expected``, in any order."""
+    if not isinstance(item, dict):
+        return f"Invalid input. '{item}' must be a dictionary with keys: {list(expected)}"
+    if set(item) != set(expected):
+        return (f"Validation of dictionary's keys failed. Expected keys: {set(expected)} "
+                f"Provided keys: {set(item)}")
+    return None
 
-    def check(value: Any) -> str | None:
-        if not isinstance(value, list):
-            return f"'{value}' is not a list"
-        if max_items is not None and len(value) > max_items:
-            return f"'{value}' exceeds maximum number of items {max_items}"
-        for item in value:
-            if not isinstance(item, dict):
-                return f"'{item}' is not a dictionary"
-            for key in required:
-                if key not in item:
-                    return f"Validation of dictionary's keys failed. Expected keys: " \
-                           f"{set(required)} Provided keys: {set(item)}"
-            extra = set(item) - set(keys)
-            if extra:
-                return f"Unrecognized keys {sorted(extra)} in '{item}'"
-            for key, sub in keys.items():
-                if key in item:
-                    error = sub(item[key])
-                    if error:
-                        return error
-        return None
 
-    return check
+def ip_pools(value: Any) -> str | None:
+    if not isinstance(value, list):
+        return f"Invalid data format for IP pool: '{value}'"
+    for pool in value:
+        error = dict_keys(("start", "end"), pool)
+        if error:
+            return error
+        for key in ("start", "end"):
+            error = ip_address(pool[key])
+            if error:
+                return error
+    return None
+
+
+def nameservers(value: Any) -> str | None:
+    if not isinstance(value, list):
+        return f"Invalid data format for nameserver: '{value}'"
+    seen: list[Any] = []
+    for host in value:
+        error = ip_address(host)
+        if error:
+            return f"'{host}' is not a valid nameserver. {error}"
+        if host in seen:
+            return f"Duplicate nameserver '{host}'"
+        seen.append(host)
+    return None
+
+
+def hostroutes(value: Any) -> str | None:
+    if not isinstance(value, list):
+        return f"Invalid data format for hostroute: '{value}'"
+    seen: list[Any] = []
+    for route in value:
+        error = (dict_keys(("destination", "nexthop"), route)
+                 or route_cidr(route["destination"]) or ip_address(route["nexthop"]))
+        if error:
+            return error
+        if route in seen:
+            return f"Duplicate hostroute '{route}'"
+        seen.append(route)
+    return None
+
+
+def fixed_ips(value: Any) -> str | None:
+    """Entries name a subnet, an address or both; an address appears once."""
+    if not isinstance(value, list):
+        return f"Invalid data format for fixed IP: '{value}'"
+    addresses: list[Any] = []
+    for item in value:
+        if not isinstance(item, dict):
+            return f"Invalid data format for fixed IP: '{item}'"
+        if "ip_address" in item:
+            address = item["ip_address"]
+            if address in addresses:
+                return f"Duplicate IP address '{address}'"
+            error = ip_address(address)
+            if error:
+                return error
+            addresses.append(address)
+        if "subnet_id" in item:
+            error = uuid(item["subnet_id"])
+            if error:
+                return error
+    return None
+
+
+def canonical_pools(value: Any) -> Any:
+    """IPv6 pool bounds in their compressed form; ``None`` is no pools."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        return value
+    return [{k: canonical_ip(a) for k, a in pool.items()} if isinstance(pool, dict) else pool
+            for pool in value]
 
 
 def unique_list_of(item_validator: Validator) -> Validator:

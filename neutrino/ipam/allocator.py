@@ -8,13 +8,14 @@ within the pools, so concurrent creates rarely collide.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Connection
 
 from neutrino import exceptions as exc
@@ -24,11 +25,19 @@ from neutrino.ipam import pools as P
 AUTO_ADDRESS_MODES = ("slaac", "dhcpv6-stateless")
 ROUTER_OWNERS = ("network:router_interface", "network:router_interface_distributed",
                  "network:ha_router_replicated_interface", "network:router_centralized_snat")
+# Owners that may hold an IPv6 subnet's own (subnet-router anycast) address; ''
+# is there because Neutron cannot tell whose port an ownerless one is.
+ANYCAST_OWNERS = (*ROUTER_OWNERS, "network:router_gateway", "")
 SCAN_LIMIT = 4096  # pools up to this size are scanned; larger ones are sampled
 
 
 class InvalidIpForSubnet(exc.BadRequest):
     message = "IP address %(ip_address)s is not a valid IP for the specified subnet."
+
+
+class AllocationOnAutoAddressSubnet(exc.InvalidInput):
+    message = ("IPv6 address %(ip)s cannot be directly assigned to a port on subnet "
+               "%(subnet_id)s as the subnet is configured for automatic addresses")
 
 
 class InvalidIpForNetwork(exc.BadRequest):
@@ -45,29 +54,60 @@ class SubnetInfo:
     gateway_ip: str | None
     ipv6_address_mode: str | None
     ranges: list[P.Range]
+    ipv6_ra_mode: str | None = None
 
     @property
     def auto_address(self) -> bool:
-        return self.ip_version == 6 and self.ipv6_address_mode in AUTO_ADDRESS_MODES
+        return self.ip_version == 6 and is_auto_address(self.ipv6_ra_mode,
+                                                        self.ipv6_address_mode)
+
+
+def is_auto_address(ra_mode: str | None, address_mode: str | None) -> bool:
+    """SLAAC or DHCPv6-stateless by either mode: addresses come from the MAC."""
+    return address_mode in AUTO_ADDRESS_MODES or ra_mode in AUTO_ADDRESS_MODES
+
+
+def valid_on_subnet(net: P.IPNetwork, address: str, device_owner: str) -> bool:
+    """Whether a port may hold ``address`` on ``net`` (Neutron's check_subnet_ip)."""
+    ip = ipaddress.ip_address(address)
+    if ip.version != net.version or ip not in net:
+        return False
+    if net.version == 4:
+        return ip != net.network_address and (net.prefixlen >= 31
+                                              or ip != net.broadcast_address)
+    return ip != net.network_address or device_owner in ANYCAST_OWNERS
 
 
 def load_subnets(conn: Connection, network_id: str) -> list[SubnetInfo]:
-    s, ap = models.subnets, models.allocation_pools
-    rows = list(conn.execute(select(s.c.id, s.c.network_id, s.c.ip_version, s.c.cidr,
-                                    s.c.gateway_ip, s.c.ipv6_address_mode)
-                             .where(s.c.network_id == network_id)
-                             .order_by(s.c.created_at, s.c.id)))
+    rows = list(conn.execute(_SUBNETS, {"network_id": network_id}))
     if not rows:
         return []
     ranges: dict[str, list[P.Range]] = {}
-    for subnet_id, first, last in conn.execute(
-            select(ap.c.subnet_id, ap.c.first_ip, ap.c.last_ip)
-            .where(ap.c.subnet_id.in_([r.id for r in rows]))):
+    for subnet_id, first, last in conn.execute(_POOLS, {"network_id": network_id}):
         ranges.setdefault(subnet_id, []).append(
             (int(ipaddress.ip_address(first)), int(ipaddress.ip_address(last))))
     return [SubnetInfo(r.id, r.network_id, r.ip_version, ipaddress.ip_network(r.cidr),
-                       r.gateway_ip, r.ipv6_address_mode, sorted(ranges.get(r.id, [])))
+                       r.gateway_ip, r.ipv6_address_mode, sorted(ranges.get(r.id, [])),
+                       r.ipv6_ra_mode)
             for r in rows]
+
+
+# The statements of the port-create path are built once: on SQLite, building a
+# statement costs more than running it.
+_s, _ap, _ia = models.subnets, models.allocation_pools, models.ip_allocations
+_SUBNETS = (select(_s.c.id, _s.c.network_id, _s.c.ip_version, _s.c.cidr, _s.c.gateway_ip,
+                   _s.c.ipv6_address_mode, _s.c.ipv6_ra_mode)
+            .where(_s.c.network_id == bindparam("network_id"))
+            .order_by(_s.c.created_at, _s.c.id))
+_POOLS = select(_ap.c.subnet_id, _ap.c.first_ip, _ap.c.last_ip).where(
+    _ap.c.subnet_id.in_(select(_s.c.id).where(_s.c.network_id == bindparam("network_id"))))
+_USED = select(_ia.c.ip_address).where(_ia.c.subnet_id == bindparam("subnet_id"))
+
+
+@functools.lru_cache(maxsize=64)
+def _in_use_stmt(count: int):
+    """``ip_address IN (:a0, ..., :aN)``: one cached statement per list length."""
+    return _USED.where(_ia.c.ip_address.in_([bindparam(f"a{i}") for i in range(count)]))
 
 
 def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
@@ -75,9 +115,10 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
              max_ips: int, keep: Iterable[tuple[str, str]] = ()) -> list[dict[str, str]]:
     """Fixed IPs for a port: what was asked for, or Neutron's defaults.
 
-    With nothing asked: one IPv4 address, one stateful IPv6 address and an
-    address on every auto-address (SLAAC) subnet. ``keep`` lists (subnet,
-    address) pairs the port already holds, which are not re-checked.
+    With nothing asked: one IPv4 address, one stateful IPv6 address. In every
+    case a port that is not a router's also gets its address on every
+    auto-address (SLAAC) subnet. ``keep`` lists (subnet, address) pairs the
+    port already holds, which are not re-checked.
     """
     by_id = {s.id: s for s in subnets}
     is_router = device_owner in ROUTER_OWNERS
@@ -89,7 +130,7 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
         if address is None:
             address = _pick(conn, subnet, taken_here)
         elif (subnet.id, address) not in kept:
-            _check_specific(conn, subnet, address, is_router, taken_here)
+            _check_specific(conn, subnet, address, device_owner, taken_here)
         taken_here.add((subnet.id, address))
         chosen.append({"subnet_id": subnet.id, "ip_address": address})
 
@@ -100,15 +141,8 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
             candidates = [s for s in subnets if version_match(s)]
             if candidates:
                 _take_first_with_room(candidates, take)
-        if not is_router:
-            for subnet in subnets:
-                if subnet.auto_address:
-                    take(subnet, P.eui64(subnet.net, mac))
-        return chosen
-
-    if not requested:
-        return []  # an explicit empty list asks for a port without addresses
-    if not subnets:
+        requested = []
+    if requested and not subnets:
         raise exc.InvalidInput(error_message="IP allocation requires subnets for network")
     if len(requested) > max_ips:
         raise exc.InvalidInput(error_message="Exceeded maximum amount of fixed ips per port.")
@@ -120,21 +154,19 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
             if address is None:
                 raise exc.InvalidInput(error_message="IP allocation requires subnet_id or "
                                                      "ip_address")
-            subnet = _subnet_for_address(subnets, address)
+            subnet = _subnet_for_address(subnets, address, device_owner)
         else:
             subnet = by_id.get(subnet_id)
             if subnet is None:
+                _check_subnet_exists(conn, subnet_id)
                 raise exc.InvalidInput(error_message=(
                     f"Failed to create port on network {network_id}, because fixed_ips "
                     f"included invalid subnet {subnet_id}"))
         if subnet.auto_address and not is_router:
-            if address is not None and address != P.eui64(subnet.net, mac) and \
-                    (subnet.id, address) not in kept:
-                raise exc.InvalidInput(error_message=(
-                    f"IPv6 address {address} cannot be directly assigned to a port on "
-                    f"subnet {subnet.id} as the subnet is configured for automatic "
-                    "addresses"))
-            address = P.eui64(subnet.net, mac)
+            eui = P.eui64(subnet.net, mac)
+            if address is not None and address != eui and (subnet.id, address) not in kept:
+                raise AllocationOnAutoAddressSubnet(ip=address, subnet_id=subnet.id)
+            address = eui
         if (subnet.id, address) in taken_here:
             continue
         take(subnet, address)
@@ -144,6 +176,12 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
             if subnet.auto_address and subnet.id not in mentioned:
                 take(subnet, P.eui64(subnet.net, mac))
     return chosen
+
+
+def _check_subnet_exists(conn: Connection, subnet_id: str) -> None:
+    s = models.subnets
+    if conn.execute(select(s.c.id).where(s.c.id == subnet_id)).first() is None:
+        raise exc.SubnetNotFound(subnet_id=subnet_id)
 
 
 def _take_first_with_room(candidates: list[SubnetInfo], take) -> None:
@@ -156,33 +194,28 @@ def _take_first_with_room(candidates: list[SubnetInfo], take) -> None:
     raise exc.IpAddressGenerationFailure(net_id=candidates[0].network_id)
 
 
-def _subnet_for_address(subnets: Sequence[SubnetInfo], address: str) -> SubnetInfo:
-    ip = ipaddress.ip_address(address)
+def _subnet_for_address(subnets: Sequence[SubnetInfo], address: str,
+                        device_owner: str) -> SubnetInfo:
     for subnet in subnets:
-        if ip.version == subnet.ip_version and ip in subnet.net:
+        if valid_on_subnet(subnet.net, address, device_owner):
             return subnet
     raise InvalidIpForNetwork(ip_address=address)
 
 
-def _check_specific(conn: Connection, subnet: SubnetInfo, address: str, is_router: bool,
+def _check_specific(conn: Connection, subnet: SubnetInfo, address: str, device_owner: str,
                     taken_here: set[tuple[str, str]]) -> None:
-    ip = ipaddress.ip_address(address)
-    if ip.version != subnet.ip_version or ip not in subnet.net:
-        raise InvalidIpForSubnet(ip_address=address)
-    net = subnet.net
-    if net.version == 4 and net.prefixlen < 31 and ip in (net.network_address,
-                                                          net.broadcast_address):
-        raise InvalidIpForSubnet(ip_address=address)
-    if net.version == 6 and ip == net.network_address and not is_router:
+    if not valid_on_subnet(subnet.net, address, device_owner):
         raise InvalidIpForSubnet(ip_address=address)
     if (subnet.id, address) in taken_here or _in_use(conn, subnet.id, [address]):
         raise exc.IpAddressAlreadyAllocated(ip=address, subnet_id=subnet.id)
 
 
 def _in_use(conn: Connection, subnet_id: str, addresses: list[str]) -> set[str]:
-    ia = models.ip_allocations
-    return set(conn.execute(select(ia.c.ip_address).where(
-        ia.c.subnet_id == subnet_id, ia.c.ip_address.in_(addresses))).scalars())
+    if not addresses:
+        return set()
+    params = {f"a{i}": address for i, address in enumerate(addresses)}
+    return set(conn.execute(_in_use_stmt(len(addresses)),
+                            {"subnet_id": subnet_id, **params}).scalars())
 
 
 def _pick(conn: Connection, subnet: SubnetInfo, taken_here: set[tuple[str, str]]) -> str:
@@ -196,9 +229,8 @@ def _pick(conn: Connection, subnet: SubnetInfo, taken_here: set[tuple[str, str]]
             free = candidates - _in_use(conn, subnet.id, list(candidates))
             if free:
                 return random.choice(sorted(free))
-    ia = models.ip_allocations
     used = {int(ipaddress.ip_address(a)) for a in conn.execute(
-        select(ia.c.ip_address).where(ia.c.subnet_id == subnet.id)).scalars()}
+        _USED, {"subnet_id": subnet.id}).scalars()}
     used |= {int(ipaddress.ip_address(a)) for s, a in taken_here if s == subnet.id}
     free = []
     for first, last in subnet.ranges:

@@ -77,23 +77,30 @@ def as_dicts(version: int, pools: Sequence[Range]) -> list[dict[str, str]]:
 
 def parse_pools(net: IPNetwork, pools: Sequence[dict[str, str]], gateway: str | None
                 ) -> list[Range]:
-    """Validate requested pools against the subnet and the gateway; return ranges."""
+    """Validate requested pools against the subnet and the gateway; return ranges.
+
+    Pools must lie within the addresses ``host_range`` allows, must not
+    overlap one another, and must not hold the gateway.
+    """
+    low, high = host_range(net)
     ranges = []
     for pool in pools:
         start, end = ipaddress.ip_address(pool["start"]), ipaddress.ip_address(pool["end"])
-        text = f"{pool['start']}-{pool['end']}"
-        if start.version != net.version or end.version != net.version or start > end:
+        if start.version != end.version or start > end:
+            raise InvalidAllocationPool(pool=repr(dict(pool)))
+        text = f"{start}-{end}"
+        if start.version != net.version:
             raise InvalidAllocationPool(pool=text)
-        if start not in net or end not in net:
+        if int(start) < low or int(end) > high:
             raise OutOfBoundsAllocationPool(pool=text, subnet_cidr=str(net))
         ranges.append((int(start), int(end)))
-    ordered = sorted(ranges)
-    for (a1, b1), (a2, b2) in zip(ordered, ordered[1:], strict=False):
-        if a2 <= b1:
-            raise OverlappingAllocationPools(
-                pool_1=f"{to_text(net.version, a1)}-{to_text(net.version, b1)}",
-                pool_2=f"{to_text(net.version, a2)}-{to_text(net.version, b2)}",
-                subnet_cidr=str(net))
+    for i, (a1, b1) in enumerate(ranges):
+        for a2, b2 in ranges[i + 1:]:
+            if a1 <= b2 and a2 <= b1:
+                raise OverlappingAllocationPools(
+                    pool_1=f"{to_text(net.version, a1)}-{to_text(net.version, b1)}",
+                    pool_2=f"{to_text(net.version, a2)}-{to_text(net.version, b2)}",
+                    subnet_cidr=str(net))
     if gateway is not None:
         check_gateway(net.version, ranges, gateway)
     return ranges

@@ -123,9 +123,7 @@ def _check_unshare(conn: Connection, row: Row) -> None:
         p.c.network_id == row.id, p.c.project_id != row.project_id,
         p.c.device_owner.not_like("network:%")).limit(1)).first()
     if other is not None:
-        raise exc.InvalidInput(error_message=(
-            f"Unable to reconfigure sharing settings for network {row.id}. "
-            "Multiple tenants are using it."))
+        raise exc.InvalidSharedSetting(network=row.id)
 
 
 def delete_(conn: Connection, ctx: Context, network_id: str, if_revision: int | None) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import collections
+import datetime
+import functools
 import random
 from types import SimpleNamespace
 from typing import Any
@@ -13,7 +16,7 @@ from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, select_page
-from neutrino.db.util import bump, chunked, now, timestamp
+from neutrino.db.util import bump, chunked, now
 from neutrino.definitions.validators import new_uuid
 from neutrino.ipam import allocator
 from neutrino.plugins.core import networks
@@ -49,9 +52,27 @@ def view(row: Any, fixed_ips: list[dict[str, str]], tag_list: list[str]) -> dict
         "mac_address": row.mac_address, "admin_state_up": row.admin_state_up,
         "status": row.status, "device_id": row.device_id, "device_owner": row.device_owner,
         "fixed_ips": fixed_ips, "description": row.description, "tags": tag_list,
-        "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
+        "created_at": _timestamp(row.created_at), "updated_at": _timestamp(row.updated_at),
         "revision_number": row.revision_number,
     }
+
+
+def _timestamp(value: datetime.datetime | None) -> str | None:
+    """``db.util.timestamp``, the same text three times faster (lists format thousands)."""
+    return None if value is None else value.isoformat(timespec="seconds") + "Z"
+
+
+@functools.lru_cache(maxsize=8)
+def _row_type(fields: tuple[str, ...]) -> Any:
+    return collections.namedtuple("PortRow", fields)
+
+
+def _plain(rows: list[Row]) -> list[Any]:
+    """Rows as named tuples, whose attributes ``view`` reads many times faster."""
+    if not rows:
+        return rows
+    make = _row_type(tuple(rows[0]._fields))._make
+    return [make(row) for row in rows]
 
 
 def get_row(conn: Connection, ctx: Context, port_id: str) -> Row:
@@ -84,7 +105,7 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[s
         where.append(_fixed_ips_clause(fixed_filters))
     if query.marker is not None:
         get_row(conn, ctx, query.marker)
-    rows = select_page(conn, P, COLUMNS, query, where)
+    rows = _plain(select_page(conn, P, COLUMNS, query, where))
     ids = [r.id for r in rows]
     ips = _fixed_ips(conn, ids)
     tag_map = tags.load(conn, ids)
@@ -112,10 +133,11 @@ def _fixed_ips_clause(values: list[str]):
 
 
 def random_mac(base_mac: str) -> str:
-    parts = base_mac.split(":")
-    for i in range(3, 6):
-        if parts[i] == "00":
-            parts[i] = f"{random.randrange(256):02x}"
+    """The first three octets of ``base_mac``, its fourth unless it is 00, then random."""
+    parts = base_mac.lower().split(":")[:4]
+    if parts[3] == "00":
+        parts[3] = f"{random.randrange(256):02x}"
+    parts += [f"{random.randrange(256):02x}" for _ in range(2)]
     return ":".join(parts)
 
 
@@ -124,6 +146,11 @@ def _check_mac(conn: Connection, network_id: str, mac: str) -> None:
                                               P.c.mac_address == mac)).first()
     if taken is not None:
         raise exc.MacAddressInUse(net_id=network_id, mac=mac)
+
+
+# Built once: on SQLite, building a statement costs more than running it.
+_INSERT_PORT = P.insert()
+_INSERT_IPS = IA.insert()
 
 
 def create(conn: Connection, ctx: Context, data: dict[str, Any], base_mac: str,
@@ -147,9 +174,9 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], base_mac: str,
         "device_owner": data.get("device_owner", ""),
         "created_at": when, "updated_at": when, "revision_number": 1,
     }
-    conn.execute(P.insert().values(**row))
+    conn.execute(_INSERT_PORT, row)
     if fixed:
-        conn.execute(IA.insert(), [{**f, "port_id": port_id, "network_id": network.id}
+        conn.execute(_INSERT_IPS, [{**f, "port_id": port_id, "network_id": network.id}
                                    for f in fixed])
     return view(SimpleNamespace(**row), fixed, [])
 
@@ -163,11 +190,15 @@ def update(conn: Connection, ctx: Context, port_id: str, data: dict[str, Any],
     row = get_row(conn, ctx, port_id)
     values = {k: data[k] for k in _UPDATABLE if k in data}
     mac = values.get("mac_address")
+    requested = data.get("fixed_ips")
     if mac is not None and mac != row.mac_address:
         _check_mac(conn, row.network_id, mac)
-    if "fixed_ips" in data:
-        _replace_fixed_ips(conn, row, data["fixed_ips"], values.get("device_owner",
-                                                                    row.device_owner),
+        if requested is None:
+            # A new MAC means new EUI-64 addresses on the auto-address subnets.
+            requested = [{"subnet_id": s, "ip_address": a} for s, a in conn.execute(
+                select(IA.c.subnet_id, IA.c.ip_address).where(IA.c.port_id == row.id))]
+    if requested is not None:
+        _replace_fixed_ips(conn, row, requested, values.get("device_owner", row.device_owner),
                            mac or row.mac_address, max_ips)
     bump(conn, P, port_id, if_revision, values)
 

@@ -137,19 +137,20 @@ def _bounds(version: int, min_len: int | None, max_len: int | None,
     min_len = (8 if version == 4 else 64) if min_len is None else min_len
     max_len = bits if max_len is None else max_len
     default_len = min_len if default_len is None else default_len
-    if max_len > bits:
-        raise IllegalSubnetPoolPrefixBounds(prefix_type="max_prefixlen", prefixlen=max_len,
-                                            base_prefix_type="ip_version_max",
-                                            base_prefixlen=bits)
     if min_len > max_len:
         raise IllegalSubnetPoolPrefixBounds(prefix_type="min_prefixlen", prefixlen=min_len,
                                             base_prefix_type="max_prefixlen",
                                             base_prefixlen=max_len)
-    if not min_len <= default_len <= max_len:
-        raise IllegalSubnetPoolPrefixBounds(prefix_type="default_prefixlen",
-                                            prefixlen=default_len,
-                                            base_prefix_type="min_prefixlen/max_prefixlen",
-                                            base_prefixlen=f"{min_len}/{max_len}")
+    if max_len > bits:
+        raise IllegalSubnetPoolPrefixBounds(prefix_type="max_prefixlen", prefixlen=max_len,
+                                            base_prefix_type="ip_version_max",
+                                            base_prefixlen=bits)
+    for name, limit, broken in (("min_prefixlen", min_len, default_len < min_len),
+                                ("max_prefixlen", max_len, default_len > max_len)):
+        if broken:
+            raise IllegalSubnetPoolPrefixBounds(prefix_type="default_prefixlen",
+                                                prefixlen=default_len,
+                                                base_prefix_type=name, base_prefixlen=limit)
     return min_len, max_len, default_len
 
 
@@ -247,12 +248,21 @@ def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], versio
         if pool_id is None:
             raise exc.BadRequest(resource="subnets",
                                  msg=f"No default subnetpool found for IPv{version}")
-    _check_affinity(conn, network_id, version, pool_id)
     if pool_id is None:
         if cidr is None:
             raise exc.BadRequest(resource="subnets", msg="a subnetpool must be specified "
                                  "in the absence of a cidr")
+        _check_affinity(conn, network_id, version, None)
         return str(ipaddress.ip_network(cidr, strict=False)), None
+    chosen = _carve(conn, ctx, data, version, pool_id)
+    _check_affinity(conn, network_id, version, pool_id)
+    return chosen, pool_id
+
+
+def _carve(conn: Connection, ctx: Context, data: dict[str, Any], version: int,
+           pool_id: str) -> str:
+    """The requested cidr, checked against the pool, or the first free block that fits."""
+    cidr = data.get("cidr")
     pool = get_row(conn, ctx, pool_id)
     if pool.ip_version != version:
         raise exc.BadRequest(resource="subnets", msg=(
@@ -262,6 +272,12 @@ def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], versio
     prefixes = [ipaddress.ip_network(c) for c in _prefixes(conn, [pool_id]).get(pool_id, [])]
     used = [ipaddress.ip_network(c) for c in conn.execute(
         select(S.c.cidr).where(S.c.subnetpool_id == pool_id)).scalars()]
+    prefixlen = data.get("prefixlen")
+    prefixlen = pool.default_prefixlen if prefixlen is None else prefixlen
+    if cidr is None and data.get("gateway_ip") is not None:
+        # A gateway without a cidr asks for the block around the gateway.
+        _check_prefixlen(pool, prefixlen)
+        cidr = f"{data['gateway_ip']}/{prefixlen}"
     if cidr is not None:
         wanted = ipaddress.ip_network(cidr, strict=False)
         _check_prefixlen(pool, wanted.prefixlen)
@@ -270,9 +286,7 @@ def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], versio
             raise exc.SubnetAllocationError(reason="Cannot allocate requested subnet from "
                                                    "the available set of prefixes")
         _check_pool_quota(conn, pool, data["project_id"], wanted)
-        return str(wanted), pool_id
-    prefixlen = data.get("prefixlen")
-    prefixlen = pool.default_prefixlen if prefixlen is None else prefixlen
+        return str(wanted)
     _check_prefixlen(pool, prefixlen)
     free = list(prefixes)
     for taken in used:
@@ -282,7 +296,7 @@ def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], versio
         if block.prefixlen <= prefixlen:
             chosen = next(block.subnets(new_prefix=prefixlen))
             _check_pool_quota(conn, pool, data["project_id"], chosen)
-            return str(chosen), pool_id
+            return str(chosen)
     raise exc.SubnetAllocationError(reason=f"Insufficient prefix space to allocate subnet "
                                            f"size /{prefixlen}")
 

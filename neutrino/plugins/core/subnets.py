@@ -137,32 +137,35 @@ def _check_ipv6_modes(version: int, ra_mode: str | None, addr_mode: str | None,
                        "address format, which requires the prefix to be /64")
 
 
+def _check_version(version: int, value: str, name: str) -> None:
+    if ipaddress.ip_network(value, strict=False).version != version:
+        raise _invalid(f"{name} '{value}' does not match the ip_version '{version}'")
+
+
 def _check_gateway(net: P.IPNetwork, gateway: str) -> None:
+    _check_version(net.version, gateway, "gateway_ip")
     ip = ipaddress.ip_address(gateway)
-    if ip.version != net.version:
-        raise _invalid("Gateway IP version inconsistent with allocation pool version")
-    if net.version == 4 and net.prefixlen < 31 and ip in (net.network_address,
-                                                          net.broadcast_address):
-        raise _invalid(f"Gateway is not valid on subnet {net}")
+    if net.version == 4 and ip in net and ip in (net.network_address, net.broadcast_address):
+        raise _invalid("Gateway is not valid on subnet")
 
 
-def _check_lists(data: dict[str, Any], net: P.IPNetwork, subnet_id: str, max_dns: int,
+def _check_lists(data: dict[str, Any], version: int, subnet_id: str, max_dns: int,
                  max_routes: int) -> None:
-    if len(data.get("dns_nameservers") or []) > max_dns:
+    servers = data.get("dns_nameservers") or []
+    if len(servers) > max_dns:
         raise DNSNameServersExhausted(subnet_id=subnet_id, quota=max_dns)
+    for server in servers:
+        _check_version(version, server, "dns_nameserver")
     routes = data.get("host_routes") or []
     if len(routes) > max_routes:
         raise HostRoutesExhausted(subnet_id=subnet_id, quota=max_routes)
     for route in routes:
-        dest = ipaddress.ip_network(route["destination"], strict=False)
-        hop = ipaddress.ip_address(route["nexthop"])
-        if dest.version != net.version or hop.version != net.version:
-            raise _invalid(f"Invalid route: {route}")
+        _check_version(version, route["nexthop"], "nexthop")
+        _check_version(version, route["destination"], "destination")
 
 
 def _check_cidr(net: P.IPNetwork, enable_dhcp: bool) -> None:
-    if net.prefixlen == 0:
-        raise _invalid("0 is not allowed as CIDR prefix length")
+    """What Neutron checks of a new cidr before it looks at the network."""
     if net.version == 6 and net.network_address == ipaddress.IPv6Address("::"):
         raise _invalid("IPv6 subnet '::' is not supported")
     if not enable_dhcp:
@@ -181,6 +184,8 @@ def _check_cidr(net: P.IPNetwork, enable_dhcp: bool) -> None:
 
 def _check_overlap(conn: Connection, net: P.IPNetwork, network_id: str,
                    allow_overlapping: bool) -> None:
+    if net.prefixlen == 0:
+        raise _invalid("0 is not allowed as CIDR prefix length")
     stmt = select(S.c.cidr, S.c.network_id).where(S.c.ip_version == net.version)
     if allow_overlapping:
         stmt = stmt.where(S.c.network_id == network_id)
@@ -201,21 +206,25 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], settings: Any
         given = ipaddress.ip_network(data["cidr"], strict=False)
         if given.version != version:
             raise _invalid(f"cidr '{data['cidr']}' does not match the ip_version '{version}'")
+    if data.get("gateway_ip") is not None:
+        _check_version(version, data["gateway_ip"], "gateway_ip")
     cidr, pool_id = subnetpools.cidr_for_subnet(conn, ctx, data, version, network.id)
     net = ipaddress.ip_network(cidr)
     ra_mode, addr_mode = data.get("ipv6_ra_mode"), data.get("ipv6_address_mode")
     enable_dhcp = data.get("enable_dhcp", True)
     _check_cidr(net, enable_dhcp)
-    _check_ipv6_modes(version, ra_mode, addr_mode, net, enable_dhcp)
     if "gateway_ip" in data:
         gateway = data["gateway_ip"]
+        if gateway is not None:
+            _check_gateway(net, gateway)
     else:
-        first, _ = P.host_range(net)
-        gateway = P.to_text(version, first) if net.num_addresses > 1 else None
-    if gateway is not None:
-        _check_gateway(net, gateway)
-    _check_lists(data, net, "new subnet", settings.max_dns_nameservers,
+        # The address after the network's, for IPv6 too, as most Neutron
+        # releases give (the newest give IPv6 the subnet-router anycast address).
+        after = int(net.network_address) + 1
+        gateway = P.to_text(version, after) if after < 2 ** net.max_prefixlen else None
+    _check_lists(data, version, "new subnet", settings.max_dns_nameservers,
                  settings.max_subnet_host_routes)
+    _check_ipv6_modes(version, ra_mode, addr_mode, net, enable_dhcp)
     if data.get("allocation_pools") is not None:
         ranges = P.parse_pools(net, data["allocation_pools"], gateway)
     else:
@@ -236,7 +245,7 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], settings: Any
     _write_dns(conn, subnet_id, data.get("dns_nameservers") or [])
     _write_routes(conn, subnet_id, data.get("host_routes") or [])
     bump(conn, models.networks, network.id)
-    if addr_mode in allocator.AUTO_ADDRESS_MODES:
+    if version == 6 and allocator.is_auto_address(ra_mode, addr_mode):
         _address_existing_ports(conn, subnet_id, network.id, net)
     details = {"allocation_pools": P.as_dicts(version, ranges),
                "dns_nameservers": list(data.get("dns_nameservers") or []),
@@ -281,22 +290,21 @@ def update(conn: Connection, ctx: Context, subnet_id: str, data: dict[str, Any],
            if_revision: int | None, settings: Any) -> None:
     row = get_row(conn, ctx, subnet_id)
     net = ipaddress.ip_network(row.cidr)
+    gateway = data.get("gateway_ip", row.gateway_ip)
+    if "gateway_ip" in data:
+        if gateway is not None:
+            _check_gateway(net, gateway)
+        if gateway != row.gateway_ip and row.gateway_ip is not None:
+            _check_gateway_free(conn, subnet_id, row.gateway_ip)
+    _check_lists(data, row.ip_version, subnet_id, settings.max_dns_nameservers,
+                 settings.max_subnet_host_routes)
     if data.get("enable_dhcp") is False and (row.ipv6_ra_mode or row.ipv6_address_mode):
         raise _invalid("Cannot disable enable_dhcp with ipv6 attributes set")
-    _check_lists(data, net, subnet_id, settings.max_dns_nameservers,
-                 settings.max_subnet_host_routes)
-    gateway = data.get("gateway_ip", row.gateway_ip)
-    if "gateway_ip" in data and gateway is not None:
-        _check_gateway(net, gateway)
-        in_use = conn.execute(select(IA.c.port_id).where(
-            IA.c.subnet_id == subnet_id, IA.c.ip_address == gateway)).first()
-        if in_use is not None and gateway != row.gateway_ip:
-            raise exc.IpAddressInUse(net_id=row.network_id, ip_address=gateway)
-    if "allocation_pools" in data and data["allocation_pools"] is not None:
+    if data.get("allocation_pools") is not None:
         ranges = P.parse_pools(net, data["allocation_pools"], gateway)
         conn.execute(delete(AP).where(AP.c.subnet_id == subnet_id))
         _write_pools(conn, subnet_id, row.ip_version, ranges)
-    elif "gateway_ip" in data and gateway is not None:
+    elif gateway is not None and gateway != row.gateway_ip:
         current = [(int(ipaddress.ip_address(a)), int(ipaddress.ip_address(b)))
                    for a, b in conn.execute(select(AP.c.first_ip, AP.c.last_ip).where(
                        AP.c.subnet_id == subnet_id))]
@@ -312,13 +320,23 @@ def update(conn: Connection, ctx: Context, subnet_id: str, data: dict[str, Any],
     bump(conn, S, subnet_id, if_revision, values)
 
 
+def _check_gateway_free(conn: Connection, subnet_id: str, gateway: str) -> None:
+    """A gateway a router holds may not move away under it."""
+    p = models.ports
+    holder = conn.execute(select(IA.c.port_id).join(p, p.c.id == IA.c.port_id).where(
+        IA.c.subnet_id == subnet_id, IA.c.ip_address == gateway,
+        p.c.device_owner.in_((*allocator.ROUTER_OWNERS, "network:router_gateway")))).first()
+    if holder is not None:
+        raise exc.GatewayIpInUse(ip_address=gateway, port_id=holder.port_id)
+
+
 def delete_(conn: Connection, ctx: Context, subnet_id: str, if_revision: int | None) -> None:
     row = get_row(conn, ctx, subnet_id)
     if if_revision is not None and row.revision_number != if_revision:
         raise exc.RevisionNumberConstraintFailed(expected=if_revision,
                                                  current=row.revision_number)
     p = models.ports
-    auto = row.ipv6_address_mode in allocator.AUTO_ADDRESS_MODES
+    auto = allocator.is_auto_address(row.ipv6_ra_mode, row.ipv6_address_mode)
     users = select(IA.c.port_id).join(p, p.c.id == IA.c.port_id).where(
         IA.c.subnet_id == subnet_id, p.c.device_owner != "network:dhcp")
     if auto:

@@ -1,0 +1,395 @@
+"""Ports over HTTP: MAC and fixed IP allocation, updates, visibility and policy."""
+
+import ipaddress
+import re
+
+import pytest
+
+from tests.harness import error_of
+
+PORT_KEYS = {
+    "id", "name", "network_id", "tenant_id", "project_id", "mac_address", "admin_state_up",
+    "status", "device_id", "device_owner", "fixed_ips", "description", "tags", "created_at",
+    "updated_at", "revision_number",
+}
+BASE_MAC = re.compile(r"^fa:16:3e(:[0-9a-f]{2}){3}$")
+
+
+def _post(client, network_id: str, **attrs):
+    return client.post("/v2.0/ports", json={"port": {"network_id": network_id, **attrs}})
+
+
+def _put(client, port_id: str, **attrs):
+    return client.put(f"/v2.0/ports/{port_id}", json={"port": attrs})
+
+
+def _error(resp, status: int, type_: str, message: str | None = None) -> dict:
+    assert resp.status_code == status, resp.text
+    error = error_of(resp)
+    assert error["type"] == type_, error
+    if message is not None:
+        assert error["message"] == message, error
+    return error
+
+
+def _eui64(cidr: str, mac: str) -> str:
+    octets = bytearray(int(x, 16) for x in mac.split(":"))
+    octets[0] ^= 0x02
+    iid = bytes(octets[:3]) + b"\xff\xfe" + bytes(octets[3:])
+    return str(ipaddress.ip_network(cidr).network_address + int.from_bytes(iid, "big"))
+
+
+def _ips(port) -> list[tuple[str, str]]:
+    return sorted((ip["subnet_id"], ip["ip_address"]) for ip in port["fixed_ips"])
+
+
+def _in(address: str, cidr: str) -> bool:
+    return ipaddress.ip_address(address) in ipaddress.ip_network(cidr)
+
+
+@pytest.fixture
+def net(user):
+    return user.network()
+
+
+@pytest.fixture
+def v4(user, net):
+    return user.subnet(net["id"], "10.0.0.0/24")
+
+
+# --- create ----------------------------------------------------------------------------
+
+
+def test_defaults_and_one_ipv4_address(user, net, v4):
+    port = user.port(net["id"])
+    assert set(port) == PORT_KEYS
+    assert port["network_id"] == net["id"]
+    assert port["project_id"] == port["tenant_id"] == user.project_id
+    assert port["status"] == "DOWN" and port["admin_state_up"] is True
+    assert port["device_id"] == "" and port["device_owner"] == ""
+    assert port["name"] == "" and port["description"] == "" and port["tags"] == []
+    assert port["revision_number"] == 1
+    assert BASE_MAC.match(port["mac_address"]), port["mac_address"]
+    assert len(port["fixed_ips"]) == 1
+    ip = port["fixed_ips"][0]
+    assert ip["subnet_id"] == v4["id"]
+    assert 2 <= int(ipaddress.ip_address(ip["ip_address"]).packed[-1]) <= 254
+    assert _in(ip["ip_address"], "10.0.0.0/24")
+    assert user.show("ports", port["id"]) == port
+
+
+def test_default_allocation_with_ipv6_subnets(user, net, v4):
+    v4b = user.subnet(net["id"], "10.0.1.0/24")
+    slaac = user.subnet(net["id"], "2001:db8:1::/64", ipv6_ra_mode="slaac",
+                        ipv6_address_mode="slaac")
+    stateless = user.subnet(net["id"], "2001:db8:2::/64",
+                            ipv6_address_mode="dhcpv6-stateless")
+    stateful = user.subnet(net["id"], "2001:db8:3::/64", ipv6_address_mode="dhcpv6-stateful")
+    port = user.port(net["id"])
+    by_subnet = {ip["subnet_id"]: ip["ip_address"] for ip in port["fixed_ips"]}
+    assert len(port["fixed_ips"]) == 4
+    # one IPv4 address (from either subnet), one stateful v6, one per auto-address subnet
+    assert len({v4["id"], v4b["id"]} & set(by_subnet)) == 1
+    assert by_subnet[slaac["id"]] == _eui64("2001:db8:1::/64", port["mac_address"])
+    assert by_subnet[stateless["id"]] == _eui64("2001:db8:2::/64", port["mac_address"])
+    assert _in(by_subnet[stateful["id"]], "2001:db8:3::/64")
+    assert by_subnet[stateful["id"]] != "2001:db8:3::1"
+
+
+def test_no_subnets_no_addresses(user, net):
+    assert user.port(net["id"])["fixed_ips"] == []
+    resp = _post(user, net["id"], fixed_ips=[{"ip_address": "10.0.0.5"}])
+    error = _error(resp, 400, "InvalidInput")
+    assert error["message"] == ("Invalid input for operation: IP allocation requires subnets "
+                                "for network.")
+
+
+def test_generated_macs_differ(user, net):
+    macs = {user.port(net["id"])["mac_address"] for _ in range(5)}
+    assert len(macs) == 5
+    assert all(BASE_MAC.match(m) for m in macs)
+
+
+def test_explicit_mac_and_mac_in_use(user, net):
+    port = user.port(net["id"], mac_address="FA:16:3E:0A:0B:0C")
+    assert port["mac_address"] == "fa:16:3e:0a:0b:0c"
+    resp = _post(user, net["id"], mac_address="fa:16:3e:0a:0b:0c")
+    _error(resp, 409, "MacAddressInUse",
+           f"Unable to complete operation for network {net['id']}. The mac address "
+           "fa:16:3e:0a:0b:0c is in use.")
+    # the same MAC on another network is fine
+    assert user.port(user.network()["id"], mac_address="fa:16:3e:0a:0b:0c")
+    _error(_post(user, net["id"], mac_address="not-a-mac"), 400, "HTTPBadRequest",
+           "Invalid input for mac_address. Reason: 'not-a-mac' is not a valid MAC address.")
+
+
+def test_fixed_ips_by_subnet_only(user, net, v4):
+    port = user.port(net["id"], fixed_ips=[{"subnet_id": v4["id"]}])
+    assert len(port["fixed_ips"]) == 1
+    assert port["fixed_ips"][0]["subnet_id"] == v4["id"]
+    assert _in(port["fixed_ips"][0]["ip_address"], v4["cidr"])
+    two = user.port(net["id"], fixed_ips=[{"subnet_id": v4["id"]}, {"subnet_id": v4["id"]}])
+    addresses = {ip["ip_address"] for ip in two["fixed_ips"]}
+    assert len(addresses) == 2
+
+
+def test_fixed_ips_by_ip_only_and_by_both(user, net, v4):
+    other_v4 = user.subnet(net["id"], "10.0.1.0/24")
+    port = user.port(net["id"], fixed_ips=[{"ip_address": "10.0.1.7"}])
+    assert port["fixed_ips"] == [{"subnet_id": other_v4["id"], "ip_address": "10.0.1.7"}]
+    port = user.port(net["id"], fixed_ips=[{"subnet_id": v4["id"], "ip_address": "10.0.0.9"}])
+    assert port["fixed_ips"] == [{"subnet_id": v4["id"], "ip_address": "10.0.0.9"}]
+    # an address outside the allocation pools but inside the cidr may be asked for
+    port = user.port(net["id"], fixed_ips=[{"ip_address": "10.0.0.1"}])
+    assert port["fixed_ips"] == [{"subnet_id": v4["id"], "ip_address": "10.0.0.1"}]
+    listed = user.get("/v2.0/ports", params={"fixed_ips": "ip_address=10.0.0.9"}).json()
+    assert [p["fixed_ips"] for p in listed["ports"]] == [
+        [{"subnet_id": v4["id"], "ip_address": "10.0.0.9"}]]
+
+
+def test_ip_address_already_allocated(user, net, v4):
+    user.port(net["id"], fixed_ips=[{"ip_address": "10.0.0.5"}])
+    for fixed in ({"ip_address": "10.0.0.5"}, {"subnet_id": v4["id"], "ip_address": "10.0.0.5"}):
+        _error(_post(user, net["id"], fixed_ips=[fixed]), 409, "IpAddressAlreadyAllocated",
+               f"IP address 10.0.0.5 already allocated in subnet {v4['id']}")
+    resp = _post(user, net["id"], fixed_ips=[{"ip_address": "10.0.0.6"},
+                                             {"ip_address": "10.0.0.6"}])
+    _error(resp, 400, "HTTPBadRequest",
+           "Invalid input for fixed_ips. Reason: Duplicate IP address '10.0.0.6'.")
+
+
+def test_invalid_ip_for_subnet(user, net, v4):
+    for address in ("10.0.1.5", "10.0.0.0", "10.0.0.255"):
+        resp = _post(user, net["id"], fixed_ips=[{"subnet_id": v4["id"],
+                                                  "ip_address": address}])
+        _error(resp, 400, "InvalidIpForSubnet",
+               f"IP address {address} is not a valid IP for the specified subnet.")
+
+
+def test_invalid_ip_for_network(user, net, v4):
+    for address in ("10.9.9.9", "10.0.0.255", "2001:db8::5"):
+        resp = _post(user, net["id"], fixed_ips=[{"ip_address": address}])
+        _error(resp, 400, "InvalidIpForNetwork",
+               f"IP address {address} is not a valid IP for any of the subnets on the "
+               "specified network.")
+
+
+def test_subnet_of_another_network(user, net, v4):
+    elsewhere = user.network()
+    foreign = user.subnet(elsewhere["id"], "10.0.0.0/24")
+    resp = _post(user, net["id"], fixed_ips=[{"subnet_id": foreign["id"]}])
+    _error(resp, 400, "InvalidInput",
+           f"Invalid input for operation: Failed to create port on network {net['id']}, "
+           f"because fixed_ips included invalid subnet {foreign['id']}.")
+    missing = "7f1a1d0e-4b0c-4a5d-8e6f-0a1b2c3d4e5f"
+    _error(_post(user, net["id"], fixed_ips=[{"subnet_id": missing}]), 404, "SubnetNotFound",
+           f"Subnet {missing} could not be found.")
+
+
+def test_empty_fixed_ips_gives_no_addresses(user, net, v4):
+    port = user.port(net["id"], fixed_ips=[])
+    assert port["fixed_ips"] == []
+    assert user.show("ports", port["id"])["fixed_ips"] == []
+
+
+def test_empty_fixed_ips_still_gets_slaac_address(user, net, v4):
+    slaac = user.subnet(net["id"], "2001:db8::/64", ipv6_address_mode="slaac")
+    port = user.port(net["id"], fixed_ips=[])
+    assert port["fixed_ips"] == [
+        {"subnet_id": slaac["id"], "ip_address": _eui64("2001:db8::/64", port["mac_address"])}]
+
+
+def test_address_on_slaac_subnet(user, net):
+    slaac = user.subnet(net["id"], "2001:db8::/64", ipv6_address_mode="slaac")
+    mac = "fa:16:3e:12:34:56"
+    eui = _eui64("2001:db8::/64", mac)
+    assert eui == "2001:db8::f816:3eff:fe12:3456"
+    port = user.port(net["id"], mac_address=mac, fixed_ips=[{"subnet_id": slaac["id"]}])
+    assert port["fixed_ips"] == [{"subnet_id": slaac["id"], "ip_address": eui}]
+    resp = _post(user, net["id"], mac_address="fa:16:3e:12:34:57",
+                 fixed_ips=[{"subnet_id": slaac["id"], "ip_address": "2001:db8::99"}])
+    _error(resp, 400, "AllocationOnAutoAddressSubnet",
+           f"IPv6 address 2001:db8::99 cannot be directly assigned to a port on subnet "
+           f"{slaac['id']} as the subnet is configured for automatic addresses")
+
+
+def test_exhaustion(user, net):
+    tiny = user.subnet(net["id"], "10.0.0.0/30")
+    assert tiny["allocation_pools"] == [{"start": "10.0.0.2", "end": "10.0.0.2"}]
+    port = user.port(net["id"])
+    assert port["fixed_ips"] == [{"subnet_id": tiny["id"], "ip_address": "10.0.0.2"}]
+    _error(_post(user, net["id"]), 409, "IpAddressGenerationFailure",
+           f"No more IP addresses available on network {net['id']}.")
+    _error(_post(user, net["id"], fixed_ips=[{"subnet_id": tiny["id"]}]), 409,
+           "IpAddressGenerationFailure",
+           f"No more IP addresses available for subnet {tiny['id']}.")
+    # the next IPv4 subnet is used once the first is full
+    spare = user.subnet(net["id"], "10.0.1.0/30")
+    assert user.port(net["id"])["fixed_ips"] == [
+        {"subnet_id": spare["id"], "ip_address": "10.0.1.2"}]
+    # freeing the address makes it available again
+    assert user.delete(f"/v2.0/ports/{port['id']}").status_code == 204
+    assert user.port(net["id"], fixed_ips=[{"subnet_id": tiny["id"]}])["fixed_ips"] == [
+        {"subnet_id": tiny["id"], "ip_address": "10.0.0.2"}]
+
+
+# --- update ------------------------------------------------------------------------------
+
+
+def test_update_fixed_ips_add_remove_keep(user, net, v4):
+    second = user.subnet(net["id"], "10.0.1.0/24")
+    port = user.port(net["id"], fixed_ips=[{"subnet_id": v4["id"], "ip_address": "10.0.0.10"}])
+    # add one, keep one (named by address)
+    resp = _put(user, port["id"], fixed_ips=[{"ip_address": "10.0.0.10"},
+                                             {"subnet_id": second["id"]}])
+    assert resp.status_code == 200, resp.text
+    updated = resp.json()["port"]
+    assert len(updated["fixed_ips"]) == 2
+    kept = [ip for ip in updated["fixed_ips"] if ip["subnet_id"] == v4["id"]]
+    assert kept == [{"subnet_id": v4["id"], "ip_address": "10.0.0.10"}]
+    added = [ip["ip_address"] for ip in updated["fixed_ips"] if ip["subnet_id"] == second["id"]]
+    assert len(added) == 1 and _in(added[0], "10.0.1.0/24")
+    assert updated["revision_number"] == port["revision_number"] + 1
+    # keep one named by subnet only (its address stays), remove the other
+    updated = _put(user, port["id"], fixed_ips=[{"subnet_id": second["id"]}]).json()["port"]
+    assert updated["fixed_ips"] == [{"subnet_id": second["id"], "ip_address": added[0]}]
+    assert user.show("ports", port["id"])["fixed_ips"] == updated["fixed_ips"]
+    # the removed address is free again
+    assert user.port(net["id"], fixed_ips=[{"ip_address": "10.0.0.10"}])
+    # replace by another specific address
+    updated = _put(user, port["id"], fixed_ips=[
+        {"subnet_id": second["id"], "ip_address": "10.0.1.200"}]).json()["port"]
+    assert updated["fixed_ips"] == [{"subnet_id": second["id"], "ip_address": "10.0.1.200"}]
+    # and to nothing
+    assert _put(user, port["id"], fixed_ips=[]).json()["port"]["fixed_ips"] == []
+
+
+def test_update_fixed_ips_conflicts_leave_port_unchanged(user, net, v4):
+    taken = user.port(net["id"], fixed_ips=[{"ip_address": "10.0.0.20"}])
+    port = user.port(net["id"], fixed_ips=[{"ip_address": "10.0.0.21"}])
+    _error(_put(user, port["id"], fixed_ips=[{"ip_address": "10.0.0.20"}]), 409,
+           "IpAddressAlreadyAllocated",
+           f"IP address 10.0.0.20 already allocated in subnet {v4['id']}")
+    _error(_put(user, port["id"], fixed_ips=[{"ip_address": "10.7.0.1"}]), 400,
+           "InvalidIpForNetwork")
+    shown = user.show("ports", port["id"])
+    assert shown["fixed_ips"] == port["fixed_ips"]
+    assert shown["revision_number"] == port["revision_number"]
+    assert user.show("ports", taken["id"])["fixed_ips"] == taken["fixed_ips"]
+
+
+def test_update_keeps_slaac_address(user, net, v4):
+    slaac = user.subnet(net["id"], "2001:db8::/64", ipv6_address_mode="slaac")
+    port = user.port(net["id"])
+    eui = {"subnet_id": slaac["id"], "ip_address": _eui64("2001:db8::/64", port["mac_address"])}
+    assert eui in port["fixed_ips"]
+    updated = _put(user, port["id"], fixed_ips=[{"subnet_id": v4["id"],
+                                                 "ip_address": "10.0.0.77"}]).json()["port"]
+    assert _ips(updated) == sorted([(v4["id"], "10.0.0.77"),
+                                    (eui["subnet_id"], eui["ip_address"])])
+    updated = _put(user, port["id"], fixed_ips=[]).json()["port"]
+    assert updated["fixed_ips"] == [eui]
+
+
+def test_update_mac(admin, user, net, v4):
+    slaac = user.subnet(net["id"], "2001:db8::/64", ipv6_address_mode="slaac")
+    port = user.port(net["id"])
+    resp = _put(user, port["id"], mac_address="fa:16:3e:00:00:01")
+    _error(resp, 403, "PolicyNotAuthorized", "update_port:mac_address is disallowed by policy")
+    updated = _put(admin, port["id"], mac_address="fa:16:3e:00:00:01").json()["port"]
+    assert updated["mac_address"] == "fa:16:3e:00:00:01"
+    v4_ips = [ip for ip in port["fixed_ips"] if ip["subnet_id"] == v4["id"]]
+    assert _ips(updated) == sorted(
+        [(ip["subnet_id"], ip["ip_address"]) for ip in v4_ips]
+        + [(slaac["id"], _eui64("2001:db8::/64", "fa:16:3e:00:00:01"))])
+    assert user.show("ports", port["id"])["mac_address"] == "fa:16:3e:00:00:01"
+    other_port = user.port(net["id"])
+    _error(_put(admin, other_port["id"], mac_address="fa:16:3e:00:00:01"), 409,
+           "MacAddressInUse")
+
+
+def test_update_device_and_attributes(user, net, v4):
+    port = user.port(net["id"], name="p")
+    resp = _put(user, port["id"], device_id="vm-1", device_owner="compute:nova",
+                name="q", admin_state_up=False, description="d")
+    assert resp.status_code == 200, resp.text
+    updated = resp.json()["port"]
+    assert (updated["device_id"], updated["device_owner"]) == ("vm-1", "compute:nova")
+    assert (updated["name"], updated["admin_state_up"], updated["description"]) == (
+        "q", False, "d")
+    assert updated["fixed_ips"] == port["fixed_ips"]
+    assert updated["revision_number"] == 2
+    listed = user.get("/v2.0/ports", params={"device_id": "vm-1"}).json()["ports"]
+    assert [p["id"] for p in listed] == [port["id"]]
+    _error(_put(user, port["id"], network_id=net["id"]), 400, "HTTPBadRequest",
+           "Cannot update read-only attribute network_id")
+    _error(_put(user, port["id"], status="ACTIVE"), 400, "HTTPBadRequest",
+           "Cannot update read-only attribute status")
+
+
+def test_delete(user, net, v4):
+    port = user.port(net["id"])
+    resp = user.delete(f"/v2.0/ports/{port['id']}")
+    assert resp.status_code == 204 and resp.content == b""
+    _error(user.get(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound",
+           f"Port {port['id']} could not be found.")
+    _error(user.delete(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound")
+    _error(_put(user, port["id"], name="x"), 404, "PortNotFound")
+
+
+# --- visibility and policy -------------------------------------------------------------
+
+
+def test_port_on_another_projects_private_network(user, other, net, v4):
+    _error(_post(other, net["id"]), 404, "NetworkNotFound",
+           f"Network {net['id']} could not be found.")
+    port = user.port(net["id"])
+    _error(other.get(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound")
+    _error(other.delete(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound")
+    assert port["id"] not in {p["id"] for p in other.get("/v2.0/ports").json()["ports"]}
+
+
+def test_network_owner_sees_ports_of_other_projects(admin, user, other, server):
+    net = admin.network(project_id=user.project_id, shared=True)
+    subnet = user.subnet(net["id"], "10.0.0.0/24")
+    theirs = other.port(net["id"])
+    assert theirs["project_id"] == other.project_id
+    assert theirs["fixed_ips"][0]["subnet_id"] == subnet["id"]
+    assert user.show("ports", theirs["id"])["project_id"] == other.project_id
+    listed = user.get("/v2.0/ports", params={"network_id": net["id"]}).json()["ports"]
+    assert [p["id"] for p in listed] == [theirs["id"]]
+    mine = user.port(net["id"])
+    # the port's owner sees only its own port; a third project sees neither
+    assert [p["id"] for p in other.get("/v2.0/ports",
+                                       params={"network_id": net["id"]}).json()["ports"]] == [
+        theirs["id"]]
+    _error(other.get(f"/v2.0/ports/{mine['id']}"), 404, "PortNotFound")
+    third = server.client("third-" + other.project_id)
+    assert third.get("/v2.0/ports", params={"network_id": net["id"]}).json()["ports"] == []
+    # the network owner may delete a port of another project on its network
+    assert user.delete(f"/v2.0/ports/{theirs['id']}").status_code == 204
+
+
+def test_policy_on_shared_network(admin, other):
+    net = admin.network(shared=True)
+    subnet = admin.subnet(net["id"], "10.0.0.0/24")
+    _error(_post(other, net["id"], mac_address="fa:16:3e:01:02:03"), 403,
+           "PolicyNotAuthorized", "create_port:mac_address is disallowed by policy")
+    _error(_post(other, net["id"], fixed_ips=[{"ip_address": "10.0.0.9"}]), 403,
+           "PolicyNotAuthorized", "create_port:fixed_ips:ip_address is disallowed by policy")
+    _error(_post(other, net["id"], device_owner="network:router_interface"), 403,
+           "PolicyNotAuthorized", "create_port:device_owner is disallowed by policy")
+    port = other.port(net["id"], fixed_ips=[{"subnet_id": subnet["id"]}],
+                      device_owner="compute:nova")
+    assert port["fixed_ips"][0]["subnet_id"] == subnet["id"]
+    _error(_put(other, port["id"], fixed_ips=[{"ip_address": "10.0.0.9"}]), 403,
+           "PolicyNotAuthorized", "update_port:fixed_ips:ip_address is disallowed by policy")
+
+
+def test_revision_bumps(user, net, v4):
+    port = user.port(net["id"])
+    assert port["revision_number"] == 1
+    assert _put(user, port["id"], name="a").json()["port"]["revision_number"] == 2
+    assert _put(user, port["id"], fixed_ips=[{"subnet_id": v4["id"]}]).json()["port"][
+        "revision_number"] == 3
+    assert user.show("ports", port["id"])["revision_number"] == 3

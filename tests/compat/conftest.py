@@ -1,0 +1,41 @@
+"""A no-auth neutrino-server on SQLite for the real-client tests.
+
+The server is module-scoped: each compat module gets a fresh, empty
+database, so the tests may assert on whole listings.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.harness import Server, create_database, start_server
+
+CLOUD = "neutrino"
+
+
+@pytest.fixture(scope="module")
+def neutrino(tmp_path_factory) -> Server:
+    tmp = tmp_path_factory.mktemp("compat")
+    url, drop = create_database("sqlite", tmp)
+    srv = start_server(tmp, url, auth="noauth")
+    yield srv
+    srv.stop()
+    drop()
+
+
+def write_clouds_yaml(directory: Path, endpoint: str) -> Path:
+    """The clouds.yaml the README documents: no keystone, a network endpoint."""
+    path = directory / "clouds.yaml"
+    path.write_text(
+        "clouds:\n"
+        f"  {CLOUD}:\n"
+        "    auth_type: none\n"
+        f"    network_endpoint_override: {endpoint}\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def clouds_yaml(neutrino: Server, tmp_path_factory) -> Path:
+    return write_clouds_yaml(tmp_path_factory.mktemp("clouds"), neutrino.url)

@@ -1,0 +1,374 @@
+"""neutrino-server and neutrino-db-manage as processes: configuration and start-up.
+
+A configuration the server cannot use stops it before it serves, with a
+non-zero exit and one ``neutrino-server: ...`` line that names the option
+and the file. Unknown sections and options only warn. The example
+``etc/neutrino.conf`` documents every option with its real default.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from alembic.script import ScriptDirectory
+
+from neutrino import config
+from neutrino.db import migrate
+from tests.harness import free_port
+
+BIN = Path(sys.executable).parent
+SERVER = str(BIN / "neutrino-server")
+DB_MANAGE = str(BIN / "neutrino-db-manage")
+EXAMPLE = Path(__file__).resolve().parents[2] / "etc" / "neutrino.conf"
+
+
+def write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def base_conf(tmp: Path, port: int | None = None, extra: str = "") -> Path:
+    """A config whose state lives in ``tmp`` (SQLite), plus ``extra`` lines."""
+    return write(tmp / f"base-{port or 0}.conf",
+                 f"[DEFAULT]\nbind_port = {port or free_port()}\nstate_path = {tmp / 'state'}\n"
+                 f"{extra}\n")
+
+
+def fail_to_start(tmp: Path, *files: Path) -> tuple[int, str]:
+    """Run the server expecting it to exit; returns the exit code and its output."""
+    args = [arg for f in files for arg in ("--config-file", str(f))]
+    try:
+        proc = subprocess.run([SERVER, *args], capture_output=True, text=True, cwd=tmp,
+                              timeout=60)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the server started instead of refusing the configuration")
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def one_error_line(output: str) -> str:
+    """The single ``neutrino-server:`` line; no traceback anywhere."""
+    assert "Traceback" not in output, output
+    lines = [line for line in output.splitlines() if line.startswith("neutrino-server:")]
+    assert len(lines) == 1, output
+    return lines[0]
+
+
+class Running:
+    def __init__(self, proc: subprocess.Popen, url: str, log: Path):
+        self.proc, self.url, self.log = proc, url, log
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def serve(tmp: Path, port: int, *files: Path) -> Running:
+    """Start the server with ``files`` and wait until it answers on ``port``."""
+    log = tmp / f"server-{port}.log"
+    args = [arg for f in files for arg in ("--config-file", str(f))]
+    proc = subprocess.Popen([SERVER, *args], stdout=log.open("wb"), stderr=subprocess.STDOUT,
+                            cwd=tmp, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            pytest.fail(f"server exited {proc.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(url + "/", timeout=1).status_code == 200:
+                return Running(proc, url, log)
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    pytest.fail(f"server did not answer in time:\n{log.read_text()}")
+
+
+@pytest.fixture
+def running(tmp_path):
+    started: list[Running] = []
+
+    def start(port: int, *files: Path) -> Running:
+        srv = serve(tmp_path, port, *files)
+        started.append(srv)
+        return srv
+
+    yield start
+    for srv in started:
+        srv.stop()
+
+
+def head_revision() -> str:
+    return ScriptDirectory.from_config(migrate.alembic_config("sqlite://")).get_current_head()
+
+
+# --- refusing to start ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("section", "line", "option"), [
+    ("DEFAULT", "bind_port = abc", "bind_port"),
+    ("DEFAULT", "bind_port = 70000", "bind_port"),
+    ("DEFAULT", "api_workers = 0", "api_workers"),
+    ("DEFAULT", "base_mac = zz", "base_mac"),
+    ("DEFAULT", "bind_host = 256.1.1.1", "bind_host"),
+    ("DEFAULT", "auth_strategy = basic", "auth_strategy"),
+    ("DEFAULT", "allow_overlapping_ips = maybe", "allow_overlapping_ips"),
+    ("DEFAULT", "pagination_max_limit = lots", "pagination_max_limit"),
+    ("database", "max_retries = 0", "max_retries"),
+    ("quotas", "quota_port = -5", "quota_port"),
+])
+def test_bad_value_stops_the_server_with_one_line(tmp_path, section, line, option):
+    conf = write(tmp_path / "bad.conf", f"[{section}]\n{line}\n")
+    code, output = fail_to_start(tmp_path, base_conf(tmp_path), conf)
+    assert code != 0
+    assert output.strip() == one_error_line(output), "nothing but the error is printed"
+    value = line.split("=", 1)[1].strip()
+    error = one_error_line(output)
+    assert f"option {option} in [{section}] of {conf}" in error
+    assert repr(value) in error
+    assert not (tmp_path / "state").exists(), "refused before touching the database"
+
+
+def test_unreadable_config_file(tmp_path):
+    missing = tmp_path / "missing.conf"
+    code, output = fail_to_start(tmp_path, missing)
+    assert code != 0
+    assert one_error_line(output) == (
+        f"neutrino-server: cannot read config file {missing}: No such file or directory")
+
+    directory = tmp_path / "a-directory.conf"
+    directory.mkdir()
+    code, output = fail_to_start(tmp_path, directory)
+    assert code != 0
+    assert f"cannot read config file {directory}: Is a directory" in one_error_line(output)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_config_file_without_read_permission(tmp_path):
+    private = write(tmp_path / "private.conf", "[DEFAULT]\n")
+    private.chmod(0)
+    code, output = fail_to_start(tmp_path, private)
+    assert code != 0
+    assert f"cannot read config file {private}: Permission denied" in one_error_line(output)
+
+
+def test_config_file_that_is_not_ini(tmp_path):
+    garbage = write(tmp_path / "garbage.conf", "bind_port = 1\n")
+    code, output = fail_to_start(tmp_path, garbage)
+    assert code != 0
+    assert f"cannot parse config file {garbage}" in one_error_line(output)
+
+
+@pytest.mark.parametrize(("line", "message"), [
+    ("core_plugin = no_such_core", "unknown core plugin 'no_such_core'"),
+    ("core_plugin = neutrino.nowhere.Plugin", "unknown core plugin 'neutrino.nowhere.Plugin'"),
+    ("service_plugins = no_such_service", "unknown service plugin 'no_such_service'"),
+])
+def test_unknown_plugin_stops_the_server(tmp_path, line, message):
+    conf = write(tmp_path / "plugins.conf", f"[DEFAULT]\n{line}\n")
+    code, output = fail_to_start(tmp_path, base_conf(tmp_path), conf)
+    assert code != 0
+    error = one_error_line(output)
+    option = line.split("=")[0].strip()
+    assert message in error and f"{option} in [DEFAULT] of {conf}" in error
+
+
+@pytest.mark.parametrize("url", [
+    "nosuchdialect://user@host/db",
+    "postgresql+psycopg2://nobody@127.0.0.1:1/neutrino",  # nothing listens on port 1
+])
+def test_unusable_database_stops_the_server(tmp_path, url):
+    conf = write(tmp_path / "db.conf", f"[database]\nconnection = {url}\n")
+    code, output = fail_to_start(tmp_path, base_conf(tmp_path), conf)
+    assert code != 0
+    assert (f"cannot use the database of connection in [database] of {conf}"
+            in one_error_line(output))
+
+
+def test_port_in_use_stops_the_server(tmp_path):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, output = fail_to_start(tmp_path, base_conf(tmp_path, port))
+    assert code != 0
+    assert "address already in use" in output.lower() and str(port) in output
+
+
+# --- starting ------------------------------------------------------------------------
+
+
+def test_unknown_sections_and_options_only_warn(tmp_path, running):
+    port = free_port()
+    extra = write(tmp_path / "extra.conf",
+                  "[DEFAULT]\nno_such_option = 1\n"
+                  "[no_such_section]\nanything = 2\n"
+                  "[database]\nnot_a_database_option = 3\n"
+                  "[ml2_type_vxlan]\nvni_ranges = 1:1000\n")
+    srv = running(port, base_conf(tmp_path, port), extra)
+    assert httpx.get(f"{srv.url}/v2.0/networks").status_code == 200
+    log = srv.log.read_text()
+    assert f"unknown option no_such_option in [DEFAULT] of {extra} ignored" in log
+    assert f"unknown section [no_such_section] in {extra} ignored" in log
+    assert f"unknown option not_a_database_option in [database] of {extra} ignored" in log
+    assert f"unknown section [ml2_type_vxlan] in {extra} ignored" in log
+
+
+def test_later_config_file_overrides_earlier(tmp_path, running):
+    first_port, second_port = free_port(), free_port()
+    first = write(tmp_path / "first.conf",
+                  f"[DEFAULT]\nbind_port = {first_port}\nstate_path = {tmp_path / 'state'}\n"
+                  "pagination_max_limit = 1\n[quotas]\nquota_network = 3\n")
+    second = write(tmp_path / "second.conf",
+                   f"[DEFAULT]\nbind_port = {second_port}\npagination_max_limit = 2\n")
+    srv = running(second_port, first, second)
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"http://127.0.0.1:{first_port}/", timeout=2)
+    for i in range(3):
+        resp = httpx.post(f"{srv.url}/v2.0/networks", json={"network": {"name": f"n{i}"}})
+        assert resp.status_code == 201, resp.text
+    # quota_network = 3 from the first file still holds: only it sets the option
+    over = httpx.post(f"{srv.url}/v2.0/networks", json={"network": {"name": "n3"}})
+    assert over.status_code == 409 and over.json()["NeutronError"]["type"] == "OverQuota"
+    # pagination_max_limit = 2 from the second file wins over 1
+    page = httpx.get(f"{srv.url}/v2.0/networks").json()
+    assert len(page["networks"]) == 2 and page["networks_links"][0]["rel"] == "next"
+    assert (tmp_path / "state" / "neutrino.db").exists()
+
+
+def test_db_manage_upgrade_then_current(tmp_path):
+    conf = base_conf(tmp_path)
+
+    def db_manage(*args: str) -> str:
+        proc = subprocess.run([DB_MANAGE, "--config-file", str(conf), *args],
+                              capture_output=True, text=True, cwd=tmp_path, timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        return proc.stdout.strip()
+
+    assert db_manage("current") == "(empty database)"
+    db_manage("upgrade", "head")
+    assert db_manage("current") == head_revision()
+    db_manage("upgrade", "head")  # a second upgrade is a no-op
+    assert db_manage("current") == head_revision()
+
+    proc = subprocess.run([DB_MANAGE, "--config-file", str(tmp_path / "missing.conf"),
+                           "current"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode != 0
+    assert "cannot read config file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_server_creates_the_schema_on_a_fresh_sqlite_file(tmp_path, running):
+    port = free_port()
+    state = tmp_path / "fresh" / "state"  # neither directory exists yet
+    conf = write(tmp_path / "fresh.conf", f"[DEFAULT]\nbind_port = {port}\nstate_path = {state}\n")
+    srv = running(port, conf)
+    db_file = state / "neutrino.db"
+    assert db_file.exists()
+    assert migrate.current(f"sqlite:///{db_file}") == head_revision()
+    net = httpx.post(f"{srv.url}/v2.0/networks", json={"network": {"name": "fresh"}})
+    assert net.status_code == 201, net.text
+    subnet = httpx.post(f"{srv.url}/v2.0/subnets", json={"subnet": {
+        "network_id": net.json()["network"]["id"], "ip_version": 4, "cidr": "10.0.0.0/24"}})
+    assert subnet.status_code == 201, subnet.text
+
+
+def _children(pid: int) -> list[str]:
+    """Command lines of the direct children of ``pid`` (from /proc)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            if ppid == pid:
+                found.append((entry / "cmdline").read_text().replace("\0", " "))
+        except (OSError, IndexError, ValueError):
+            continue  # the process went away
+    return found
+
+
+def test_two_api_workers_serve(tmp_path, running):
+    port = free_port()
+    srv = running(port, base_conf(tmp_path, port, "api_workers = 2"))
+    workers = [c for c in _children(srv.proc.pid) if "spawn_main" in c]
+    assert len(workers) == 2, _children(srv.proc.pid)
+
+    def create(i: int) -> int:
+        # a new connection per request, so the kernel spreads them over the workers
+        return httpx.post(f"{srv.url}/v2.0/networks",
+                          json={"network": {"name": f"w{i}"}}, timeout=30).status_code
+
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        codes = list(pool.map(create, range(40)))
+    assert codes == [201] * 40
+    names = {n["name"] for n in httpx.get(f"{srv.url}/v2.0/networks").json()["networks"]}
+    assert names == {f"w{i}" for i in range(40)}
+
+
+# --- the example configuration -------------------------------------------------------
+
+
+def _shown(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, list):
+        return ", ".join(value)
+    return "" if value is None else str(value)
+
+
+def test_example_config_documents_every_option_with_its_default(tmp_path):
+    lines = EXAMPLE.read_text().splitlines()
+    documented: dict[tuple[str, str], int] = {}
+    section = None
+    for number, line in enumerate(lines):
+        if re.match(r"^\[(.+)\]$", line):
+            section = line[1:-1]
+        match = re.match(r"^#(\w+) =", line)
+        if match:
+            documented[(section, match.group(1))] = number
+    expected = {(g.name, o.name) for g in config.CORE_GROUPS for o in g.opts}
+    assert set(documented) == expected
+
+    for group in config.CORE_GROUPS:
+        for opt in group.opts:
+            number = documented[(group.name, opt.name)]
+            assert lines[number].rstrip() == f"#{opt.name} = {_shown(opt.default)}".rstrip()
+            comments = []
+            for above in reversed(lines[:number]):
+                if not above.startswith("# "):
+                    break
+                comments.insert(0, above[2:])
+            assert " ".join(comments).startswith(opt.help), opt.name
+
+    # every documented default, uncommented, parses back to the default
+    uncommented = "\n".join(re.sub(r"^#(\w+ =)", r"\1", line) for line in lines)
+    parsed = config.load([str(write(tmp_path / "uncommented.conf", uncommented))])
+    for group in config.CORE_GROUPS:
+        for opt in group.opts:
+            assert getattr(parsed.group(group.name), opt.name) == opt.default, opt.name
+
+
+def test_server_starts_with_the_example_config(tmp_path, running):
+    port = free_port()
+    local = write(tmp_path / "local.conf",
+                  f"[DEFAULT]\nbind_port = {port}\nstate_path = {tmp_path / 'state'}\n"
+                  f"[database]\nconnection = sqlite:///{tmp_path / 'example.db'}\n")
+    srv = running(port, EXAMPLE, local)
+    assert httpx.post(f"{srv.url}/v2.0/networks",
+                      json={"network": {"name": "example"}}).status_code == 201
+    assert (tmp_path / "example.db").exists()
+    assert "WARNING" not in srv.log.read_text()
