@@ -180,11 +180,35 @@ def cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+@dataclass
+class Quiet:
+    limit: float = 0.3  # CPUs
+    max_wait: float = 0.0  # seconds; 0: do not wait
+
+
+QUIET = Quiet()
+
+
 def busy_seconds() -> float:
     """CPU seconds all CPUs of the machine have been busy since boot (/proc/stat)."""
     fields = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
     idle = fields[3] + fields[4]  # idle + iowait
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_quiet(limit: float, own_pids: list[int], max_wait: float) -> float:
+    """Wait (up to ``max_wait`` s) until the rest of the machine uses < ``limit`` CPUs.
+
+    Returns the CPUs the rest of the machine used over the last second looked at.
+    """
+    deadline = time.monotonic() + max_wait
+    while True:
+        busy0, own0, mine0 = busy_seconds(), cpu_seconds(own_pids), time.process_time()
+        time.sleep(1.0)
+        other = (busy_seconds() - busy0) - (cpu_seconds(own_pids) - own0) - (
+            time.process_time() - mine0)
+        if other < limit or time.monotonic() > deadline:
+            return max(0.0, other)
 
 
 def load(url: str, method: str, path: str, body: bytes, count: int, concurrency: int,
@@ -215,6 +239,10 @@ def load(url: str, method: str, path: str, body: bytes, count: int, concurrency:
         await asyncio.gather(*(stream() for _ in range(concurrency)))
         return time.perf_counter() - start
 
+    if QUIET.max_wait > 0:
+        idle = wait_quiet(QUIET.limit, server_pids, QUIET.max_wait)
+        if idle >= QUIET.limit:
+            print(f"    (machine not quiet: {idle:.2f} CPUs busy elsewhere)", flush=True)
     cpu0, server0, busy0 = time.process_time(), cpu_seconds(server_pids), busy_seconds()
     seconds = _run(main())
     client_cpu, server_cpu = time.process_time() - cpu0, cpu_seconds(server_pids) - server0
@@ -495,7 +523,11 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, default=None,
                         help="directory for py-spy profiles of one worker")
     parser.add_argument("--no-ceiling", action="store_true")
+    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                        help="before each measured phase, wait up to SECONDS until the rest "
+                             "of the machine is idle (a shared machine)")
     args = parser.parse_args()
+    QUIET.max_wait = args.wait_quiet
     sys.path.insert(0, str(ROOT))
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)

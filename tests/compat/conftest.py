@@ -16,7 +16,7 @@ CLOUD = "neutrino"
 
 
 @pytest.fixture(scope="module")
-def neutrino(tmp_path_factory) -> Server:
+def noauth_server(tmp_path_factory) -> Server:
     tmp = tmp_path_factory.mktemp("compat")
     url, drop = create_database("sqlite", tmp)
     srv = start_server(tmp, url, auth="noauth")
@@ -37,5 +37,5 @@ def write_clouds_yaml(directory: Path, endpoint: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def clouds_yaml(neutrino: Server, tmp_path_factory) -> Path:
-    return write_clouds_yaml(tmp_path_factory.mktemp("clouds"), neutrino.url)
+def clouds_yaml(noauth_server: Server, tmp_path_factory) -> Path:
+    return write_clouds_yaml(tmp_path_factory.mktemp("clouds"), noauth_server.url)

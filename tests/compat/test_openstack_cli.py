@@ -142,10 +142,10 @@ class Session:
 
 
 @pytest.fixture(scope="module")
-def cli(neutrino, clouds_yaml, tmp_path_factory):
+def cli(noauth_server, clouds_yaml, tmp_path_factory):
     """Runs the scenario, and the two one-command variants alongside it."""
     home = tmp_path_factory.mktemp("home")
-    seed = httpx.post(f"{neutrino.url}/v2.0/networks",
+    seed = httpx.post(f"{noauth_server.url}/v2.0/networks",
                       json={"network": {"name": "cli-seed"}}).json()["network"]
     script = "".join(f"{command}\n!echo {MARK}\n" for _, command in SCENARIO)
     session = subprocess.Popen(
@@ -155,9 +155,9 @@ def cli(neutrino, clouds_yaml, tmp_path_factory):
     show = ["network", "show", seed["id"], "-f", "value", "-c", "name"]
     by_env = subprocess.Popen(
         [OPENSTACK, *show], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-        cwd=home, env=cli_env(home, OS_AUTH_TYPE="none", OS_ENDPOINT=neutrino.url))
+        cwd=home, env=cli_env(home, OS_AUTH_TYPE="none", OS_ENDPOINT=noauth_server.url))
     by_options = subprocess.Popen(
-        [OPENSTACK, "--os-auth-type", "none", "--os-endpoint", neutrino.url, *show],
+        [OPENSTACK, "--os-auth-type", "none", "--os-endpoint", noauth_server.url, *show],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=home,
         env=cli_env(home))
     out, _ = session.communicate(script, timeout=180)
@@ -169,7 +169,7 @@ def cli(neutrino, clouds_yaml, tmp_path_factory):
     result.variants = {k: (v[0], p.returncode) for (k, v), p in
                        zip(variants.items(), (by_env, by_options), strict=True)}
     result.seed = seed
-    httpx.delete(f"{neutrino.url}/v2.0/networks/{seed['id']}")
+    httpx.delete(f"{noauth_server.url}/v2.0/networks/{seed['id']}")
     return result
 
 

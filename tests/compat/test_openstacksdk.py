@@ -19,21 +19,21 @@ from tests.compat.conftest import CLOUD
 
 
 @pytest.fixture(scope="module")
-def conn(neutrino) -> openstack.connection.Connection:
+def conn(noauth_server) -> openstack.connection.Connection:
     connection = openstack.connection.Connection(
-        auth_type="none", network_endpoint_override=neutrino.url)
+        auth_type="none", network_endpoint_override=noauth_server.url)
     yield connection
     connection.close()
 
 
-def test_connect_from_clouds_yaml(neutrino, clouds_yaml):
+def test_connect_from_clouds_yaml(noauth_server, clouds_yaml):
     config = openstack.config.OpenStackConfig(
         config_files=[str(clouds_yaml)], vendor_files=[], secure_files=[],
         load_envvars=False)
     connection = openstack.connection.Connection(config=config.get_one(cloud=CLOUD))
     try:
         net = connection.network.create_network(name="from-clouds-yaml")
-        assert connection.network.get_endpoint().rstrip("/") == f"{neutrino.url}/v2.0"
+        assert connection.network.get_endpoint().rstrip("/") == f"{noauth_server.url}/v2.0"
         assert net.id in {n.id for n in connection.network.networks()}
         connection.network.delete_network(net)
     finally:
