@@ -208,10 +208,11 @@ class ResourceController:
         name = self.resource.name
         target = dict(target)
         if self.network_lookup and target.get("network_id"):
+            # Read as admin, like Neutron's owner check: a missing network is a
+            # 404, another project's private one a 403.
             network = self.network_lookup(target["network_id"])
-            if network is not None:
-                target["network:project_id"] = network["project_id"]
-                target["network:tenant_id"] = network["project_id"]
+            target["network:project_id"] = network["project_id"]
+            target["network:tenant_id"] = network["project_id"]
         rule = f"{action}_{name}"
         if not self.policy.allows(rule, ctx, target):
             raise exc.PolicyNotAuthorized(action=rule)

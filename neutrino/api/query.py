@@ -52,7 +52,7 @@ def parse_collection_query(resource: Resource, params: Iterable[tuple[str, str]]
             query.filters.setdefault(key, []).append(value)
         else:
             attr = resource.attrs.get(key)
-            if attr is None or not attr.filter or not attr.visible:
+            if attr is None or not attr.filter:
                 if key not in invalid:
                     invalid.append(key)
                 continue

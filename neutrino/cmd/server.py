@@ -70,17 +70,10 @@ def build_app(conf: config.Config) -> ApiApp:
     policy = Policy()
     max_limit = int(conf.DEFAULT.pagination_max_limit)
     admin = Context.admin()
-
-    def network_lookup(network_id: str):
-        try:
-            return core.get_network(admin, network_id)
-        except Exception:  # noqa: BLE001 - the plugin reports a missing network itself
-            return None
-
     controllers = {
         collection: ResourceController(resource, plugin, policy,
                                        max_limit if max_limit > 0 else None,
-                                       network_lookup)
+                                       lambda network_id: core.get_network(admin, network_id))
         for collection, (resource, plugin) in api_resources(core, owners).items()}
     tables = {}
     for plugin in plugins:

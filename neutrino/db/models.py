@@ -16,6 +16,7 @@ from sqlalchemy import (
     Table,
     UniqueConstraint,
 )
+from sqlalchemy.dialects import mysql
 
 metadata = MetaData(naming_convention={
     "ix": "ix_%(column_0_label)s",
@@ -125,10 +126,13 @@ ip_allocations = Table(
     Column("network_id", UUID, nullable=False, index=True),
 )
 
+# Tags compare case-sensitively everywhere (MariaDB's default collation does not).
+TAG = String(255).with_variant(mysql.VARCHAR(255, collation="utf8mb4_bin"), "mysql", "mariadb")
+
 tags = Table(
     "tags", metadata,
     Column("resource_id", UUID, primary_key=True),
-    Column("tag", String(255), primary_key=True),
+    Column("tag", TAG, primary_key=True),
 )
 
 quotas = Table(

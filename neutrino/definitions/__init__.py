@@ -26,6 +26,7 @@ EXTENSIONS: dict[str, Extension] = {
         external_net.EXTENSION,
         net_mtu.EXTENSION,
         tagging.EXTENSION,
+        tagging.CREATION,
         quotas.EXTENSION,
         quotas.DETAILS,
         *flags.FLAGS,

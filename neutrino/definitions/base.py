@@ -93,9 +93,10 @@ def standard_attrs(*, name: bool = True, description: bool = True) -> dict[str, 
              default=UNSET),
         Attr("tenant_id", allow_post=True, validate=v.project_id, sort=True,
              default=UNSET),
-        Attr("tags", filter=False),
-        Attr("created_at", sort=True),
-        Attr("updated_at", sort=True),
+        # tag-creation: tags may be given at create time too
+        Attr("tags", allow_post=True, validate=v.tag_list, filter=False),
+        Attr("created_at", sort=True, filter=False),
+        Attr("updated_at", sort=True, filter=False),
         Attr("revision_number", sort=True, convert_filter=v.to_int),
     ]
     if name:

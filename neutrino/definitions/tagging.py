@@ -1,5 +1,6 @@
 """standard-attr-tag: tags on every taggable resource, and the tag filters."""
 
+from neutrino.definitions import validators as v
 from neutrino.definitions.base import Extension
 
 EXTENSION = Extension(
@@ -11,4 +12,11 @@ EXTENSION = Extension(
 
 TAG_FILTERS = ("tags", "tags-any", "not-tags", "not-tags-any")
 MAX_TAG_LEN = 255
-MAX_TAGS = 50
+MAX_TAGS = v.MAX_TAGS
+
+CREATION = Extension(
+    alias="tag-creation",
+    name="Tag support on creation",
+    description="Enables to set tags on resources during creation.",
+    required=("standard-attr-tag",),
+)

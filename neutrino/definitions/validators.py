@@ -92,6 +92,8 @@ def string(max_len: int | None = 255) -> Validator:
             return f"'{value}' is not a valid string"
         if max_len is not None and len(value) > max_len:
             return f"'{value}' exceeds maximum length of {max_len}"
+        if "\x00" in value:  # no database can store it everywhere
+            return f"'{value!r}' contains a null character"
         return None
 
     return check
@@ -190,7 +192,7 @@ def integer_range(low: int | None, high: int | None) -> Validator:
 def one_of(*choices: Any) -> Validator:
     def check(value: Any) -> str | None:
         if value not in choices:
-            return f"'{value}' is not in {list(choices)}"
+            return f"{value} is not in {list(choices)}"
         return None
 
     return check
@@ -390,6 +392,29 @@ def unique_list_of(item_validator: Validator) -> Validator:
         return None
 
     return check
+
+
+def to_canonical_cidr(value: Any) -> Any:
+    """Neutron's CIDR converter: refuse what is not a CIDR, compress IPv6."""
+    if not isinstance(value, str):
+        return value
+    address, sep, prefix = value.partition("/")
+    try:
+        ip = ipaddress.ip_address(address)
+        ipaddress.ip_network(value, strict=False)
+    except ValueError:
+        raise InvalidInput(error_message=f"{value} is not in a CIDR format") from None
+    return f"{ip}/{int(prefix)}" if ip.version == 6 and sep else value
+
+
+MAX_TAGS = 50
+
+
+def tag_list(value: Any) -> str | None:
+    error = unique_list_of(string(255))(value)
+    if error is None and len(value) > MAX_TAGS:
+        return f"The number of tags exceed the per-resource limit of {MAX_TAGS}"
+    return error
 
 
 def new_uuid() -> str:

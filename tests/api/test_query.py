@@ -240,8 +240,6 @@ def test_every_filterable_attribute_finds_the_item(admin, one_of_each, collectio
         assert found == [item["id"]], (name, text)
 
 
-@pytest.mark.xfail(strict=True, reason="definitions/base.py: created_at and updated_at "
-                   "are not is_filter in Neutron (it has changed_since instead)")
 @pytest.mark.parametrize("name", ["created_at", "updated_at"])
 def test_timestamps_are_not_filters(admin, name):
     resp = admin.get("/v2.0/networks", params={name: "2020-01-01T00:00:00Z"})
@@ -254,8 +252,6 @@ def test_list_valued_subnet_attributes_are_not_filters(admin):
         bad_request(resp, f"['{name}'] is invalid attribute for filtering")
 
 
-@pytest.mark.xfail(strict=True, reason="definitions/subnet.py: Neutron has a hidden, "
-                   "filter-only 'shared' attribute on subnets")
 def test_subnets_filter_on_shared(admin):
     net = admin.network(shared=True)
     subnet = admin.subnet(net["id"], "10.8.0.0/24")

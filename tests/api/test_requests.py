@@ -215,9 +215,6 @@ def test_bad_cidr_ip_and_mac(user):
     assert ids_in_project(user, "ports", user.project_id) == []
 
 
-@pytest.mark.xfail(strict=True, reason="definitions/subnet.py: Neutron converts cidr with "
-                   "convert_cidr_to_canonical_format, which fails with InvalidInput "
-                   "'<x> is not in a CIDR format'")
 def test_bad_cidr_message(user):
     net = user.network()
     resp = user.post("/v2.0/subnets", json={"subnet": {
@@ -251,8 +248,6 @@ def test_out_of_range_values(user):
     assert ids_in_project(user, "subnetpools", user.project_id) == []
 
 
-@pytest.mark.xfail(strict=True, reason="definitions/validators.py: Neutron's values "
-                   "validator says '%(data)s is not in %(valid_values)s' without quotes")
 def test_values_validator_message(user):
     net = user.network()
     resp = user.post("/v2.0/subnets", json={"subnet": {

@@ -261,8 +261,6 @@ def test_tag_filter_result_shows_all_tags(user, tagged_set):
     assert sorted(items[0]["tags"]) == [f"y{s}", f"z{s}"]
 
 
-@pytest.mark.xfail(strict=True, reason="definitions/port.py + plugins/core/ports.py: Neutron "
-                   "accepts 'tags' in the body of POST /ports")
 def test_ports_take_tags_on_create(user):
     net = user.network()
     resp = user.post("/v2.0/ports", json={"port": {"network_id": net["id"],
@@ -271,17 +269,17 @@ def test_ports_take_tags_on_create(user):
     assert resp.json()["port"]["tags"] == ["made-with"]
 
 
-def test_networks_refuse_tags_on_create(user):
-    resp = user.post("/v2.0/networks", json={"network": {"tags": ["a"]}})
+def test_every_taggable_resource_takes_tags_on_create(user):
+    """tag-creation (openstacksdk sends tags in the create body)."""
+    net = user.network(tags=["b", "a"])
+    assert net["tags"] == ["a", "b"]
+    assert user.show("networks", net["id"])["tags"] == ["a", "b"]
+    resp = user.post("/v2.0/networks", json={"network": {"tags": ["a", "a"]}})
     assert resp.status_code == 400
-    assert error_of(resp)["message"] == "Attribute 'tags' not allowed in POST"
+    assert "Duplicate items" in error_of(resp)["message"]
 
 
 def test_tags_are_case_sensitive(request, server, user):
-    if server.backend == "mysql":
-        request.node.add_marker(pytest.mark.xfail(strict=True, reason=(
-            "db/models.py: tags.tag uses MariaDB's case-insensitive collation, so 'Blue' and "
-            "'blue' collide (and the duplicate key is retried until 'Conflicting')")))
     net = user.network()
     resp = user.put(tags_url("networks", net), json={"tags": ["Blue", "blue"]})
     assert resp.status_code == 200, resp.text

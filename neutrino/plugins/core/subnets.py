@@ -98,7 +98,12 @@ def get(conn: Connection, ctx: Context, subnet_id: str) -> dict[str, Any]:
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-    rows = select_page(conn, S, COLUMNS, query, visible(ctx))
+    where = visible(ctx)
+    shared = query.pop_filter("shared")
+    if shared is not None:
+        N = models.networks
+        where.append(S.c.network_id.in_(select(N.c.id).where(N.c.shared.in_(shared))))
+    rows = select_page(conn, S, COLUMNS, query, where)
     ids = [r.id for r in rows]
     details = _details(conn, ids)
     tag_map = tags.load(conn, ids)

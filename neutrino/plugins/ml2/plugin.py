@@ -12,7 +12,7 @@ from typing import Any, ClassVar, TypeVar
 from sqlalchemy.engine import Connection
 
 from neutrino.context import Context
-from neutrino.db import models
+from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import networks, ports, subnetpools, subnets
@@ -22,7 +22,8 @@ T = TypeVar("T")
 
 class Ml2Plugin(Plugin):
     supported_extension_aliases = (
-        "external-net", "net-mtu", "standard-attr-tag", "quotas", "quota_details",
+        "external-net", "net-mtu", "standard-attr-tag", "tag-creation", "quotas",
+        "quota_details",
         "project-id", "pagination", "sorting", "filter-validation",
         "standard-attr-description", "standard-attr-revisions", "standard-attr-timestamp",
         "subnet_allocation", "default-subnetpools", "ip-substring-filtering",
@@ -56,7 +57,11 @@ class Ml2Plugin(Plugin):
             created = []
             for item in items:
                 quota.check(conn, item["project_id"], resource)
-                created.append(make(conn, item))
+                view = make(conn, item)
+                if item.get("tags"):
+                    tags.replace(conn, view["id"], item["tags"])
+                    view["tags"] = sorted(set(item["tags"]))
+                created.append(view)
             return created
 
         return self.db.write(work)

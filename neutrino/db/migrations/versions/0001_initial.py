@@ -7,6 +7,7 @@ Create Date: 2026-12-02 14:50:05.253577
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import mysql
 
 revision = '0001'
 down_revision = None
@@ -67,7 +68,8 @@ def upgrade() -> None:
 
     op.create_table('tags',
     sa.Column('resource_id', sa.String(length=36), nullable=False),
-    sa.Column('tag', sa.String(length=255), nullable=False),
+    sa.Column('tag', sa.String(length=255).with_variant(
+        mysql.VARCHAR(255, collation='utf8mb4_bin'), 'mysql', 'mariadb'), nullable=False),
     sa.PrimaryKeyConstraint('resource_id', 'tag', name=op.f('pk_tags'))
     )
     op.create_table('ports',
