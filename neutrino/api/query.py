@@ -43,6 +43,8 @@ def parse_collection_query(resource: Resource, params: Iterable[tuple[str, str]]
         elif key == "limit":
             limit_text = value  # the last one counts, as with webob's GET
         elif key == "marker":
+            if "\x00" in value:  # no id holds one, and PostgreSQL cannot even compare it
+                raise _bad(f"Invalid input for marker. Reason: {value!r} is not a valid UUID.")
             query.marker = value
         elif key == "page_reverse":
             query.page_reverse = value.lower() == "true"

@@ -6,7 +6,7 @@ import datetime
 from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
-from sqlalchemy import update
+from sqlalchemy import select, update
 from sqlalchemy.engine import Connection
 
 from neutrino import exceptions as exc
@@ -28,22 +28,22 @@ def timestamp(value: datetime.datetime | None) -> str | None:
     return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def bump(conn: Connection, table: Any, item_id: str, if_revision: int | None = None,
-         values: dict[str, Any] | None = None) -> tuple[int, datetime.datetime]:
-    """Apply ``values`` and bump revision and updated_at; honour If-Match.
+def check_revision(conn: Connection, table: Any, item_id: str, if_revision: int | None
+                   ) -> None:
+    """If-Match: lock the row and compare, so the check holds until commit."""
+    if if_revision is None:
+        return
+    stmt = select(table.c.revision_number).where(table.c.id == item_id)
+    if conn.dialect.name != "sqlite":  # SQLite's write transaction already excludes others
+        stmt = stmt.with_for_update()
+    current = conn.execute(stmt).scalar()
+    if current is not None and current != if_revision:
+        raise exc.RevisionNumberConstraintFailed(expected=if_revision, current=current)
 
-    Returns the new revision number and time. Raises the table's NotFound
-    through the caller when the row is gone (rowcount 0 and no revision).
-    """
-    when = now()
-    stmt = update(table).where(table.c.id == item_id)
-    if if_revision is not None:
-        current = conn.execute(table.select().with_only_columns(table.c.revision_number)
-                               .where(table.c.id == item_id)).scalar()
-        if current is not None and current != if_revision:
-            raise exc.RevisionNumberConstraintFailed(expected=if_revision, current=current)
-    conn.execute(stmt.values(**(values or {}), updated_at=when,
-                             revision_number=table.c.revision_number + 1))
-    revision = conn.execute(table.select().with_only_columns(table.c.revision_number)
-                            .where(table.c.id == item_id)).scalar()
-    return revision, when
+
+def bump(conn: Connection, table: Any, item_id: str, if_revision: int | None = None,
+         values: dict[str, Any] | None = None) -> None:
+    """Apply ``values``, bump revision_number and updated_at; honour If-Match."""
+    check_revision(conn, table, item_id, if_revision)
+    conn.execute(update(table).where(table.c.id == item_id).values(
+        **(values or {}), updated_at=now(), revision_number=table.c.revision_number + 1))

@@ -322,16 +322,12 @@ def test_fixed_ips_ip_address_substr_filter(admin, addressed):
     assert port_ids(admin, net, "ip_address_substr=.77") == [p3["id"]]
 
 
-@pytest.mark.xfail(strict=True, reason="plugins/core/ports.py: Neutron ORs repeated "
-                   "ip_address_substr values; neutrino ANDs them")
 def test_fixed_ips_substr_values_are_ored(admin, addressed):
     net, sub_a, sub_b, p1, p2, p3 = addressed
     assert port_ids(admin, net, "ip_address_substr=.150", "ip_address_substr=.77") == sorted(
         [p2["id"], p3["id"]])
 
 
-@pytest.mark.xfail(strict=True, reason="plugins/core/ports.py: Neutron matches each "
-                   "fixed_ips kind against any allocation of the port, not one allocation")
 def test_fixed_ips_kinds_match_any_allocation(admin, addressed):
     net, sub_a, sub_b, p1, p2, p3 = addressed
     # p3 has 10.20.0.77 (subnet a) and an address in subnet b
@@ -339,9 +335,6 @@ def test_fixed_ips_kinds_match_any_allocation(admin, addressed):
                     "ip_address=10.20.0.77") == [p3["id"]]
 
 
-@pytest.mark.xfail(strict=True, reason="plugins/core/ports.py: Neutron's message for a "
-                   "malformed fixed_ips filter is InvalidInput \"'x' is not of the form "
-                   "<key>=[value]\"")
 def test_malformed_fixed_ips_filter(admin):
     resp = admin.get("/v2.0/ports", params={"fixed_ips": "nonsense"})
     bad_request(resp, "Invalid input for operation: 'nonsense' is not of the form "

@@ -12,7 +12,7 @@ from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, select_page
-from neutrino.db.util import bump, now, timestamp
+from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions.validators import new_uuid
 
 N = models.networks
@@ -128,9 +128,7 @@ def _check_unshare(conn: Connection, row: Row) -> None:
 
 def delete_(conn: Connection, ctx: Context, network_id: str, if_revision: int | None) -> None:
     row = get_row(conn, ctx, network_id, for_update=True)
-    if if_revision is not None and row.revision_number != if_revision:
-        raise exc.RevisionNumberConstraintFailed(expected=if_revision,
-                                                 current=row.revision_number)
+    check_revision(conn, N, row.id, if_revision)
     p, s = models.ports, models.subnets
     in_use = list(conn.execute(select(p.c.id).where(
         p.c.network_id == network_id, p.c.device_owner != "network:dhcp")).scalars())

@@ -9,14 +9,14 @@ import random
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, select
+from sqlalchemy import and_, delete, or_, select, true
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, select_page
-from neutrino.db.util import bump, chunked, now
+from neutrino.db.util import bump, check_revision, chunked, now
 from neutrino.definitions.validators import new_uuid
 from neutrino.ipam import allocator
 from neutrino.plugins.core import networks
@@ -113,23 +113,24 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[s
 
 
 def _fixed_ips_clause(values: list[str]):
-    """``fixed_ips=ip_address=X``, ``subnet_id=Y``, ``ip_address_substr=Z``: one
-    allocation of the port must match them all (each kind OR-ed within)."""
+    """``fixed_ips=ip_address=X``, ``subnet_id=Y``, ``ip_address_substr=Z``: each kind
+    must match some address of the port (values of one kind are OR-ed)."""
     wanted: dict[str, list[str]] = {}
     for value in values:
         key, sep, item = value.partition("=")
-        if not sep or key not in ("ip_address", "subnet_id", "ip_address_substr"):
-            raise exc.HTTPBadRequest(msg=f"Invalid fixed_ips filter '{value}'; expected "
-                                         "ip_address=, subnet_id= or ip_address_substr=")
+        if not sep:
+            raise exc.InvalidInput(error_message=f"'{value}' is not of the form "
+                                                 "<key>=[value]")
         wanted.setdefault(key, []).append(item)
     conds = []
     if "ip_address" in wanted:
         conds.append(IA.c.ip_address.in_(wanted["ip_address"]))
     if "subnet_id" in wanted:
         conds.append(IA.c.subnet_id.in_(wanted["subnet_id"]))
-    for sub in wanted.get("ip_address_substr", []):
-        conds.append(IA.c.ip_address.contains(sub, autoescape=True))
-    return P.c.id.in_(select(IA.c.port_id).where(and_(*conds)))
+    if "ip_address_substr" in wanted:
+        conds.append(or_(*[IA.c.ip_address.contains(sub, autoescape=True)
+                           for sub in wanted["ip_address_substr"]]))
+    return and_(true(), *[P.c.id.in_(select(IA.c.port_id).where(cond)) for cond in conds])
 
 
 def random_mac(base_mac: str) -> str:
@@ -229,9 +230,7 @@ def _replace_fixed_ips(conn: Connection, row: Row, requested: list[dict[str, Any
 
 def delete_(conn: Connection, ctx: Context, port_id: str, if_revision: int | None) -> None:
     row = get_row(conn, ctx, port_id)
-    if if_revision is not None and row.revision_number != if_revision:
-        raise exc.RevisionNumberConstraintFailed(expected=if_revision,
-                                                 current=row.revision_number)
+    check_revision(conn, P, row.id, if_revision)
     conn.execute(delete(IA).where(IA.c.port_id == port_id))
     conn.execute(delete(models.tags).where(models.tags.c.resource_id == port_id))
     conn.execute(delete(P).where(P.c.id == port_id))

@@ -13,7 +13,7 @@ from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, select_page
-from neutrino.db.util import bump, now, timestamp
+from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions.validators import new_uuid
 
 SP = models.subnetpools
@@ -216,9 +216,7 @@ def update(conn: Connection, ctx: Context, pool_id: str, data: dict[str, Any],
 
 def delete_(conn: Connection, ctx: Context, pool_id: str, if_revision: int | None) -> None:
     row = get_row(conn, ctx, pool_id)
-    if if_revision is not None and row.revision_number != if_revision:
-        raise exc.RevisionNumberConstraintFailed(expected=if_revision,
-                                                 current=row.revision_number)
+    check_revision(conn, SP, row.id, if_revision)
     if conn.execute(select(S.c.id).where(S.c.subnetpool_id == pool_id).limit(1)).first():
         raise SubnetPoolDeleteError(reason="Subnet pool has existing allocations")
     conn.execute(delete(models.tags).where(models.tags.c.resource_id == pool_id))

@@ -13,7 +13,7 @@ from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, select_page
-from neutrino.db.util import bump, chunked, now, timestamp
+from neutrino.db.util import bump, check_revision, chunked, now, timestamp
 from neutrino.definitions.validators import new_uuid
 from neutrino.ipam import allocator
 from neutrino.ipam import pools as P
@@ -337,9 +337,7 @@ def _check_gateway_free(conn: Connection, subnet_id: str, gateway: str) -> None:
 
 def delete_(conn: Connection, ctx: Context, subnet_id: str, if_revision: int | None) -> None:
     row = get_row(conn, ctx, subnet_id)
-    if if_revision is not None and row.revision_number != if_revision:
-        raise exc.RevisionNumberConstraintFailed(expected=if_revision,
-                                                 current=row.revision_number)
+    check_revision(conn, S, row.id, if_revision)
     p = models.ports
     auto = allocator.is_auto_address(row.ipv6_ra_mode, row.ipv6_address_mode)
     users = select(IA.c.port_id).join(p, p.c.id == IA.c.port_id).where(
