@@ -244,6 +244,12 @@ def test_tags(conn):
         conn.network.delete_network(net)
 
 
+def test_tags_in_create_call(conn):
+    net = conn.network.create_network(name="sdk-tags-create", tags=["x", "y"])
+    assert sorted(conn.network.get_network(net.id).tags) == ["x", "y"]
+    conn.network.delete_network(net)
+
+
 def test_quotas(conn):
     project = conn.network.create_network(name="sdk-quota").project_id
     quota = conn.network.get_quota(project)
