@@ -149,3 +149,33 @@ quota_locks = Table(
     Column("project_id", PROJECT, primary_key=True),
     Column("resource", String(255), primary_key=True),
 )
+
+# --- ML2 ---------------------------------------------------------------------
+
+network_segments = Table(
+    "network_segments", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("network_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("network_type", String(32), nullable=False),
+    Column("physical_network", String(64)),
+    Column("segmentation_id", Integer),
+    Column("segment_index", Integer, nullable=False, default=0),
+    Column("name", String(255)),
+    Column("description", String(255), nullable=False, default=""),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+    Column("revision_number", Integer, nullable=False, default=0),
+)
+
+# One row per usable id of a (type, physnet): vlan ids, VNIs, GRE keys; flat
+# networks hold id 0 of their physnet. Free rows follow the configured
+# ranges; taken rows stay until released, whatever the ranges say.
+segment_allocations = Table(
+    "segment_allocations", metadata,
+    Column("network_type", String(32), primary_key=True),
+    Column("physical_network", String(64), primary_key=True),
+    Column("segmentation_id", Integer, primary_key=True, autoincrement=False),
+    Column("allocated", Boolean, nullable=False, default=False),
+    Index("ix_segment_allocations_free", "network_type", "physical_network", "allocated"),
+)
