@@ -49,7 +49,9 @@ def api_resources(core_plugin: Any, owners: Mapping[str, Any],
     for alias, plugin in owners.items():
         for resource in known[alias].resources:
             served[resource.collection] = (resource, plugin)
-    for alias in owners:
+    for alias in known:  # registry order, so a later extension refines an earlier one
+        if alias not in owners:
+            continue
         for collection, extra in known[alias].attributes.items():
             if collection in served:
                 resource, plugin = served[collection]

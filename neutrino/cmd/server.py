@@ -54,7 +54,8 @@ def load_config(files: list[str]) -> config.Config:
     return conf
 
 
-def build_app(conf: config.Config) -> ApiApp:
+def build_app(conf: config.Config, sync: bool = False) -> ApiApp:
+    """The API for ``conf``; ``sync`` also brings plugin tables in line (once, at start)."""
     try:
         authenticator = make_authenticator(conf.DEFAULT.auth_strategy)
     except ValueError as error:
@@ -83,6 +84,8 @@ def build_app(conf: config.Config) -> ApiApp:
     extensions = [EXTENSIONS[alias] for alias in owners]
     router = Router(controllers, extensions, tags, quotas)
     for plugin in plugins:
+        if sync:
+            plugin.sync_database()
         plugin.start()
     return ApiApp(router, authenticator, on_shutdown=db.dispose)
 
@@ -115,8 +118,8 @@ def prepare(files: list[str]) -> config.Config:
         raise StartupError(f"cannot use the database of "
                            f"{conf.source('database', 'connection')}: {reason}") from None
     try:
-        app = build_app(conf)  # validates plugins and extensions before workers start
-        app.router = None  # type: ignore[assignment]
+        # Validates plugins and extensions before any worker starts.
+        build_app(conf, sync=True).on_shutdown()
     except (ExtensionError, loader.PluginLoadError, config.ConfigError) as error:
         raise StartupError(str(error)) from None
     return conf

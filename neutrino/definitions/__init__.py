@@ -10,6 +10,7 @@ from neutrino.definitions import (
     net_mtu,
     network,
     port,
+    provider_net,
     quotas,
     subnet,
     subnetpool,
@@ -25,6 +26,9 @@ EXTENSIONS: dict[str, Extension] = {
     ext.alias: ext for ext in (
         external_net.EXTENSION,
         net_mtu.EXTENSION,
+        net_mtu.WRITABLE,
+        provider_net.PROVIDER,
+        provider_net.MULTI_PROVIDER,
         tagging.EXTENSION,
         tagging.CREATION,
         quotas.EXTENSION,

@@ -1,4 +1,4 @@
-"""net-mtu: the MTU a network can carry, computed by the core plugin."""
+"""net-mtu: the MTU a network can carry; net-mtu-writable lets owners lower it."""
 
 from neutrino.definitions import validators as v
 from neutrino.definitions.base import Attr, Extension, attrs
@@ -8,4 +8,14 @@ EXTENSION = Extension(
     name="Network MTU",
     description="Provides MTU attribute for a network resource.",
     attributes={"networks": attrs(Attr("mtu", sort=True, convert_filter=v.to_int))},
+)
+
+WRITABLE = Extension(
+    alias="net-mtu-writable",
+    name="Network MTU (writable)",
+    description="Provides a writable MTU attribute for a network resource.",
+    required=("net-mtu",),
+    attributes={"networks": attrs(Attr(
+        "mtu", allow_post=True, allow_put=True, convert=v.to_int,
+        validate=v.integer_range(68, None), sort=True, convert_filter=v.to_int))},
 )

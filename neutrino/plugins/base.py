@@ -45,5 +45,9 @@ class Plugin:
     #: collection -> query parameters accepted beyond the resource attributes
     extra_filters: ClassVar[dict[str, tuple[str, ...]]] = {}
 
+    def sync_database(self) -> None:
+        """Bring plugin-owned tables in line with the configuration; run once at
+        start-up, before the API serves (idempotent, safe with many servers)."""
+
     def start(self) -> None:
         """Called once the API is assembled (after migrations)."""

@@ -7,6 +7,13 @@ from importlib.metadata import entry_points
 
 CORE_GROUP = "neutrino.core_plugins"
 SERVICE_GROUP = "neutrino.service_plugins"
+ML2_TYPE_GROUP = "neutrino.ml2.type_drivers"
+ML2_MECHANISM_GROUP = "neutrino.ml2.mechanism_drivers"
+ML2_EXTENSION_GROUP = "neutrino.ml2.extension_drivers"
+
+KINDS = {CORE_GROUP: "core plugin", SERVICE_GROUP: "service plugin",
+         ML2_TYPE_GROUP: "ml2 type driver", ML2_MECHANISM_GROUP: "ml2 mechanism driver",
+         ML2_EXTENSION_GROUP: "ml2 extension driver"}
 
 
 class PluginLoadError(Exception):
@@ -23,6 +30,6 @@ def find(group: str, name: str) -> type:
             return getattr(importlib.import_module(module_name), attr)
         except (ImportError, AttributeError):
             pass
-    kind = "core plugin" if group == CORE_GROUP else "service plugin"
+    kind = KINDS.get(group, group)
     known = sorted(ep.name for ep in entry_points(group=group))
     raise PluginLoadError(f"unknown {kind} {name!r} (known: {', '.join(known) or 'none'})")

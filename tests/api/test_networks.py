@@ -73,8 +73,19 @@ def test_update_read_only_attribute_rejected(user):
     net = user.network()
     resp = user.put(_url(net["id"]), json={"network": {"status": "DOWN"}})
     _error(resp, 400, "HTTPBadRequest", "Cannot update read-only attribute status")
+
+
+def test_mtu_is_writable_up_to_what_the_segments_carry(user):
+    """net-mtu-writable: an owner may lower the MTU, never raise it past the maximum."""
+    net = user.network(mtu=1400)
+    assert net["mtu"] == 1400
+    resp = user.put(_url(net["id"]), json={"network": {"mtu": 1300}})
+    assert resp.status_code == 200 and resp.json()["network"]["mtu"] == 1300
     resp = user.put(_url(net["id"]), json={"network": {"mtu": 9000}})
-    _error(resp, 400, "HTTPBadRequest", "Cannot update read-only attribute mtu")
+    _error(resp, 400, "InvalidInput",
+           "Invalid input for operation: Requested MTU is too big, maximum is 1500.")
+    resp = user.post("/v2.0/networks", json={"network": {"mtu": 67}})
+    assert resp.status_code == 400
 
 
 def test_admin_updates_shared(admin, other):

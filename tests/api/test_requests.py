@@ -80,7 +80,6 @@ def test_unknown_attribute(user):
     ("networks", "id", "0a8b4c1e-5d43-4b3e-8f7e-2b1a0c9d8e7f"),
     ("networks", "status", "DOWN"),
     ("networks", "subnets", []),
-    ("networks", "mtu", 1400),
     ("networks", "revision_number", 3),
     ("networks", "created_at", "2020-01-01T00:00:00Z"),
     ("ports", "status", "ACTIVE"),
@@ -93,7 +92,7 @@ def test_attribute_not_allowed_in_post(user, collection, attr, value):
 
 
 @pytest.mark.parametrize("attr,value", [
-    ("id", "0a8b4c1e-5d43-4b3e-8f7e-2b1a0c9d8e7f"), ("status", "DOWN"), ("mtu", 1400),
+    ("id", "0a8b4c1e-5d43-4b3e-8f7e-2b1a0c9d8e7f"), ("status", "DOWN"),
     ("revision_number", 9), ("subnets", []),
 ])
 def test_read_only_attribute_on_put(user, attr, value):

@@ -262,14 +262,14 @@ def test_unknown_sections_and_options_only_warn(tmp_path, running):
                   "[DEFAULT]\nno_such_option = 1\n"
                   "[no_such_section]\nanything = 2\n"
                   "[database]\nnot_a_database_option = 3\n"
-                  "[ml2_type_vxlan]\nvni_ranges = 1:1000\n")
+                  "[some_vendor_plugin]\nendpoint = x\n")
     srv = running(port, base_conf(tmp_path, port), extra)
     assert httpx.get(f"{srv.url}/v2.0/networks").status_code == 200
     log = srv.log.read_text()
     assert f"unknown option no_such_option in [DEFAULT] of {extra} ignored" in log
     assert f"unknown section [no_such_section] in {extra} ignored" in log
     assert f"unknown option not_a_database_option in [database] of {extra} ignored" in log
-    assert f"unknown section [ml2_type_vxlan] in {extra} ignored" in log
+    assert f"unknown section [some_vendor_plugin] in {extra} ignored" in log
 
 
 def test_later_config_file_overrides_earlier(tmp_path, running):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
@@ -79,10 +80,12 @@ def get(conn: Connection, ctx: Context, network_id: str) -> dict[str, Any]:
     return view(row, _subnet_ids(conn, [row.id]).get(row.id, []), tags.of(conn, row.id))
 
 
-def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+def list_(conn: Connection, ctx: Context, query: CollectionQuery, where: Sequence = ()
+          ) -> list[dict[str, Any]]:
+    """``where``: the core plugin's own clauses, for attributes of its extensions."""
     if query.marker is not None:
         get_row(conn, ctx, query.marker)
-    rows = select_page(conn, N, COLUMNS, query, _where(ctx))
+    rows = select_page(conn, N, COLUMNS, query, [*_where(ctx), *where])
     ids = [r.id for r in rows]
     many = len(ids) > 200
     subnet_map = _subnet_ids(conn, None if many else ids)
@@ -105,7 +108,7 @@ def create(conn: Connection, data: dict[str, Any], mtu: int) -> dict[str, Any]:
 
 
 _UPDATABLE = {"name": "name", "description": "description", "admin_state_up": "admin_state_up",
-              "shared": "shared", "router:external": "router_external"}
+              "shared": "shared", "router:external": "router_external", "mtu": "mtu"}
 
 
 def update(conn: Connection, ctx: Context, network_id: str, data: dict[str, Any],

@@ -1,21 +1,34 @@
 """The ML2 core plugin: networks, subnets, ports and subnet pools.
 
 Each API call is one short write transaction (retried on conflict) over the
-table code in ``plugins/core``; type and mechanism drivers plug in here.
+table code in ``plugins/core``. Type drivers give networks their segments;
+mechanism drivers are called inside the transaction (precommit) and after it
+(postcommit), as ``plugins/ml2/api.py`` states.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy.engine import Connection
 
+from neutrino import exceptions as exc
+from neutrino.config import ConfigError
 from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery
+from neutrino.plugins import loader
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import networks, ports, subnetpools, subnets
+from neutrino.plugins.ml2 import segments
+from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
+from neutrino.plugins.ml2.config import OPTION_GROUPS
+from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
+from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
+
+LOG = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -27,16 +40,31 @@ class Ml2Plugin(Plugin):
         "project-id", "pagination", "sorting", "filter-validation",
         "standard-attr-description", "standard-attr-revisions", "standard-attr-timestamp",
         "subnet_allocation", "default-subnetpools", "ip-substring-filtering",
-        "empty-string-filtering",
+        "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
     )
+    option_groups = OPTION_GROUPS
     extra_filters: ClassVar[dict[str, tuple[str, ...]]] = {"ports": ports.EXTRA_FILTERS}
 
     def __init__(self, env: Environment):
         super().__init__(env)
-        self.settings = env.conf.DEFAULT
+        conf = env.conf
+        self.settings = conf.DEFAULT
         for resource, table in (("network", models.networks), ("subnet", models.subnets),
                                 ("port", models.ports), ("subnetpool", models.subnetpools)):
             env.quota.register(resource, table)
+        type_drivers = {name: loader.find(loader.ML2_TYPE_GROUP, name)(conf)
+                        for name in conf.ml2.type_drivers}
+        try:
+            self.types = TypeManager(type_drivers, conf.ml2.tenant_network_types,
+                                     conf.DEFAULT.global_physnet_mtu)
+        except ValueError as error:
+            raise ConfigError(f"[ml2] {error}") from None
+        self.mechanisms = MechanismManager([
+            loader.find(loader.ML2_MECHANISM_GROUP, name)(conf)
+            for name in conf.ml2.mechanism_drivers])
+
+    def sync_database(self) -> None:
+        self.db.write(self.types.sync_allocations)
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"networks": models.networks, "subnets": models.subnets,
@@ -49,6 +77,24 @@ class Ml2Plugin(Plugin):
             return work(conn)
 
     def _create(self, ctx: Context, resource: str, items: list[dict[str, Any]],
+                make: Callable[[Connection, dict[str, Any]], dict[str, Any]],
+                postcommit: Callable[[dict[str, Any]], Any] | None = None,
+                undo: Callable[[dict[str, Any]], None] | None = None
+                ) -> list[dict[str, Any]]:
+        """Create ``items`` in one transaction; then the drivers' postcommit, and if
+        that fails, ``undo`` every created item and report the failure."""
+        created = self._insert(resource, items, make)
+        if postcommit is not None:
+            try:
+                for view in created:
+                    self.mechanisms.call(f"create_{resource}_postcommit", postcommit(view))
+            except MechanismDriverError:
+                for view in created:
+                    undo(view)
+                raise
+        return created
+
+    def _insert(self, resource: str, items: list[dict[str, Any]],
                 make: Callable[[Connection, dict[str, Any]], dict[str, Any]]
                 ) -> list[dict[str, Any]]:
         quota = self.env.quota
@@ -68,46 +114,128 @@ class Ml2Plugin(Plugin):
 
     # --- networks ------------------------------------------------------------------
 
-    def _make_network(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-        return networks.create(conn, data, self.settings.global_physnet_mtu)
+    def _make_network(self, conn: Connection, ctx: Context, data: dict[str, Any]
+                      ) -> dict[str, Any]:
+        wanted = segments.requested(data)
+        if wanted is None:
+            segs = [self.types.allocate_tenant_segment(conn)]
+        else:
+            for segment in wanted:
+                self.types.validate_provider_segment(segment)
+            segs = [self.types.reserve_provider_segment(conn, s) for s in wanted]
+        max_mtu = self.types.network_mtu(segs)
+        check_requested_mtu(data.get("mtu"), max_mtu)
+        view = networks.create(conn, data, data.get("mtu") or max_mtu)
+        stored = segments.add(conn, view["id"], segs)
+        view.update(segments.provider_view(stored))
+        self.mechanisms.call("create_network_precommit",
+                             NetworkContext(conn, ctx, view, segments=stored))
+        return view
+
+    def _network_creator(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
+        return self._create(
+            ctx, "network", items, lambda conn, d: self._make_network(conn, ctx, d),
+            postcommit=lambda view: NetworkContext(None, ctx, view),
+            undo=lambda view: self._undo(self.delete_network, view))
 
     def create_network(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
-        return self._create(ctx, "network", [data], self._make_network)[0]
+        return self._network_creator(ctx, [data])[0]
 
     def create_network_bulk(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
-        return self._create(ctx, "network", items, self._make_network)
+        return self._network_creator(ctx, items)
+
+    def _extend_networks(self, conn: Connection, views: list[dict[str, Any]]
+                         ) -> list[dict[str, Any]]:
+        ids = [v["id"] for v in views]
+        by_network = segments.of_networks(conn, None if len(ids) > 200 else ids)
+        for view in views:
+            view.update(segments.provider_view(by_network.get(view["id"], [])))
+        return views
+
+    def _network(self, conn: Connection, ctx: Context, network_id: str) -> dict[str, Any]:
+        return self._extend_networks(conn, [networks.get(conn, ctx, network_id)])[0]
 
     def get_network(self, ctx: Context, network_id: str) -> dict[str, Any]:
-        return self._read(lambda conn: networks.get(conn, ctx, network_id))
+        return self._read(lambda conn: self._network(conn, ctx, network_id))
 
     def get_networks(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-        return self._read(lambda conn: networks.list_(conn, ctx, query))
+        where = segments.filter_clauses(query)
+        return self._read(lambda conn: self._extend_networks(
+            conn, networks.list_(conn, ctx, query, where)))
 
     def update_network(self, ctx: Context, network_id: str, data: dict[str, Any],
                        if_revision: int | None = None) -> dict[str, Any]:
-        def work(conn: Connection) -> dict[str, Any]:
+        def work(conn: Connection) -> tuple[dict, dict]:
+            original = self._network(conn, ctx, network_id)
+            changed = {k: v for k, v in data.items() if k in segments.PROVIDER_KEYS + (
+                "segments",) and v != original.get(k)}
+            if changed:
+                raise exc.InvalidInput(error_message="Plugin does not support updating the "
+                                                     "following provider network attributes: "
+                                                     f"{sorted(changed)}")
+            if "mtu" in data:
+                segs = segments.of_networks(conn, [network_id]).get(network_id, [])
+                check_requested_mtu(data["mtu"], self.types.network_mtu(segs))
             networks.update(conn, ctx, network_id, data, if_revision)
-            return networks.get(conn, ctx, network_id)
+            current = self._network(conn, ctx, network_id)
+            self.mechanisms.call("update_network_precommit",
+                                 NetworkContext(conn, ctx, current, original))
+            return original, current
 
-        return self.db.write(work)
+        original, current = self.db.write(work)
+        self.mechanisms.call("update_network_postcommit",
+                             NetworkContext(None, ctx, current, original), keep_going=True)
+        return current
 
     def delete_network(self, ctx: Context, network_id: str,
                        if_revision: int | None = None) -> None:
-        def work(conn: Connection) -> None:
+        def work(conn: Connection) -> NetworkContext:
             self.env.hooks.run(self.env.hooks.before_network_delete, conn, ctx, network_id)
+            context = NetworkContext(conn, ctx, self._network(conn, ctx, network_id))
+            context.segments = segments.of_networks(conn, [network_id]).get(network_id, [])
+            self.mechanisms.call("delete_network_precommit", context)
             networks.delete_(conn, ctx, network_id, if_revision)
+            for segment in context.segments:
+                self.types.release_segment(conn, segment)
+            return context
 
-        self.db.write(work)
+        context = self.db.write(work)
+        context.conn = None
+        self._postcommit_quietly("delete_network_postcommit", context)
+
+    def _postcommit_quietly(self, method: str, context: Any) -> None:
+        """A delete is done once committed; a driver failing after it is only logged."""
+        try:
+            self.mechanisms.call(method, context, keep_going=True)
+        except MechanismDriverError:
+            LOG.warning("%s failed for %s; the deletion stands", method, context.current["id"])
+
+    @staticmethod
+    def _undo(delete: Callable[..., None], view: dict[str, Any]) -> None:
+        try:
+            delete(Context.admin(), view["id"])
+        except exc.NotFound:
+            pass
 
     # --- subnets -------------------------------------------------------------------
 
+    def _make_subnet(self, conn: Connection, ctx: Context, data: dict[str, Any]
+                     ) -> dict[str, Any]:
+        view = subnets.create(conn, ctx, data, self.settings)
+        self.mechanisms.call("create_subnet_precommit", SubnetContext(conn, ctx, view))
+        return view
+
+    def _subnet_creator(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
+        return self._create(
+            ctx, "subnet", items, lambda conn, d: self._make_subnet(conn, ctx, d),
+            postcommit=lambda view: SubnetContext(None, ctx, view),
+            undo=lambda view: self._undo(self.delete_subnet, view))
+
     def create_subnet(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
-        return self._create(ctx, "subnet", [data],
-                            lambda conn, d: subnets.create(conn, ctx, d, self.settings))[0]
+        return self._subnet_creator(ctx, [data])[0]
 
     def create_subnet_bulk(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
-        return self._create(ctx, "subnet", items,
-                            lambda conn, d: subnets.create(conn, ctx, d, self.settings))
+        return self._subnet_creator(ctx, items)
 
     def get_subnet(self, ctx: Context, subnet_id: str) -> dict[str, Any]:
         return self._read(lambda conn: subnets.get(conn, ctx, subnet_id))
@@ -117,31 +245,51 @@ class Ml2Plugin(Plugin):
 
     def update_subnet(self, ctx: Context, subnet_id: str, data: dict[str, Any],
                       if_revision: int | None = None) -> dict[str, Any]:
-        def work(conn: Connection) -> dict[str, Any]:
+        def work(conn: Connection) -> SubnetContext:
+            original = subnets.get(conn, ctx, subnet_id)
             subnets.update(conn, ctx, subnet_id, data, if_revision, self.settings)
-            return subnets.get(conn, ctx, subnet_id)
+            context = SubnetContext(conn, ctx, subnets.get(conn, ctx, subnet_id), original)
+            self.mechanisms.call("update_subnet_precommit", context)
+            return context
 
-        return self.db.write(work)
+        context = self.db.write(work)
+        context.conn = None
+        self.mechanisms.call("update_subnet_postcommit", context, keep_going=True)
+        return context.current
 
     def delete_subnet(self, ctx: Context, subnet_id: str,
                       if_revision: int | None = None) -> None:
-        def work(conn: Connection) -> None:
+        def work(conn: Connection) -> SubnetContext:
             self.env.hooks.run(self.env.hooks.before_subnet_delete, conn, ctx, subnet_id)
+            context = SubnetContext(conn, ctx, subnets.get(conn, ctx, subnet_id))
+            self.mechanisms.call("delete_subnet_precommit", context)
             subnets.delete_(conn, ctx, subnet_id, if_revision)
+            return context
 
-        self.db.write(work)
+        context = self.db.write(work)
+        context.conn = None
+        self._postcommit_quietly("delete_subnet_postcommit", context)
 
     # --- ports ---------------------------------------------------------------------
 
-    def _port_maker(self, ctx: Context) -> Callable[[Connection, dict], dict]:
-        base_mac, max_ips = self.settings.base_mac, self.settings.max_fixed_ips_per_port
-        return lambda conn, data: ports.create(conn, ctx, data, base_mac, max_ips)
+    def _make_port(self, conn: Connection, ctx: Context, data: dict[str, Any]
+                   ) -> dict[str, Any]:
+        view = ports.create(conn, ctx, data, self.settings.base_mac,
+                            self.settings.max_fixed_ips_per_port)
+        self.mechanisms.call("create_port_precommit", PortContext(conn, ctx, view))
+        return view
+
+    def _port_creator(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
+        return self._create(
+            ctx, "port", items, lambda conn, d: self._make_port(conn, ctx, d),
+            postcommit=lambda view: PortContext(None, ctx, view),
+            undo=lambda view: self._undo(self.delete_port, view))
 
     def create_port(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
-        return self._create(ctx, "port", [data], self._port_maker(ctx))[0]
+        return self._port_creator(ctx, [data])[0]
 
     def create_port_bulk(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
-        return self._create(ctx, "port", items, self._port_maker(ctx))
+        return self._port_creator(ctx, items)
 
     def get_port(self, ctx: Context, port_id: str) -> dict[str, Any]:
         return self._read(lambda conn: ports.get(conn, ctx, port_id))
@@ -153,18 +301,29 @@ class Ml2Plugin(Plugin):
                     if_revision: int | None = None) -> dict[str, Any]:
         max_ips = self.settings.max_fixed_ips_per_port
 
-        def work(conn: Connection) -> dict[str, Any]:
+        def work(conn: Connection) -> PortContext:
+            original = ports.get(conn, ctx, port_id)
             ports.update(conn, ctx, port_id, data, if_revision, max_ips)
-            return ports.get(conn, ctx, port_id)
+            context = PortContext(conn, ctx, ports.get(conn, ctx, port_id), original)
+            self.mechanisms.call("update_port_precommit", context)
+            return context
 
-        return self.db.write(work)
+        context = self.db.write(work)
+        context.conn = None
+        self.mechanisms.call("update_port_postcommit", context, keep_going=True)
+        return context.current
 
     def delete_port(self, ctx: Context, port_id: str, if_revision: int | None = None) -> None:
-        def work(conn: Connection) -> None:
+        def work(conn: Connection) -> PortContext:
             self.env.hooks.run(self.env.hooks.before_port_delete, conn, ctx, port_id)
+            context = PortContext(conn, ctx, ports.get(conn, ctx, port_id))
+            self.mechanisms.call("delete_port_precommit", context)
             ports.delete_(conn, ctx, port_id, if_revision)
+            return context
 
-        self.db.write(work)
+        context = self.db.write(work)
+        context.conn = None
+        self._postcommit_quietly("delete_port_postcommit", context)
 
     # --- subnet pools --------------------------------------------------------------
 
