@@ -22,10 +22,15 @@ is the CPU time of the two server workers per request, and how many CPUs the
 rest of the machine kept busy meanwhile (the database server, and anything
 else running: figures taken on a busy machine are not figures).
 
+On a shared machine, ``--wait-quiet SECONDS`` waits before each measured
+phase until the rest of the machine is idle. Even then a virtual machine's
+speed drifts by some tens of percent from one minute to the next: compare
+trees by running them in turn, more than once, not against an old printout.
+
 With ``--profile DIR`` it also runs ``py-spy record`` (``pip install py-spy``)
-against one worker during the c=8 creates and the 5,000-port lists, writes
-collapsed stacks to DIR and prints the functions where that worker spent its
-time.
+against both workers during 1,000 extra c=8 creates and extra 5,000-port lists
+(apart from the measured ones: py-spy takes CPU too), writes collapsed stacks
+to DIR and prints the functions where the workers spent their CPU time.
 """
 
 from __future__ import annotations
@@ -327,31 +332,35 @@ def stop(proc: subprocess.Popen) -> None:
 
 
 class Profiler:
-    """``py-spy record`` of one process while a block runs; collapsed stacks to a file."""
+    """``py-spy record`` of each worker while a block runs; collapsed stacks to files."""
 
-    def __init__(self, directory: Path | None, pid: int, name: str):
-        self.directory, self.pid, self.name = directory, pid, name
-        self.proc: subprocess.Popen | None = None
-        self.out: Path | None = None
+    def __init__(self, directory: Path | None, pids: list[int], name: str):
+        self.directory, self.pids, self.name = directory, pids, name
+        self.procs: list[subprocess.Popen] = []
+        self.outs: list[Path] = []
 
     def __enter__(self) -> Profiler:
-        if self.directory is not None:
-            spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
-            self.out = self.directory / f"{self.name}.txt"
-            self.proc = subprocess.Popen(
-                [spy, "record", "--pid", str(self.pid), "--format", "raw", "--rate", "250",
-                 "--threads", "--nonblocking", "-o", str(self.out)],
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            time.sleep(1.0)  # let py-spy attach before the load starts
+        if self.directory is None:
+            return self
+        spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+        for pid in self.pids:
+            out = self.directory / f"{self.name}-{pid}.txt"
+            self.outs.append(out)
+            self.procs.append(subprocess.Popen(
+                [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250",
+                 "--threads", "--nonblocking", "-o", str(out)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(1.0)  # let py-spy attach before the load starts
         return self
 
     def __exit__(self, *exc_info) -> None:
-        if self.proc is not None:
-            self.proc.send_signal(signal.SIGINT)
+        for proc in self.procs:
+            proc.send_signal(signal.SIGINT)
+        for proc in self.procs:
             try:
-                self.proc.wait(30)
+                proc.wait(30)
             except subprocess.TimeoutExpired:
-                self.proc.kill()
+                proc.kill()
 
 
 # Leaf frames of threads with nothing to do: idle pool threads, uvicorn's
@@ -361,16 +370,21 @@ IDLE_LEAVES = {"_worker (futures/thread.py)", "Connection._recv (multiprocessing
                "wait (threading.py)"}
 
 
-def summarize_profile(path: Path, top: int = 25) -> str:
+def summarize_profile(paths: list[Path], top: int = 25) -> str:
     """Inclusive share of the busy samples per function, from py-spy's collapsed stacks.
 
-    Samples of idle threads (``IDLE_LEAVES``) are left out; a thread waiting on
-    the database (a socket read, SQLite's busy handler) counts as busy.
+    py-spy leaves out threads it sees idle, and so does this for the leaves in
+    ``IDLE_LEAVES``. It does count as busy a thread blocked in some system
+    calls: ``WriterQueue.turn`` (waiting for the SQLite writer turn, or for the
+    GIL after its flock) and ``do_execute`` on PostgreSQL (a round trip to the
+    database) are mostly waiting, not CPU.
     """
     inclusive: dict[str, int] = defaultdict(int)
     own: dict[str, int] = defaultdict(int)
     total = 0
-    for line in path.read_text().splitlines():
+    lines_in = [line for path in paths if path.exists()
+                for line in path.read_text().splitlines()]
+    for line in lines_in:
         stack, _, count_text = line.rpartition(" ")
         if not stack:
             continue
@@ -412,7 +426,7 @@ def _frame_name(frame: str) -> str:
 class BackendResult:
     backend: str
     runs: dict[str, Run] = field(default_factory=dict)
-    profiles: dict[str, Path] = field(default_factory=dict)
+    profiles: dict[str, list[Path]] = field(default_factory=dict)
 
 
 def report(run: Run) -> None:
@@ -468,20 +482,22 @@ def bench_neutrino(backend: str, args: argparse.Namespace, tmp: Path) -> Backend
         assert ports_now() == 1000
         lists(5, "warm-up lists")
         result.runs["list_1000"] = lists(args.lists_1000, "GET /v2.0/ports @1000")
-        with Profiler(args.profile, pids[0], f"{backend}-create-c8") as prof:
-            result.runs["create_c8"] = creates(args.creates_c8, 8, "port create c=8")
-        if prof.out is not None:
-            result.profiles["port create c=8"] = prof.out
+        result.runs["create_c8"] = creates(args.creates_c8, 8, "port create c=8")
         fill = 5000 - ports_now()
+        if args.profile is not None:  # profiled apart: py-spy takes CPU from the servers
+            with Profiler(args.profile, pids, f"{backend}-create-c8") as prof:
+                creates(min(fill, 1000), 8, "port create c=8 (profiled)")
+            result.profiles["port create c=8"] = prof.outs
+            fill = 5000 - ports_now()
         if fill > 0:
             creates(fill, 8, "fill to 5000 ports")
         assert ports_now() == 5000
         lists(3, "warm-up lists")
         result.runs["list_5000"] = lists(args.lists_5000, "GET /v2.0/ports @5000")
         if args.profile is not None:
-            with Profiler(args.profile, pids[0], f"{backend}-list-5000") as prof:
+            with Profiler(args.profile, pids, f"{backend}-list-5000") as prof:
                 lists(args.lists_5000, "GET /v2.0/ports @5000 (profiled)")
-            result.profiles["GET /v2.0/ports @5000"] = prof.out
+            result.profiles["GET /v2.0/ports @5000"] = prof.outs
         http.close()
     except Exception:
         print(server.log.read_text()[-5000:], file=sys.stderr)
@@ -561,9 +577,10 @@ def main() -> None:
         print(f"{'ceiling':<12} {ceiling['c1'].rate:9.0f}/s {ceiling['c8'].rate:9.0f}/s "
               f"{'100%':>10}")
     for res in results:
-        for label, path in res.profiles.items():
-            print(f"\n--- profile: {res.backend}, {label} (one worker; {path}) ---")
-            print(summarize_profile(path))
+        for label, paths in res.profiles.items():
+            print(f"\n--- profile: {res.backend}, {label} (both workers; "
+                  f"{', '.join(map(str, paths))}) ---")
+            print(summarize_profile(paths))
 
 
 if __name__ == "__main__":

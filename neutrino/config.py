@@ -132,6 +132,8 @@ CORE_GROUPS = [
             "Largest page a list returns (-1 or 'infinite': no limit)."),
         Opt("state_path", str, "state", "Where state files (the SQLite database) live."),
         Opt("global_physnet_mtu", int_range(68), 1500, "MTU of the underlying network."),
+        Opt("agent_down_time", int_range(1), 75, "Seconds without a heartbeat before an "
+            "agent counts as down."),
         Opt("dns_domain", str, "openstacklocal", "Domain for port host names."),
         Opt("debug", parse_bool, False, "Log at debug level."),
     ]),

@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 
+ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 MYSQL_ADMIN = "mysql+pymysql://root@127.0.0.1:3306/"
 
@@ -162,7 +163,8 @@ def start_server(tmp: Path, db_url: str, auth: str = "noauth", workers: int = 1,
     proc = subprocess.Popen(
         [sys.executable, "-m", "neutrino.cmd.server", "--config-file", str(conf)],
         stdout=log.open("wb"), stderr=subprocess.STDOUT, cwd=tmp,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        # the repository on the path: tests load fake drivers from tests/fakes
+        env={**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT)})
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:

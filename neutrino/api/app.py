@@ -7,6 +7,7 @@ pool; the event loop only moves bytes.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import uuid
 from concurrent.futures import ThreadPoolExecutor
@@ -59,6 +60,11 @@ class ApiApp:
         while True:
             message = await receive()
             if message["type"] == "lifespan.startup":
+                # What start-up built (modules, tables, plugins) lives as long as the
+                # process: moved out of the collector's way, it is not walked again by
+                # every full collection, which a large list response triggers.
+                gc.collect()
+                gc.freeze()
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
                 self.executor.shutdown(wait=False)

@@ -67,6 +67,10 @@ DEFAULT_RULES: dict[str, str] = {
     "update_port:device_owner": "not field:ports:device_owner=network:* or "
                                 "rule:admin_or_network_owner",
     "update_port:mac_address": "rule:admin_only",
+    "create_port:binding:host_id": "rule:admin_only",
+    "create_port:binding:profile": "rule:admin_only",
+    "update_port:binding:host_id": "rule:admin_only",
+    "update_port:binding:profile": "rule:admin_only",
     "update_port:fixed_ips:ip_address": "rule:admin_or_network_owner",
     "delete_port": "rule:admin_owner_or_network_owner and rule:not_reader",
 

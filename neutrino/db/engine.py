@@ -8,7 +8,9 @@ attempt re-reads what it depends on.
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import random
 import threading
 import time
@@ -81,6 +83,60 @@ def is_retriable(error: BaseException) -> bool:
     return False
 
 
+class WriterQueue:
+    """The writers of one SQLite file, in every thread and process, wait here in turn.
+
+    SQLite has one writer at a time anyway, but a writer that finds the file
+    locked sleeps in SQLite's busy handler (1, 2, 5, ... 100 ms between tries):
+    the database stands idle while writers sleep, and the process that just
+    committed takes the lock again before a sleeper wakes, so one API worker
+    does all the writing while the other's CPU idles and its requests wait.
+    Queued on an ``flock`` of a file beside the database instead, the next
+    writer, from whichever process, is woken the moment the lock is free. This
+    only orders the writers that use it; SQLite's locking still keeps the data
+    right, whoever else writes.
+    """
+
+    def __init__(self, database: str | None):
+        in_memory = not database or database == ":memory:" or database.startswith("file:")
+        self.path = None if in_memory else f"{database}-writers.lock"
+        self.local = threading.local()  # per thread: its own descriptor, its depth
+        self.fallback = threading.RLock()  # no file: one process, threads queue here
+
+    @contextmanager
+    def turn(self) -> Iterator[None]:
+        fd = self._descriptor()
+        if fd is None:
+            with self.fallback:
+                yield
+            return
+        depth = getattr(self.local, "depth", 0)
+        if depth == 0:
+            fcntl.flock(fd, fcntl.LOCK_EX)  # waits in the kernel, GIL released
+        self.local.depth = depth + 1
+        try:
+            yield
+        finally:
+            self.local.depth = depth
+            if depth == 0:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _descriptor(self) -> int | None:
+        if self.path is None:
+            return None
+        fd = getattr(self.local, "fd", None)
+        if fd is None:
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            except OSError as error:
+                LOG.warning("cannot open %s (%s): SQLite writers wait in its busy handler",
+                            self.path, error)
+                self.path = None
+                return None
+            self.local.fd = fd
+        return fd
+
+
 class Database:
     def __init__(self, url: str, max_retries: int = 20, pool_size: int = 10):
         self.url = url
@@ -88,12 +144,7 @@ class Database:
         self.max_retries = max_retries
         self.is_sqlite = url.startswith("sqlite")
         self.dialect = self.engine.dialect.name
-        # SQLite has one writer at a time anyway. Threads of this process queue
-        # here, where a commit wakes the next one at once, instead of in
-        # SQLite's busy handler, which sleeps 1, 2, 5, ... 100 ms between tries
-        # and so leaves the database idle. Other processes still contend on the
-        # file lock, which keeps correctness in the database.
-        self._sqlite_writer = threading.RLock()
+        self._writers = WriterQueue(self.engine.url.database if self.is_sqlite else None)
 
     @contextmanager
     def reader(self) -> Iterator[Connection]:
@@ -106,9 +157,9 @@ class Database:
         while True:
             try:
                 if self.is_sqlite:
-                    with self._sqlite_writer, self.engine.connect() as conn:
+                    with self.engine.connect() as conn:
                         conn.execution_options(sqlite_begin="IMMEDIATE")
-                        with conn.begin():
+                        with self._writers.turn(), conn.begin():
                             return work(conn)
                 with self.engine.connect() as conn, conn.begin():
                     return work(conn)

@@ -5,6 +5,7 @@ project, timestamps, revision) so that a list is one query per table.
 """
 
 from sqlalchemy import (
+    JSON,
     Boolean,
     Column,
     DateTime,
@@ -178,4 +179,36 @@ segment_allocations = Table(
     Column("segmentation_id", Integer, primary_key=True, autoincrement=False),
     Column("allocated", Boolean, nullable=False, default=False),
     Index("ix_segment_allocations_free", "network_type", "physical_network", "allocated"),
+)
+
+# A port's binding on a host; binding-extended allows one per host, one ACTIVE.
+port_bindings = Table(
+    "port_bindings", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("host", String(255), primary_key=True),
+    Column("vnic_type", String(64), nullable=False, default="normal"),
+    Column("profile", JSON, nullable=False),
+    Column("vif_type", String(64), nullable=False),
+    Column("vif_details", JSON, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("segment_id", UUID),
+)
+
+# Agents as they report themselves; "alive" is derived from the heartbeat.
+agents = Table(
+    "agents", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("agent_type", String(255), nullable=False),
+    Column("binary", String(255), nullable=False),
+    Column("topic", String(255), nullable=False),
+    Column("host", String(255), nullable=False, index=True),
+    Column("availability_zone", String(255)),
+    Column("admin_state_up", Boolean, nullable=False, default=True),
+    Column("description", String(255), nullable=False, default=""),
+    Column("configurations", JSON, nullable=False),
+    Column("resources_synced", Boolean),
+    Column("created_at", DateTime, nullable=False),
+    Column("started_at", DateTime, nullable=False),
+    Column("heartbeat_timestamp", DateTime, nullable=False),
+    UniqueConstraint("agent_type", "host", name="uq_agents_agent_type_host"),
 )

@@ -6,10 +6,11 @@ import collections
 import datetime
 import functools
 import random
+from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import and_, delete, or_, select, true
+from sqlalchemy import and_, bindparam, delete, or_, select, true
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
@@ -82,12 +83,15 @@ def get_row(conn: Connection, ctx: Context, port_id: str) -> Row:
     return row
 
 
+_IPS_OF = select(IA.c.port_id, IA.c.subnet_id, IA.c.ip_address).where(
+    IA.c.port_id.in_(bindparam("port_ids", expanding=True)))
+
+
 def _fixed_ips(conn: Connection, port_ids: list[str]) -> dict[str, list[dict[str, str]]]:
     found: dict[str, list[dict[str, str]]] = {}
     for chunk in chunked(port_ids):
         for port_id, subnet_id, address in conn.execute(
-                select(IA.c.port_id, IA.c.subnet_id, IA.c.ip_address)
-                .where(IA.c.port_id.in_(chunk))):
+                _IPS_OF, {"port_ids": list(chunk)}).all():
             found.setdefault(port_id, []).append(
                 {"subnet_id": subnet_id, "ip_address": address})
     return found
@@ -98,8 +102,10 @@ def get(conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]:
     return view(row, _fixed_ips(conn, [port_id]).get(port_id, []), tags.of(conn, port_id))
 
 
-def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-    where = visible(ctx)
+def list_(conn: Connection, ctx: Context, query: CollectionQuery, extra: Sequence = ()
+          ) -> list[dict[str, Any]]:
+    """``extra``: the core plugin's own clauses, for attributes of its extensions."""
+    where = [*visible(ctx), *extra]
     fixed_filters = query.pop_filter("fixed_ips")
     if fixed_filters:
         where.append(_fixed_ips_clause(fixed_filters))

@@ -19,10 +19,18 @@ from neutrino.config import ConfigError
 from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery
+from neutrino.definitions.portbindings import (
+    HOST_ID,
+    PROFILE,
+    VIF_DETAILS,
+    VIF_TYPE,
+    VIF_TYPE_BINDING_FAILED,
+    VNIC_TYPE,
+)
 from neutrino.plugins import loader
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import networks, ports, subnetpools, subnets
-from neutrino.plugins.ml2 import segments
+from neutrino.plugins.ml2 import bindings, segments
 from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.config import OPTION_GROUPS
 from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
@@ -41,6 +49,7 @@ class Ml2Plugin(Plugin):
         "standard-attr-description", "standard-attr-revisions", "standard-attr-timestamp",
         "subnet_allocation", "default-subnetpools", "ip-substring-filtering",
         "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
+        "binding",
     )
     option_groups = OPTION_GROUPS
     extra_filters: ClassVar[dict[str, tuple[str, ...]]] = {"ports": ports.EXTRA_FILTERS}
@@ -276,14 +285,38 @@ class Ml2Plugin(Plugin):
                    ) -> dict[str, Any]:
         view = ports.create(conn, ctx, data, self.settings.base_mac,
                             self.settings.max_fixed_ips_per_port)
+        view.update(bindings.request(conn, view["id"], {}, data) or bindings.view(None))
         self.mechanisms.call("create_port_precommit", PortContext(conn, ctx, view))
         return view
 
     def _port_creator(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
-        return self._create(
+        created = self._create(
             ctx, "port", items, lambda conn, d: self._make_port(conn, ctx, d),
             postcommit=lambda view: PortContext(None, ctx, view),
             undo=lambda view: self._undo(self.delete_port, view))
+        for view in created:
+            if view[HOST_ID]:
+                self._bind(ctx, view)
+        return created
+
+    def _bind(self, ctx: Context, view: dict[str, Any]) -> None:
+        """Ask the mechanism drivers to bind the port on its host; store the outcome.
+
+        Runs after the port's transaction: binding may take a driver time and
+        must not hold the database."""
+        host, network_id = view[HOST_ID], view["network_id"]
+        with self.db.reader() as conn:
+            agents = bindings.agents_on(conn, host, self.settings.agent_down_time)
+            segs = segments.of_networks(conn, [network_id]).get(network_id, [])
+        context = PortContext(None, ctx, view, host=host, vnic_type=view[VNIC_TYPE],
+                              profile=view[PROFILE], agents=agents, segments_to_bind=segs)
+        if self.mechanisms.bind_port(context):
+            result = (context.vif_type, context.vif_details, context.bound_segment.get("id"))
+        else:
+            LOG.warning("port %s could not be bound on host %s", view["id"], host)
+            result = (VIF_TYPE_BINDING_FAILED, {}, None)
+        self.db.write(lambda conn: bindings.store(conn, view["id"], host, *result))
+        view.update({VIF_TYPE: result[0], VIF_DETAILS: result[1]})
 
     def create_port(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         return self._port_creator(ctx, [data])[0]
@@ -291,32 +324,47 @@ class Ml2Plugin(Plugin):
     def create_port_bulk(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
         return self._port_creator(ctx, items)
 
+    def _extend_ports(self, conn: Connection, views: list[dict[str, Any]]
+                      ) -> list[dict[str, Any]]:
+        rows = bindings.of_ports(conn, [v["id"] for v in views])
+        for view in views:
+            view.update(bindings.view(rows.get(view["id"])))
+        return views
+
+    def _port(self, conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]:
+        return self._extend_ports(conn, [ports.get(conn, ctx, port_id)])[0]
+
     def get_port(self, ctx: Context, port_id: str) -> dict[str, Any]:
-        return self._read(lambda conn: ports.get(conn, ctx, port_id))
+        return self._read(lambda conn: self._port(conn, ctx, port_id))
 
     def get_ports(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-        return self._read(lambda conn: ports.list_(conn, ctx, query))
+        where = bindings.filter_clauses(query)
+        return self._read(lambda conn: self._extend_ports(
+            conn, ports.list_(conn, ctx, query, where)))
 
     def update_port(self, ctx: Context, port_id: str, data: dict[str, Any],
                     if_revision: int | None = None) -> dict[str, Any]:
         max_ips = self.settings.max_fixed_ips_per_port
 
-        def work(conn: Connection) -> PortContext:
-            original = ports.get(conn, ctx, port_id)
+        def work(conn: Connection) -> tuple[PortContext, bool]:
+            original = self._port(conn, ctx, port_id)
             ports.update(conn, ctx, port_id, data, if_revision, max_ips)
-            context = PortContext(conn, ctx, ports.get(conn, ctx, port_id), original)
+            rebind = bindings.request(conn, port_id, original, data) is not None
+            context = PortContext(conn, ctx, self._port(conn, ctx, port_id), original)
             self.mechanisms.call("update_port_precommit", context)
-            return context
+            return context, rebind
 
-        context = self.db.write(work)
+        context, rebind = self.db.write(work)
         context.conn = None
         self.mechanisms.call("update_port_postcommit", context, keep_going=True)
+        if rebind and context.current[HOST_ID]:
+            self._bind(ctx, context.current)
         return context.current
 
     def delete_port(self, ctx: Context, port_id: str, if_revision: int | None = None) -> None:
         def work(conn: Connection) -> PortContext:
             self.env.hooks.run(self.env.hooks.before_port_delete, conn, ctx, port_id)
-            context = PortContext(conn, ctx, ports.get(conn, ctx, port_id))
+            context = PortContext(conn, ctx, self._port(conn, ctx, port_id))
             self.mechanisms.call("delete_port_precommit", context)
             ports.delete_(conn, ctx, port_id, if_revision)
             return context

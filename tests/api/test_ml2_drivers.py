@@ -1,0 +1,123 @@
+"""Mechanism drivers through the API: rollback on failure, and port binding."""
+
+import pytest
+
+from tests.conftest import BACKENDS
+from tests.harness import create_database, error_of, start_server
+
+FAKES = "tests.fakes.mechanism"
+
+
+def ml2_server(tmp, backend, drivers):
+    url, drop = create_database(backend, tmp)
+    srv = start_server(tmp, url, auth="trusted_headers",
+                       extra=f"[ml2]\nmechanism_drivers = {drivers}\n")
+    return srv, drop
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def failing_server(request, tmp_path_factory):
+    srv, drop = ml2_server(tmp_path_factory.mktemp(f"mech-{request.param}"), request.param,
+                           f"logger,{FAKES}.FailingDriver,linuxbridge")
+    yield srv
+    srv.stop()
+    drop()
+
+
+@pytest.fixture
+def admin(failing_server, project):
+    return failing_server.client(project, roles=("admin",))
+
+
+@pytest.fixture
+def user(failing_server, project):
+    return failing_server.client(project, roles=("member",))
+
+
+def names(client, collection):
+    resp = client.get(f"/v2.0/{collection}", params={"project_id": client.project_id})
+    return [item["name"] for item in resp.json()[collection]]
+
+
+@pytest.mark.parametrize("method", ["create_network_precommit", "create_network_postcommit"])
+def test_failed_network_create_leaves_nothing(admin, method):
+    resp = admin.post("/v2.0/networks", json={"network": {"name": f"fail:{method}"}})
+    assert resp.status_code == 500
+    error = error_of(resp)
+    assert error["type"] == "MechanismDriverError" and method in error["message"]
+    assert names(admin, "networks") == []
+
+
+@pytest.mark.parametrize("method", ["create_port_precommit", "create_port_postcommit"])
+def test_failed_port_create_leaves_nothing(admin, method):
+    net = admin.network(name="ok")
+    admin.subnet(net["id"], "10.9.0.0/29")
+    resp = admin.post("/v2.0/ports", json={"port": {"network_id": net["id"],
+                                                    "name": f"fail:{method}"}})
+    assert resp.status_code == 500 and error_of(resp)["type"] == "MechanismDriverError"
+    assert names(admin, "ports") == []
+    # the address went back to the pool: the /29 still has all five for new ports
+    for _ in range(5):
+        admin.port(net["id"])
+
+
+def test_failed_update_precommit_rolls_back(admin):
+    net = admin.network(name="before")
+    resp = admin.put(f"/v2.0/networks/{net['id']}",
+                     json={"network": {"name": "fail:update_network_precommit"}})
+    assert resp.status_code == 500
+    assert admin.show("networks", net["id"])["name"] == "before"
+
+
+def test_delete_stands_when_postcommit_fails(admin):
+    net = admin.network(name="fail:delete_network_postcommit")
+    assert admin.delete(f"/v2.0/networks/{net['id']}").status_code == 204
+    assert admin.get(f"/v2.0/networks/{net['id']}").status_code == 404
+
+
+def test_binding_without_an_agent_fails_and_without_a_host_is_unbound(admin, user):
+    net = admin.network()
+    unbound = admin.port(net["id"])
+    assert (unbound["binding:host_id"], unbound["binding:vif_type"]) == ("", "unbound")
+    assert unbound["binding:vnic_type"] == "normal"
+    failed = admin.port(net["id"], **{"binding:host_id": "compute-1"})
+    assert failed["binding:vif_type"] == "binding_failed"
+    assert admin.show("ports", failed["id"])["binding:vif_type"] == "binding_failed"
+    mine = user.port(user.network()["id"])
+    assert "binding:host_id" not in mine and mine["binding:vnic_type"] == "normal"
+    resp = user.post("/v2.0/ports", json={"port": {"network_id": mine["network_id"],
+                                                   "binding:host_id": "h"}})
+    assert resp.status_code == 403
+
+
+@pytest.fixture(scope="module")
+def binding_server(tmp_path_factory):
+    srv, drop = ml2_server(tmp_path_factory.mktemp("bind"), "sqlite",
+                           f"{FAKES}.AlwaysBindDriver")
+    yield srv
+    srv.stop()
+    drop()
+
+
+def test_bound_port_and_rebinding(binding_server, project):
+    admin = binding_server.client(project, roles=("admin",))
+    net = admin.network()
+    port = admin.port(net["id"], **{"binding:host_id": "h1",
+                                    "binding:profile": {"k": "v"}})
+    assert (port["binding:vif_type"], port["binding:host_id"]) == ("fake", "h1")
+    assert port["binding:vif_details"]["bound_drivers"] == {"0": "always_bind"}
+    assert port["binding:profile"] == {"k": "v"}
+    moved = admin.put(f"/v2.0/ports/{port['id']}",
+                      json={"port": {"binding:host_id": "h2"}}).json()["port"]
+    assert (moved["binding:host_id"], moved["binding:vif_type"]) == ("h2", "fake")
+    cleared = admin.put(f"/v2.0/ports/{port['id']}",
+                        json={"port": {"binding:host_id": ""}}).json()["port"]
+    assert (cleared["binding:host_id"], cleared["binding:vif_type"]) == ("", "unbound")
+    other = admin.port(net["id"], **{"binding:host_id": "h3"})
+
+    def on(host):
+        resp = admin.get("/v2.0/ports", params={"binding:host_id": host,
+                                                "network_id": net["id"]})
+        return [p["id"] for p in resp.json()["ports"]]
+
+    assert on("h3") == [other["id"]] and on("h2") == [] and on("") == [port["id"]]
