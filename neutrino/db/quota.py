@@ -10,12 +10,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
 from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.engine import Connection
 
 from neutrino import exceptions as exc
 from neutrino.db import models
+
+# Built once: every create asks for its limit.
+_LIMIT = select(models.quotas.c.hard_limit).where(
+    models.quotas.c.project_id == bindparam("project_id"),
+    models.quotas.c.resource == bindparam("resource"))
 
 
 class QuotaEngine:
@@ -44,9 +49,7 @@ class QuotaEngine:
         return limits
 
     def limit(self, conn: Connection, project_id: str, resource: str) -> int:
-        q = models.quotas
-        value = conn.execute(select(q.c.hard_limit).where(
-            q.c.project_id == project_id, q.c.resource == resource)).scalar()
+        value = conn.execute(_LIMIT, {"project_id": project_id, "resource": resource}).scalar()
         return self.defaults.get(resource, -1) if value is None else value
 
     def used(self, conn: Connection, project_id: str, resource: str) -> int:

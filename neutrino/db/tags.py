@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import delete, select
+from sqlalchemy import bindparam, delete, select
 from sqlalchemy.engine import Connection
 
 from neutrino.db import models
@@ -13,11 +13,14 @@ from neutrino.db.util import chunked
 T = models.tags
 
 
+_OF_MANY = select(T.c.resource_id, T.c.tag).where(
+    T.c.resource_id.in_(bindparam("ids", expanding=True))).order_by(T.c.tag)
+
+
 def load(conn: Connection, ids: Iterable[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for chunk in chunked(list(ids)):
-        for rid, tag in conn.execute(select(T.c.resource_id, T.c.tag).where(
-                T.c.resource_id.in_(chunk)).order_by(T.c.tag)):
+        for rid, tag in conn.execute(_OF_MANY, {"ids": list(chunk)}).all():
             found.setdefault(rid, []).append(tag)
     return found
 

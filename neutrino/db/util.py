@@ -25,7 +25,8 @@ def now() -> datetime.datetime:
 
 
 def timestamp(value: datetime.datetime | None) -> str | None:
-    return None if value is None else value.strftime("%Y-%m-%dT%H:%M:%SZ")
+    """Neutrino's time format, 2026-12-02T14:42:58Z (isoformat: lists format thousands)."""
+    return None if value is None else value.isoformat(timespec="seconds") + "Z"
 
 
 def check_revision(conn: Connection, table: Any, item_id: str, if_revision: int | None

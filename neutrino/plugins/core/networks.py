@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import bindparam, delete, or_, select
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
@@ -40,7 +40,15 @@ def _where(ctx: Context) -> list:
     return [] if clause is None else [clause]
 
 
+_BY_ID = select(N).where(N.c.id == bindparam("id"))  # built once: every port create asks
+
+
 def get_row(conn: Connection, ctx: Context, network_id: str, for_update: bool = False) -> Row:
+    if ctx.is_admin and not for_update:
+        row = conn.execute(_BY_ID, {"id": network_id}).first()
+        if row is None:
+            raise exc.NetworkNotFound(net_id=network_id)
+        return row
     stmt = select(N).where(N.c.id == network_id, *_where(ctx))
     if for_update and conn.dialect.name != "sqlite":
         stmt = stmt.with_for_update()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import collections
-import datetime
 import functools
 import random
 from collections.abc import Sequence
@@ -17,7 +16,7 @@ from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, select_page
-from neutrino.db.util import bump, check_revision, chunked, now
+from neutrino.db.util import bump, check_revision, chunked, now, timestamp
 from neutrino.definitions.validators import new_uuid
 from neutrino.ipam import allocator
 from neutrino.plugins.core import networks
@@ -53,14 +52,9 @@ def view(row: Any, fixed_ips: list[dict[str, str]], tag_list: list[str]) -> dict
         "mac_address": row.mac_address, "admin_state_up": row.admin_state_up,
         "status": row.status, "device_id": row.device_id, "device_owner": row.device_owner,
         "fixed_ips": fixed_ips, "description": row.description, "tags": tag_list,
-        "created_at": _timestamp(row.created_at), "updated_at": _timestamp(row.updated_at),
+        "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
         "revision_number": row.revision_number,
     }
-
-
-def _timestamp(value: datetime.datetime | None) -> str | None:
-    """``db.util.timestamp``, the same text three times faster (lists format thousands)."""
-    return None if value is None else value.isoformat(timespec="seconds") + "Z"
 
 
 @functools.lru_cache(maxsize=8)
