@@ -35,6 +35,17 @@ class CollectionQuery:
 ALL = CollectionQuery()
 
 
+def api_columns(table: Any, *names: str, **renamed: Any) -> dict[str, Any]:
+    """API attribute -> column: the standard attributes, then ``names`` (columns
+    of the same name) and ``renamed`` (attribute -> column, e.g. router:external)."""
+    columns = {name: table.c[name] for name in (
+        "id", "name", "description", "project_id", "created_at", "updated_at",
+        "revision_number", *names)}
+    columns["tenant_id"] = table.c.project_id
+    columns.update(renamed)
+    return columns
+
+
 def tag_clauses(id_column: Any, tag_filters: Mapping[str, list[str]]) -> list[ColumnElement]:
     """tags: all of; tags-any: any of; not-tags: not all of; not-tags-any: none of."""
     tags = models.tags

@@ -415,3 +415,29 @@ def test_server_starts_with_the_example_config(tmp_path, running):
                       json={"network": {"name": "example"}}).status_code == 201
     assert (tmp_path / "example.db").exists()
     assert "WARNING" not in srv.log.read_text()
+
+
+def test_server_starts_with_the_ml2_example(tmp_path, running):
+    """etc/ml2_conf.ini enables every type driver; the server takes it as it is."""
+    port = free_port()
+    example = Path(__file__).resolve().parents[2] / "etc" / "ml2_conf.ini"
+    srv = running(port, base_conf(tmp_path, port), example)
+    net = httpx.post(f"{srv.url}/v2.0/networks", json={"network": {"name": "x"}}).json()
+    assert net["network"]["provider:network_type"] == "vxlan"
+    assert net["network"]["mtu"] == 1450
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[ml2]\nmechanism_drivers = linuxbridge,nosuch\n", "unknown ml2 mechanism driver 'nosuch'"),
+    ("[ml2]\ntype_drivers = local,nosuch\n", "unknown ml2 type driver 'nosuch'"),
+    ("[ml2]\ntype_drivers = local\ntenant_network_types = vxlan\n",
+     "tenant_network_types vxlan not in type_drivers"),
+    ("[ml2_type_vxlan]\nvni_ranges = 20:10\n", "for option vni_ranges in [ml2_type_vxlan]"),
+    ("[ml2_type_vlan]\nnetwork_vlan_ranges = physnet1:1:5000\n",
+     "for option network_vlan_ranges in [ml2_type_vlan]"),
+])
+def test_bad_ml2_configuration_stops_the_server(tmp_path, text, expected):
+    conf = write(tmp_path / "ml2.conf", text)
+    code, output = fail_to_start(tmp_path, base_conf(tmp_path), conf)
+    assert code != 0
+    assert expected in one_error_line(output)

@@ -12,20 +12,14 @@ from sqlalchemy.engine import Connection, Row
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
-from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions.validators import new_uuid
 
 N = models.networks
 
-COLUMNS = {
-    "id": N.c.id, "name": N.c.name, "description": N.c.description,
-    "project_id": N.c.project_id, "tenant_id": N.c.project_id,
-    "status": N.c.status, "admin_state_up": N.c.admin_state_up, "shared": N.c.shared,
-    "router:external": N.c.router_external, "mtu": N.c.mtu,
-    "created_at": N.c.created_at, "updated_at": N.c.updated_at,
-    "revision_number": N.c.revision_number,
-}
+COLUMNS = api_columns(N, "status", "admin_state_up", "shared", "mtu",
+                      **{"router:external": N.c.router_external})
 
 
 def visible(ctx: Context):

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Row
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
-from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import bump, check_revision, chunked, now, timestamp
 from neutrino.definitions.validators import new_uuid
 from neutrino.ipam import allocator
@@ -24,15 +24,8 @@ from neutrino.plugins.core import networks
 P = models.ports
 IA = models.ip_allocations
 
-COLUMNS = {
-    "id": P.c.id, "name": P.c.name, "description": P.c.description,
-    "project_id": P.c.project_id, "tenant_id": P.c.project_id,
-    "network_id": P.c.network_id, "mac_address": P.c.mac_address,
-    "admin_state_up": P.c.admin_state_up, "status": P.c.status,
-    "device_id": P.c.device_id, "device_owner": P.c.device_owner,
-    "created_at": P.c.created_at, "updated_at": P.c.updated_at,
-    "revision_number": P.c.revision_number,
-}
+COLUMNS = api_columns(P, "network_id", "mac_address", "admin_state_up", "status",
+                      "device_id", "device_owner")
 EXTRA_FILTERS = ("fixed_ips",)
 
 

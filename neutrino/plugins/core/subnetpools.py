@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection, Row
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
-from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions.validators import new_uuid
 
@@ -20,16 +20,9 @@ SP = models.subnetpools
 SPP = models.subnetpool_prefixes
 S = models.subnets
 
-COLUMNS = {
-    "id": SP.c.id, "name": SP.c.name, "description": SP.c.description,
-    "project_id": SP.c.project_id, "tenant_id": SP.c.project_id,
-    "ip_version": SP.c.ip_version, "default_prefixlen": SP.c.default_prefixlen,
-    "min_prefixlen": SP.c.min_prefixlen, "max_prefixlen": SP.c.max_prefixlen,
-    "default_quota": SP.c.default_quota, "shared": SP.c.shared, "is_default": SP.c.is_default,
-    "address_scope_id": SP.c.address_scope_id,
-    "created_at": SP.c.created_at, "updated_at": SP.c.updated_at,
-    "revision_number": SP.c.revision_number,
-}
+COLUMNS = api_columns(SP, "ip_version", "default_prefixlen", "min_prefixlen",
+                      "max_prefixlen", "default_quota", "shared", "is_default",
+                      "address_scope_id")
 
 
 class IllegalSubnetPoolPrefixBounds(exc.BadRequest):

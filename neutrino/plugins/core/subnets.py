@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection, Row
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
-from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import bump, check_revision, chunked, now, timestamp
 from neutrino.definitions.validators import new_uuid
 from neutrino.ipam import allocator
@@ -25,16 +25,8 @@ DNS = models.dns_nameservers
 HR = models.host_routes
 IA = models.ip_allocations
 
-COLUMNS = {
-    "id": S.c.id, "name": S.c.name, "description": S.c.description,
-    "project_id": S.c.project_id, "tenant_id": S.c.project_id,
-    "network_id": S.c.network_id, "ip_version": S.c.ip_version, "cidr": S.c.cidr,
-    "gateway_ip": S.c.gateway_ip, "enable_dhcp": S.c.enable_dhcp,
-    "ipv6_ra_mode": S.c.ipv6_ra_mode, "ipv6_address_mode": S.c.ipv6_address_mode,
-    "subnetpool_id": S.c.subnetpool_id,
-    "created_at": S.c.created_at, "updated_at": S.c.updated_at,
-    "revision_number": S.c.revision_number,
-}
+COLUMNS = api_columns(S, "network_id", "ip_version", "cidr", "gateway_ip", "enable_dhcp",
+                      "ipv6_ra_mode", "ipv6_address_mode", "subnetpool_id")
 
 
 def _invalid(msg: str) -> exc.InvalidInput:

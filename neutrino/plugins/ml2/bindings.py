@@ -35,11 +35,14 @@ def view(row: Any | None) -> dict[str, Any]:
 
 
 def of_ports(conn: Connection, port_ids: Sequence[str]) -> dict[str, Any]:
-    """port id -> its active binding row."""
+    """port id -> its active binding row. For a long list, one read of every
+    active binding costs less than many ``IN`` lists."""
+    active = select(B).where(B.c.status == ACTIVE)
+    if len(port_ids) > 500:
+        return {row.port_id: row for row in conn.execute(active).all()}
     found = {}
     for chunk in chunked(list(port_ids)):
-        for row in conn.execute(select(B).where(B.c.port_id.in_(chunk),
-                                                B.c.status == ACTIVE)):
+        for row in conn.execute(active.where(B.c.port_id.in_(chunk))).all():
             found[row.port_id] = row
     return found
 
