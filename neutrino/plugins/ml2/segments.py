@@ -59,11 +59,11 @@ def of_networks(conn: Connection, network_ids: Sequence[str] | None) -> dict[str
 
 
 def requested(data: dict[str, Any]) -> list[Segment] | None:
-    """The segments a create asks for (provider or multi-provider attributes),
-    removed from ``data``; None when it asks for none."""
-    provider = {key: data.pop(key) for key in PROVIDER_KEYS if key in data}
-    provider = {key: value for key, value in provider.items() if value is not None}
-    multi = data.pop("segments", None)
+    """The segments a create asks for (provider or multi-provider attributes);
+    None when it asks for none. ``data`` is left as it is: a retried
+    transaction reads it again."""
+    provider = {key: data[key] for key in PROVIDER_KEYS if data.get(key) is not None}
+    multi = data.get("segments")
     if provider and multi:
         raise exc.InvalidInput(error_message="Segments and provider values cannot both be "
                                              "set.")
