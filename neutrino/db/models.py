@@ -212,3 +212,10 @@ agents = Table(
     Column("heartbeat_timestamp", DateTime, nullable=False),
     UniqueConstraint("agent_type", "host", name="uq_agents_agent_type_host"),
 )
+
+# port_security extension driver: one row per network or port that has a value.
+port_security = Table(
+    "port_security", metadata,
+    Column("resource_id", UUID, primary_key=True),
+    Column("enabled", Boolean, nullable=False),
+)

@@ -121,3 +121,40 @@ def test_bound_port_and_rebinding(binding_server, project):
         return [p["id"] for p in resp.json()["ports"]]
 
     assert on("h3") == [other["id"]] and on("h2") == [] and on("") == [port["id"]]
+
+
+@pytest.fixture(scope="module")
+def port_security_server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("portsec")
+    url, drop = create_database("sqlite", tmp)
+    srv = start_server(tmp, url, auth="trusted_headers",
+                       extra="[ml2]\nextension_drivers = port_security\n")
+    yield srv
+    srv.stop()
+    drop()
+
+
+def test_port_security_network_default_and_port_override(port_security_server, project):
+    user = port_security_server.client(project, roles=("member",))
+    aliases = {e["alias"] for e in user.get("/v2.0/extensions").json()["extensions"]}
+    assert "port-security" in aliases
+    secured = user.network()
+    assert secured["port_security_enabled"] is True
+    assert user.port(secured["id"])["port_security_enabled"] is True
+    open_net = user.network(port_security_enabled=False)
+    assert user.port(open_net["id"])["port_security_enabled"] is False
+    override = user.port(open_net["id"], port_security_enabled=True)
+    assert override["port_security_enabled"] is True
+    updated = user.put(f"/v2.0/ports/{override['id']}",
+                       json={"port": {"port_security_enabled": False}}).json()["port"]
+    assert updated["port_security_enabled"] is False
+    listed = user.get("/v2.0/networks", params={"id": [secured["id"], open_net["id"]]})
+    assert {n["id"]: n["port_security_enabled"] for n in listed.json()["networks"]} == {
+        secured["id"]: True, open_net["id"]: False}
+
+
+def test_port_security_is_absent_unless_its_driver_is_loaded(admin):
+    aliases = {e["alias"] for e in admin.get("/v2.0/extensions").json()["extensions"]}
+    assert "port-security" not in aliases
+    resp = admin.post("/v2.0/networks", json={"network": {"port_security_enabled": False}})
+    assert resp.status_code == 400

@@ -71,6 +71,10 @@ class Ml2Plugin(Plugin):
         self.mechanisms = MechanismManager([
             loader.find(loader.ML2_MECHANISM_GROUP, name)(conf)
             for name in conf.ml2.mechanism_drivers])
+        self.extension_drivers = [loader.find(loader.ML2_EXTENSION_GROUP, name)(conf)
+                                  for name in conf.ml2.extension_drivers]
+        self.supported_extension_aliases = type(self).supported_extension_aliases + tuple(
+            driver.extension_alias for driver in self.extension_drivers)
 
     def sync_database(self) -> None:
         self.db.write(self.types.sync_allocations)
@@ -137,6 +141,8 @@ class Ml2Plugin(Plugin):
         view = networks.create(conn, data, data.get("mtu") or max_mtu)
         stored = segments.add(conn, view["id"], segs)
         view.update(segments.provider_view(stored))
+        for driver in self.extension_drivers:
+            driver.process_create_network(conn, data, view)
         self.mechanisms.call("create_network_precommit",
                              NetworkContext(conn, ctx, view, segments=stored))
         return view
@@ -159,6 +165,8 @@ class Ml2Plugin(Plugin):
         by_network = segments.of_networks(conn, None if len(ids) > 200 else ids)
         for view in views:
             view.update(segments.provider_view(by_network.get(view["id"], [])))
+        for driver in self.extension_drivers:
+            driver.extend_networks(conn, views)
         return views
 
     def _network(self, conn: Connection, ctx: Context, network_id: str) -> dict[str, Any]:
@@ -186,6 +194,8 @@ class Ml2Plugin(Plugin):
                 segs = segments.of_networks(conn, [network_id]).get(network_id, [])
                 check_requested_mtu(data["mtu"], self.types.network_mtu(segs))
             networks.update(conn, ctx, network_id, data, if_revision)
+            for driver in self.extension_drivers:
+                driver.process_update_network(conn, data, {"id": network_id})
             current = self._network(conn, ctx, network_id)
             self.mechanisms.call("update_network_precommit",
                                  NetworkContext(conn, ctx, current, original))
@@ -286,6 +296,8 @@ class Ml2Plugin(Plugin):
         view = ports.create(conn, ctx, data, self.settings.base_mac,
                             self.settings.max_fixed_ips_per_port)
         view.update(bindings.request(conn, view["id"], {}, data) or bindings.view(None))
+        for driver in self.extension_drivers:
+            driver.process_create_port(conn, data, view)
         self.mechanisms.call("create_port_precommit", PortContext(conn, ctx, view))
         return view
 
@@ -329,6 +341,8 @@ class Ml2Plugin(Plugin):
         rows = bindings.of_ports(conn, [v["id"] for v in views])
         for view in views:
             view.update(bindings.view(rows.get(view["id"])))
+        for driver in self.extension_drivers:
+            driver.extend_ports(conn, views)
         return views
 
     def _port(self, conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]:
@@ -350,6 +364,8 @@ class Ml2Plugin(Plugin):
             original = self._port(conn, ctx, port_id)
             ports.update(conn, ctx, port_id, data, if_revision, max_ips)
             rebind = bindings.request(conn, port_id, original, data) is not None
+            for driver in self.extension_drivers:
+                driver.process_update_port(conn, data, {"id": port_id})
             context = PortContext(conn, ctx, self._port(conn, ctx, port_id), original)
             self.mechanisms.call("update_port_precommit", context)
             return context, rebind
