@@ -74,6 +74,10 @@ DEFAULT_RULES: dict[str, str] = {
     "update_port:fixed_ips:ip_address": "rule:admin_or_network_owner",
     "delete_port": "rule:admin_owner_or_network_owner and rule:not_reader",
 
+    "create_segment": "rule:admin_only",
+    "update_segment": "rule:admin_only",
+    "delete_segment": "rule:admin_only",
+
     "update_tags": "rule:admin_or_owner and rule:not_reader",
     "get_quota": "rule:admin_or_owner",
     "update_quota": "rule:admin_only",

@@ -147,3 +147,35 @@ def test_filter_by_provider_attributes(admin, project):
     found = admin.get("/v2.0/networks", params={"provider:network_type": "gre",
                                                 "provider:segmentation_id": "50"})
     assert [n["id"] for n in found.json()["networks"]] == [net["id"]]
+
+
+def test_segments_resource(admin, user):
+    net = admin.network(**{"provider:network_type": "vlan",
+                           "provider:physical_network": "physnet1",
+                           "provider:segmentation_id": 101})
+    listed = admin.get("/v2.0/segments", params={"network_id": net["id"]}).json()["segments"]
+    assert [(s["network_type"], s["physical_network"], s["segmentation_id"])
+            for s in listed] == [("vlan", "physnet1", 101)]
+    added = admin.create("segments", network_id=net["id"], network_type="vxlan",
+                         segmentation_id=1999, name="second")
+    assert (added["network_type"], added["segmentation_id"], added["name"]) == (
+        "vxlan", 1999, "second")
+    shown = admin.show("networks", net["id"])
+    assert len(shown["segments"]) == 2 and "provider:network_type" not in shown
+    resp = admin.post("/v2.0/segments", json={"segment": {
+        "network_id": net["id"], "network_type": "vxlan", "segmentation_id": 1999}})
+    assert resp.status_code == 409 and error_of(resp)["type"] == "TunnelIdInUse"
+    renamed = admin.put(f"/v2.0/segments/{added['id']}",
+                        json={"segment": {"name": "renamed"}}).json()["segment"]
+    assert renamed["name"] == "renamed" and renamed["revision_number"] == 1
+    assert user.get("/v2.0/segments").json()["segments"] == []
+    assert user.get(f"/v2.0/segments/{added['id']}").status_code == 404
+    assert user.post("/v2.0/segments", json={"segment": {
+        "network_id": net["id"], "network_type": "vxlan"}}).status_code == 403
+    assert admin.delete(f"/v2.0/segments/{added['id']}").status_code == 204
+    only = listed[0]["id"]
+    resp = admin.delete(f"/v2.0/segments/{only}")
+    assert resp.status_code == 409 and error_of(resp)["type"] == "SegmentInUse"
+    again = admin.create("segments", network_id=net["id"], network_type="vxlan",
+                         segmentation_id=1999)
+    assert again["segmentation_id"] == 1999  # the id went back when its segment went

@@ -18,7 +18,8 @@ from neutrino import exceptions as exc
 from neutrino.config import ConfigError
 from neutrino.context import Context
 from neutrino.db import models, tags
-from neutrino.db.query import CollectionQuery
+from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.util import bump, check_revision
 from neutrino.definitions.portbindings import (
     HOST_ID,
     PROFILE,
@@ -27,6 +28,7 @@ from neutrino.definitions.portbindings import (
     VIF_TYPE_BINDING_FAILED,
     VNIC_TYPE,
 )
+from neutrino.definitions.segment import SegmentNotFound
 from neutrino.plugins import loader
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import networks, ports, subnetpools, subnets
@@ -49,7 +51,7 @@ class Ml2Plugin(Plugin):
         "standard-attr-description", "standard-attr-revisions", "standard-attr-timestamp",
         "subnet_allocation", "default-subnetpools", "ip-substring-filtering",
         "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
-        "binding",
+        "binding", "segment",
     )
     option_groups = OPTION_GROUPS
     extra_filters: ClassVar[dict[str, tuple[str, ...]]] = {"ports": ports.EXTRA_FILTERS}
@@ -388,6 +390,52 @@ class Ml2Plugin(Plugin):
         context = self.db.write(work)
         context.conn = None
         self._postcommit_quietly("delete_port_postcommit", context)
+
+    # --- segments (admin only: others see none) ----------------------------------------
+
+    def create_segment(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+        wanted = {k: data.get(k) for k in ("network_type", "physical_network",
+                                           "segmentation_id")}
+        self.types.validate_provider_segment(wanted)
+
+        def work(conn: Connection) -> dict[str, Any]:
+            networks.get_row(conn, ctx, data["network_id"])
+            reserved = self.types.reserve_provider_segment(conn, dict(wanted))
+            return segments.append(conn, data["network_id"], reserved, data.get("name"),
+                                   data.get("description", ""))
+
+        return self.db.write(work)
+
+    def get_segment(self, ctx: Context, segment_id: str) -> dict[str, Any]:
+        if not ctx.is_admin:
+            raise SegmentNotFound(segment_id=segment_id)
+        return self._read(lambda conn: segments.view(segments.get_row(conn, segment_id)))
+
+    def get_segments(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+        if not ctx.is_admin:
+            return []
+        return self._read(lambda conn: [segments.view(r) for r in select_page(
+            conn, segments.SEG, segments.COLUMNS, query)])
+
+    def update_segment(self, ctx: Context, segment_id: str, data: dict[str, Any],
+                       if_revision: int | None = None) -> dict[str, Any]:
+        def work(conn: Connection) -> dict[str, Any]:
+            segments.get_row(conn, segment_id)
+            values = {k: data[k] for k in ("name", "description") if k in data}
+            bump(conn, segments.SEG, segment_id, if_revision, values)
+            return segments.view(segments.get_row(conn, segment_id))
+
+        return self.db.write(work)
+
+    def delete_segment(self, ctx: Context, segment_id: str,
+                       if_revision: int | None = None) -> None:
+        def work(conn: Connection) -> None:
+            row = segments.get_row(conn, segment_id)
+            check_revision(conn, segments.SEG, segment_id, if_revision)
+            segments.remove(conn, row)
+            self.types.release_segment(conn, segments.view(row))
+
+        self.db.write(work)
 
     # --- subnet pools --------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from neutrino.definitions.provider_net import (
     PROVIDER_KEYS,
     SEGMENTATION_ID,
 )
+from neutrino.definitions.segment import SegmentNotFound
 from neutrino.definitions.validators import new_uuid
 from neutrino.plugins.ml2.api import Segment
 
@@ -103,3 +104,48 @@ def filter_clauses(query: Any) -> list:
             clauses.append(models.networks.c.id.in_(
                 select(SEG.c.network_id).where(column.in_(values))))
     return clauses
+
+
+COLUMNS = {name: SEG.c[name] for name in (
+    "id", "network_id", "name", "description", "network_type", "physical_network",
+    "segmentation_id", "created_at", "updated_at", "revision_number")}
+
+
+class SegmentInUse(exc.InUse):
+    message = "Segment '%(segment_id)s' cannot be deleted: %(reason)s."
+
+
+def get_row(conn: Connection, segment_id: str) -> Any:
+    row = conn.execute(select(SEG).where(SEG.c.id == segment_id)).first()
+    if row is None:
+        raise SegmentNotFound(segment_id=segment_id)
+    return row
+
+
+def append(conn: Connection, network_id: str, segment: Segment, name: str | None,
+           description: str) -> Segment:
+    """Add one more segment to a network (after those it has)."""
+    last = conn.execute(select(SEG.c.segment_index).where(SEG.c.network_id == network_id)
+                        .order_by(SEG.c.segment_index.desc()).limit(1)).scalar()
+    when = now()
+    row = {"id": new_uuid(), "network_id": network_id,
+           "network_type": segment["network_type"],
+           "physical_network": segment.get("physical_network"),
+           "segmentation_id": segment.get("segmentation_id"),
+           "segment_index": 0 if last is None else last + 1, "name": name,
+           "description": description, "created_at": when, "updated_at": when,
+           "revision_number": 0}
+    conn.execute(SEG.insert().values(**row))
+    return view(row)
+
+
+def remove(conn: Connection, row: Any) -> None:
+    others = conn.execute(select(SEG.c.id).where(SEG.c.network_id == row.network_id,
+                                                 SEG.c.id != row.id).limit(1)).first()
+    if others is None:
+        raise SegmentInUse(segment_id=row.id, reason="it is the network's only segment")
+    bound = conn.execute(select(models.port_bindings.c.port_id).where(
+        models.port_bindings.c.segment_id == row.id).limit(1)).first()
+    if bound is not None:
+        raise SegmentInUse(segment_id=row.id, reason="ports are bound to it")
+    conn.execute(SEG.delete().where(SEG.c.id == row.id))

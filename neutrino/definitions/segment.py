@@ -1,0 +1,41 @@
+"""segment: the segments of a network as a resource of their own (admin only)."""
+
+from neutrino import exceptions as exc
+from neutrino.definitions import validators as v
+from neutrino.definitions.base import REQUIRED, Attr, Extension, Resource, attrs
+
+
+class SegmentNotFound(exc.NotFound):
+    message = "Segment %(segment_id)s could not be found."
+
+
+RESOURCE = Resource(
+    name="segment",
+    collection="segments",
+    not_found=SegmentNotFound,
+    attrs=attrs(
+        Attr("id", validate=v.uuid, sort=True),
+        Attr("network_id", allow_post=True, default=REQUIRED, validate=v.uuid, sort=True),
+        Attr("name", allow_post=True, allow_put=True, default=None,
+             validate=v.string_or_none(255), sort=True),
+        Attr("description", allow_post=True, allow_put=True, default="",
+             validate=v.string(255), sort=True),
+        Attr("network_type", allow_post=True, default=REQUIRED, validate=v.string(32),
+             sort=True),
+        Attr("physical_network", allow_post=True, default=None,
+             validate=v.string_or_none(64), sort=True),
+        Attr("segmentation_id", allow_post=True, default=None, convert=v.to_int_or_none,
+             validate=lambda x: None if x is None else v.integer_range(0, 2 ** 32 - 1)(x),
+             sort=True),
+        Attr("created_at", sort=True, filter=False),
+        Attr("updated_at", sort=True, filter=False),
+        Attr("revision_number", sort=True, convert_filter=v.to_int),
+    ),
+)
+
+EXTENSION = Extension(
+    alias="segment",
+    name="Segment",
+    description="Segments extension.",
+    resources=(RESOURCE,),
+)
