@@ -150,20 +150,21 @@ def test_filter_by_provider_attributes(admin, project):
 
 
 def test_segments_resource(admin, user):
+    # physnet2 has no project ranges: nothing else in this module can take vlan 3201
     net = admin.network(**{"provider:network_type": "vlan",
-                           "provider:physical_network": "physnet1",
-                           "provider:segmentation_id": 101})
+                           "provider:physical_network": "physnet2",
+                           "provider:segmentation_id": 3201})
     listed = admin.get("/v2.0/segments", params={"network_id": net["id"]}).json()["segments"]
     assert [(s["network_type"], s["physical_network"], s["segmentation_id"])
-            for s in listed] == [("vlan", "physnet1", 101)]
+            for s in listed] == [("vlan", "physnet2", 3201)]
     added = admin.create("segments", network_id=net["id"], network_type="vxlan",
-                         segmentation_id=1999, name="second")
+                         segmentation_id=99999, name="second")
     assert (added["network_type"], added["segmentation_id"], added["name"]) == (
-        "vxlan", 1999, "second")
+        "vxlan", 99999, "second")
     shown = admin.show("networks", net["id"])
     assert len(shown["segments"]) == 2 and "provider:network_type" not in shown
     resp = admin.post("/v2.0/segments", json={"segment": {
-        "network_id": net["id"], "network_type": "vxlan", "segmentation_id": 1999}})
+        "network_id": net["id"], "network_type": "vxlan", "segmentation_id": 99999}})
     assert resp.status_code == 409 and error_of(resp)["type"] == "TunnelIdInUse"
     renamed = admin.put(f"/v2.0/segments/{added['id']}",
                         json={"segment": {"name": "renamed"}}).json()["segment"]
@@ -177,5 +178,5 @@ def test_segments_resource(admin, user):
     resp = admin.delete(f"/v2.0/segments/{only}")
     assert resp.status_code == 409 and error_of(resp)["type"] == "SegmentInUse"
     again = admin.create("segments", network_id=net["id"], network_type="vxlan",
-                         segmentation_id=1999)
-    assert again["segmentation_id"] == 1999  # the id went back when its segment went
+                         segmentation_id=99999)
+    assert again["segmentation_id"] == 99999  # the id went back when its segment went
