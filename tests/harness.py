@@ -111,6 +111,17 @@ def error_of(resp: httpx.Response) -> dict[str, Any]:
     return body["NeutronError"]
 
 
+def expect_error(resp: httpx.Response, status: int, type_: str,
+                 message: str | None = None) -> dict[str, Any]:
+    """Assert the status, the NeutronError type and (when given) the message."""
+    assert resp.status_code == status, resp.text
+    error = error_of(resp)
+    assert error["type"] == type_, error
+    if message is not None:
+        assert error["message"] == message, error
+    return error
+
+
 class Server:
     def __init__(self, url: str, proc: subprocess.Popen, log: Path, conf: Path, db_url: str):
         self.url = url

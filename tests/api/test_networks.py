@@ -2,7 +2,7 @@
 
 import re
 
-from tests.harness import error_of
+from tests.harness import expect_error
 
 TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 NETWORK_KEYS = {
@@ -14,16 +14,6 @@ NETWORK_KEYS = {
 
 def _url(net_id: str) -> str:
     return f"/v2.0/networks/{net_id}"
-
-
-def _error(resp, status: int, type_: str, message: str | None = None) -> dict:
-    assert resp.status_code == status, resp.text
-    error = error_of(resp)
-    assert error["type"] == type_, error
-    if message is not None:
-        assert error["message"] == message, error
-    assert error["detail"] == ""
-    return error
 
 
 def test_create_with_defaults_shows_every_attribute(user):
@@ -72,7 +62,7 @@ def test_update_name_admin_state_and_revision(user):
 def test_update_read_only_attribute_rejected(user):
     net = user.network()
     resp = user.put(_url(net["id"]), json={"network": {"status": "DOWN"}})
-    _error(resp, 400, "HTTPBadRequest", "Cannot update read-only attribute status")
+    expect_error(resp, 400, "HTTPBadRequest", "Cannot update read-only attribute status")
 
 
 def test_mtu_is_writable_up_to_what_the_segments_carry(user):
@@ -82,7 +72,7 @@ def test_mtu_is_writable_up_to_what_the_segments_carry(user):
     resp = user.put(_url(net["id"]), json={"network": {"mtu": 1300}})
     assert resp.status_code == 200 and resp.json()["network"]["mtu"] == 1300
     resp = user.put(_url(net["id"]), json={"network": {"mtu": 9000}})
-    _error(resp, 400, "InvalidInput",
+    expect_error(resp, 400, "InvalidInput",
            "Invalid input for operation: Requested MTU is too big, maximum is 1500.")
     resp = user.post("/v2.0/networks", json={"network": {"mtu": 67}})
     assert resp.status_code == 400
@@ -103,7 +93,7 @@ def test_unshare_refused_while_another_project_has_ports(admin, other):
     net = admin.network(shared=True)
     port = other.port(net["id"])
     resp = admin.put(_url(net["id"]), json={"network": {"shared": False}})
-    _error(resp, 409, "InvalidSharedSetting",
+    expect_error(resp, 409, "InvalidSharedSetting",
            f"Unable to reconfigure sharing settings for network {net['id']}. "
            "Multiple projects are using it.")
     assert admin.show("networks", net["id"])["shared"] is True
@@ -129,10 +119,10 @@ def test_delete(user):
     user.subnet(net["id"], "10.0.0.0/24")
     resp = user.delete(_url(net["id"]))
     assert resp.status_code == 204 and resp.content == b""
-    _error(user.get(_url(net["id"])), 404, "NetworkNotFound",
+    expect_error(user.get(_url(net["id"])), 404, "NetworkNotFound",
            f"Network {net['id']} could not be found.")
     assert user.get("/v2.0/subnets", params={"network_id": net["id"]}).json()["subnets"] == []
-    _error(user.delete(_url(net["id"])), 404, "NetworkNotFound")
+    expect_error(user.delete(_url(net["id"])), 404, "NetworkNotFound")
 
 
 def test_network_in_use_lists_its_ports(user):
@@ -140,12 +130,12 @@ def test_network_in_use_lists_its_ports(user):
     user.subnet(net["id"], "10.0.0.0/24")
     port = user.port(net["id"])
     resp = user.delete(_url(net["id"]))
-    _error(resp, 409, "NetworkInUse",
+    expect_error(resp, 409, "NetworkInUse",
            f"Unable to complete operation on network {net['id']}. There are one or more "
            "ports still in use on the network, id for these ports is: "
            f"{port['id']}.")
     second = user.port(net["id"])
-    message = _error(user.delete(_url(net["id"])), 409, "NetworkInUse")["message"]
+    message = expect_error(user.delete(_url(net["id"])), 409, "NetworkInUse")["message"]
     listed = message.rsplit(": ", 1)[1].rstrip(".").split(",")
     assert sorted(listed) == sorted([port["id"], second["id"]])
     assert user.show("networks", net["id"])["id"] == net["id"]
@@ -160,31 +150,31 @@ def test_dhcp_port_does_not_block_delete(admin):
     dhcp = admin.port(net["id"], device_owner="network:dhcp")
     assert dhcp["fixed_ips"]
     assert admin.delete(_url(net["id"])).status_code == 204
-    _error(admin.get(f"/v2.0/ports/{dhcp['id']}"), 404, "PortNotFound")
+    expect_error(admin.get(f"/v2.0/ports/{dhcp['id']}"), 404, "PortNotFound")
 
 
 def test_unknown_network_is_404(user):
     missing = "9e5b0b2b-7a4c-4bb4-9d0a-0cbd0f6c3f11"
-    _error(user.get(_url(missing)), 404, "NetworkNotFound",
+    expect_error(user.get(_url(missing)), 404, "NetworkNotFound",
            f"Network {missing} could not be found.")
-    _error(user.put(_url(missing), json={"network": {"name": "x"}}), 404, "NetworkNotFound")
-    _error(user.delete(_url(missing)), 404, "NetworkNotFound")
+    expect_error(user.put(_url(missing), json={"network": {"name": "x"}}), 404, "NetworkNotFound")
+    expect_error(user.delete(_url(missing)), 404, "NetworkNotFound")
     # Neutron does not check the form of ids in the path
-    _error(user.get(_url("not-a-uuid")), 404, "NetworkNotFound",
+    expect_error(user.get(_url("not-a-uuid")), 404, "NetworkNotFound",
            "Network not-a-uuid could not be found.")
 
 
 def test_non_admin_cannot_set_shared_or_external(user):
     resp = user.post("/v2.0/networks", json={"network": {"shared": True}})
-    _error(resp, 403, "PolicyNotAuthorized", "create_network:shared is disallowed by policy")
+    expect_error(resp, 403, "PolicyNotAuthorized", "create_network:shared is disallowed by policy")
     resp = user.post("/v2.0/networks", json={"network": {"router:external": True}})
-    _error(resp, 403, "PolicyNotAuthorized",
+    expect_error(resp, 403, "PolicyNotAuthorized",
            "create_network:router:external is disallowed by policy")
     net = user.network()
     resp = user.put(_url(net["id"]), json={"network": {"shared": True}})
-    _error(resp, 403, "PolicyNotAuthorized", "update_network:shared is disallowed by policy")
+    expect_error(resp, 403, "PolicyNotAuthorized", "update_network:shared is disallowed by policy")
     resp = user.put(_url(net["id"]), json={"network": {"router:external": True}})
-    _error(resp, 403, "PolicyNotAuthorized",
+    expect_error(resp, 403, "PolicyNotAuthorized",
            "update_network:router:external is disallowed by policy")
     # repeating the current value is not a change and needs no right
     resp = user.put(_url(net["id"]), json={"network": {"shared": False}})
@@ -194,9 +184,10 @@ def test_non_admin_cannot_set_shared_or_external(user):
 
 def test_other_projects_private_network_is_404(user, other):
     net = user.network(name="private")
-    _error(other.get(_url(net["id"])), 404, "NetworkNotFound")
-    _error(other.put(_url(net["id"]), json={"network": {"name": "x"}}), 404, "NetworkNotFound")
-    _error(other.delete(_url(net["id"])), 404, "NetworkNotFound")
+    expect_error(other.get(_url(net["id"])), 404, "NetworkNotFound")
+    expect_error(other.put(_url(net["id"]), json={"network": {"name": "x"}}), 404,
+                 "NetworkNotFound")
+    expect_error(other.delete(_url(net["id"])), 404, "NetworkNotFound")
     assert net["id"] not in {n["id"] for n in other.get("/v2.0/networks").json()["networks"]}
     assert user.show("networks", net["id"])["name"] == "private"
 
@@ -218,9 +209,9 @@ def test_shared_and_external_visible_to_other_projects(admin, other):
 def test_other_project_cannot_change_shared_network(admin, other):
     net = admin.network(shared=True, name="common")
     resp = other.put(_url(net["id"]), json={"network": {"name": "mine"}})
-    _error(resp, 403, "PolicyNotAuthorized", "update_network is disallowed by policy")
+    expect_error(resp, 403, "PolicyNotAuthorized", "update_network is disallowed by policy")
     resp = other.delete(_url(net["id"]))
-    _error(resp, 403, "PolicyNotAuthorized", "delete_network is disallowed by policy")
+    expect_error(resp, 403, "PolicyNotAuthorized", "delete_network is disallowed by policy")
     assert admin.show("networks", net["id"])["name"] == "common"
 
 
@@ -229,12 +220,12 @@ def test_admin_creates_for_another_project(admin, other):
     assert net["project_id"] == net["tenant_id"] == other.project_id
     assert other.show("networks", net["id"])["id"] == net["id"]
     resp = other.post("/v2.0/networks", json={"network": {"project_id": admin.project_id}})
-    _error(resp, 400, "HTTPBadRequest",
+    expect_error(resp, 400, "HTTPBadRequest",
            "Specifying 'project_id' other than the authenticated project in request is not "
            "allowed for the current user.")
 
 
 def test_invalid_admin_state_up(user):
     resp = user.post("/v2.0/networks", json={"network": {"admin_state_up": "maybe"}})
-    _error(resp, 400, "InvalidInput",
+    expect_error(resp, 400, "InvalidInput",
            "Invalid input for operation: 'maybe' cannot be converted to boolean.")

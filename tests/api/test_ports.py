@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from tests.harness import error_of
+from tests.harness import expect_error
 
 PORT_KEYS = {
     "id", "name", "network_id", "tenant_id", "project_id", "mac_address", "admin_state_up",
@@ -21,15 +21,6 @@ def _post(client, network_id: str, **attrs):
 
 def _put(client, port_id: str, **attrs):
     return client.put(f"/v2.0/ports/{port_id}", json={"port": attrs})
-
-
-def _error(resp, status: int, type_: str, message: str | None = None) -> dict:
-    assert resp.status_code == status, resp.text
-    error = error_of(resp)
-    assert error["type"] == type_, error
-    if message is not None:
-        assert error["message"] == message, error
-    return error
 
 
 def _eui64(cidr: str, mac: str) -> str:
@@ -99,7 +90,7 @@ def test_default_allocation_with_ipv6_subnets(user, net, v4):
 def test_no_subnets_no_addresses(user, net):
     assert user.port(net["id"])["fixed_ips"] == []
     resp = _post(user, net["id"], fixed_ips=[{"ip_address": "10.0.0.5"}])
-    error = _error(resp, 400, "InvalidInput")
+    error = expect_error(resp, 400, "InvalidInput")
     assert error["message"] == ("Invalid input for operation: IP allocation requires subnets "
                                 "for network.")
 
@@ -114,12 +105,12 @@ def test_explicit_mac_and_mac_in_use(user, net):
     port = user.port(net["id"], mac_address="FA:16:3E:0A:0B:0C")
     assert port["mac_address"] == "fa:16:3e:0a:0b:0c"
     resp = _post(user, net["id"], mac_address="fa:16:3e:0a:0b:0c")
-    _error(resp, 409, "MacAddressInUse",
+    expect_error(resp, 409, "MacAddressInUse",
            f"Unable to complete operation for network {net['id']}. The mac address "
            "fa:16:3e:0a:0b:0c is in use.")
     # the same MAC on another network is fine
     assert user.port(user.network()["id"], mac_address="fa:16:3e:0a:0b:0c")
-    _error(_post(user, net["id"], mac_address="not-a-mac"), 400, "HTTPBadRequest",
+    expect_error(_post(user, net["id"], mac_address="not-a-mac"), 400, "HTTPBadRequest",
            "Invalid input for mac_address. Reason: 'not-a-mac' is not a valid MAC address.")
 
 
@@ -150,11 +141,11 @@ def test_fixed_ips_by_ip_only_and_by_both(user, net, v4):
 def test_ip_address_already_allocated(user, net, v4):
     user.port(net["id"], fixed_ips=[{"ip_address": "10.0.0.5"}])
     for fixed in ({"ip_address": "10.0.0.5"}, {"subnet_id": v4["id"], "ip_address": "10.0.0.5"}):
-        _error(_post(user, net["id"], fixed_ips=[fixed]), 409, "IpAddressAlreadyAllocated",
+        expect_error(_post(user, net["id"], fixed_ips=[fixed]), 409, "IpAddressAlreadyAllocated",
                f"IP address 10.0.0.5 already allocated in subnet {v4['id']}")
     resp = _post(user, net["id"], fixed_ips=[{"ip_address": "10.0.0.6"},
                                              {"ip_address": "10.0.0.6"}])
-    _error(resp, 400, "HTTPBadRequest",
+    expect_error(resp, 400, "HTTPBadRequest",
            "Invalid input for fixed_ips. Reason: Duplicate IP address '10.0.0.6'.")
 
 
@@ -162,14 +153,14 @@ def test_invalid_ip_for_subnet(user, net, v4):
     for address in ("10.0.1.5", "10.0.0.0", "10.0.0.255"):
         resp = _post(user, net["id"], fixed_ips=[{"subnet_id": v4["id"],
                                                   "ip_address": address}])
-        _error(resp, 400, "InvalidIpForSubnet",
+        expect_error(resp, 400, "InvalidIpForSubnet",
                f"IP address {address} is not a valid IP for the specified subnet.")
 
 
 def test_invalid_ip_for_network(user, net, v4):
     for address in ("10.9.9.9", "10.0.0.255", "2001:db8::5"):
         resp = _post(user, net["id"], fixed_ips=[{"ip_address": address}])
-        _error(resp, 400, "InvalidIpForNetwork",
+        expect_error(resp, 400, "InvalidIpForNetwork",
                f"IP address {address} is not a valid IP for any of the subnets on the "
                "specified network.")
 
@@ -178,11 +169,11 @@ def test_subnet_of_another_network(user, net, v4):
     elsewhere = user.network()
     foreign = user.subnet(elsewhere["id"], "10.0.0.0/24")
     resp = _post(user, net["id"], fixed_ips=[{"subnet_id": foreign["id"]}])
-    _error(resp, 400, "InvalidInput",
+    expect_error(resp, 400, "InvalidInput",
            f"Invalid input for operation: Failed to create port on network {net['id']}, "
            f"because fixed_ips included invalid subnet {foreign['id']}.")
     missing = "7f1a1d0e-4b0c-4a5d-8e6f-0a1b2c3d4e5f"
-    _error(_post(user, net["id"], fixed_ips=[{"subnet_id": missing}]), 404, "SubnetNotFound",
+    expect_error(_post(user, net["id"], fixed_ips=[{"subnet_id": missing}]), 404, "SubnetNotFound",
            f"Subnet {missing} could not be found.")
 
 
@@ -208,7 +199,7 @@ def test_address_on_slaac_subnet(user, net):
     assert port["fixed_ips"] == [{"subnet_id": slaac["id"], "ip_address": eui}]
     resp = _post(user, net["id"], mac_address="fa:16:3e:12:34:57",
                  fixed_ips=[{"subnet_id": slaac["id"], "ip_address": "2001:db8::99"}])
-    _error(resp, 400, "AllocationOnAutoAddressSubnet",
+    expect_error(resp, 400, "AllocationOnAutoAddressSubnet",
            f"IPv6 address 2001:db8::99 cannot be directly assigned to a port on subnet "
            f"{slaac['id']} as the subnet is configured for automatic addresses")
 
@@ -218,9 +209,9 @@ def test_exhaustion(user, net):
     assert tiny["allocation_pools"] == [{"start": "10.0.0.2", "end": "10.0.0.2"}]
     port = user.port(net["id"])
     assert port["fixed_ips"] == [{"subnet_id": tiny["id"], "ip_address": "10.0.0.2"}]
-    _error(_post(user, net["id"]), 409, "IpAddressGenerationFailure",
+    expect_error(_post(user, net["id"]), 409, "IpAddressGenerationFailure",
            f"No more IP addresses available on network {net['id']}.")
-    _error(_post(user, net["id"], fixed_ips=[{"subnet_id": tiny["id"]}]), 409,
+    expect_error(_post(user, net["id"], fixed_ips=[{"subnet_id": tiny["id"]}]), 409,
            "IpAddressGenerationFailure",
            f"No more IP addresses available for subnet {tiny['id']}.")
     # the next IPv4 subnet is used once the first is full
@@ -267,10 +258,10 @@ def test_update_fixed_ips_add_remove_keep(user, net, v4):
 def test_update_fixed_ips_conflicts_leave_port_unchanged(user, net, v4):
     taken = user.port(net["id"], fixed_ips=[{"ip_address": "10.0.0.20"}])
     port = user.port(net["id"], fixed_ips=[{"ip_address": "10.0.0.21"}])
-    _error(_put(user, port["id"], fixed_ips=[{"ip_address": "10.0.0.20"}]), 409,
+    expect_error(_put(user, port["id"], fixed_ips=[{"ip_address": "10.0.0.20"}]), 409,
            "IpAddressAlreadyAllocated",
            f"IP address 10.0.0.20 already allocated in subnet {v4['id']}")
-    _error(_put(user, port["id"], fixed_ips=[{"ip_address": "10.7.0.1"}]), 400,
+    expect_error(_put(user, port["id"], fixed_ips=[{"ip_address": "10.7.0.1"}]), 400,
            "InvalidIpForNetwork")
     shown = user.show("ports", port["id"])
     assert shown["fixed_ips"] == port["fixed_ips"]
@@ -295,7 +286,8 @@ def test_update_mac(admin, user, net, v4):
     slaac = user.subnet(net["id"], "2001:db8::/64", ipv6_address_mode="slaac")
     port = user.port(net["id"])
     resp = _put(user, port["id"], mac_address="fa:16:3e:00:00:01")
-    _error(resp, 403, "PolicyNotAuthorized", "update_port:mac_address is disallowed by policy")
+    expect_error(resp, 403, "PolicyNotAuthorized",
+                 "update_port:mac_address is disallowed by policy")
     updated = _put(admin, port["id"], mac_address="fa:16:3e:00:00:01").json()["port"]
     assert updated["mac_address"] == "fa:16:3e:00:00:01"
     v4_ips = [ip for ip in port["fixed_ips"] if ip["subnet_id"] == v4["id"]]
@@ -304,7 +296,7 @@ def test_update_mac(admin, user, net, v4):
         + [(slaac["id"], _eui64("2001:db8::/64", "fa:16:3e:00:00:01"))])
     assert user.show("ports", port["id"])["mac_address"] == "fa:16:3e:00:00:01"
     other_port = user.port(net["id"])
-    _error(_put(admin, other_port["id"], mac_address="fa:16:3e:00:00:01"), 409,
+    expect_error(_put(admin, other_port["id"], mac_address="fa:16:3e:00:00:01"), 409,
            "MacAddressInUse")
 
 
@@ -321,9 +313,9 @@ def test_update_device_and_attributes(user, net, v4):
     assert updated["revision_number"] == 2
     listed = user.get("/v2.0/ports", params={"device_id": "vm-1"}).json()["ports"]
     assert [p["id"] for p in listed] == [port["id"]]
-    _error(_put(user, port["id"], network_id=net["id"]), 400, "HTTPBadRequest",
+    expect_error(_put(user, port["id"], network_id=net["id"]), 400, "HTTPBadRequest",
            "Cannot update read-only attribute network_id")
-    _error(_put(user, port["id"], status="ACTIVE"), 400, "HTTPBadRequest",
+    expect_error(_put(user, port["id"], status="ACTIVE"), 400, "HTTPBadRequest",
            "Cannot update read-only attribute status")
 
 
@@ -331,21 +323,21 @@ def test_delete(user, net, v4):
     port = user.port(net["id"])
     resp = user.delete(f"/v2.0/ports/{port['id']}")
     assert resp.status_code == 204 and resp.content == b""
-    _error(user.get(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound",
+    expect_error(user.get(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound",
            f"Port {port['id']} could not be found.")
-    _error(user.delete(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound")
-    _error(_put(user, port["id"], name="x"), 404, "PortNotFound")
+    expect_error(user.delete(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound")
+    expect_error(_put(user, port["id"], name="x"), 404, "PortNotFound")
 
 
 # --- visibility and policy -------------------------------------------------------------
 
 
 def test_port_on_another_projects_private_network(user, other, net, v4):
-    _error(_post(other, net["id"]), 404, "NetworkNotFound",
+    expect_error(_post(other, net["id"]), 404, "NetworkNotFound",
            f"Network {net['id']} could not be found.")
     port = user.port(net["id"])
-    _error(other.get(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound")
-    _error(other.delete(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound")
+    expect_error(other.get(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound")
+    expect_error(other.delete(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound")
     assert port["id"] not in {p["id"] for p in other.get("/v2.0/ports").json()["ports"]}
 
 
@@ -363,7 +355,7 @@ def test_network_owner_sees_ports_of_other_projects(admin, user, other, server):
     assert [p["id"] for p in other.get("/v2.0/ports",
                                        params={"network_id": net["id"]}).json()["ports"]] == [
         theirs["id"]]
-    _error(other.get(f"/v2.0/ports/{mine['id']}"), 404, "PortNotFound")
+    expect_error(other.get(f"/v2.0/ports/{mine['id']}"), 404, "PortNotFound")
     third = server.client("third-" + other.project_id)
     assert third.get("/v2.0/ports", params={"network_id": net["id"]}).json()["ports"] == []
     # the network owner may delete a port of another project on its network
@@ -373,16 +365,16 @@ def test_network_owner_sees_ports_of_other_projects(admin, user, other, server):
 def test_policy_on_shared_network(admin, other):
     net = admin.network(shared=True)
     subnet = admin.subnet(net["id"], "10.0.0.0/24")
-    _error(_post(other, net["id"], mac_address="fa:16:3e:01:02:03"), 403,
+    expect_error(_post(other, net["id"], mac_address="fa:16:3e:01:02:03"), 403,
            "PolicyNotAuthorized", "create_port:mac_address is disallowed by policy")
-    _error(_post(other, net["id"], fixed_ips=[{"ip_address": "10.0.0.9"}]), 403,
+    expect_error(_post(other, net["id"], fixed_ips=[{"ip_address": "10.0.0.9"}]), 403,
            "PolicyNotAuthorized", "create_port:fixed_ips:ip_address is disallowed by policy")
-    _error(_post(other, net["id"], device_owner="network:router_interface"), 403,
+    expect_error(_post(other, net["id"], device_owner="network:router_interface"), 403,
            "PolicyNotAuthorized", "create_port:device_owner is disallowed by policy")
     port = other.port(net["id"], fixed_ips=[{"subnet_id": subnet["id"]}],
                       device_owner="compute:nova")
     assert port["fixed_ips"][0]["subnet_id"] == subnet["id"]
-    _error(_put(other, port["id"], fixed_ips=[{"ip_address": "10.0.0.9"}]), 403,
+    expect_error(_put(other, port["id"], fixed_ips=[{"ip_address": "10.0.0.9"}]), 403,
            "PolicyNotAuthorized", "update_port:fixed_ips:ip_address is disallowed by policy")
 
 

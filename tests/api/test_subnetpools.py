@@ -2,7 +2,7 @@
 
 import ipaddress
 
-from tests.harness import error_of
+from tests.harness import expect_error
 
 POOL_KEYS = {
     "id", "name", "tenant_id", "project_id", "prefixes", "ip_version", "default_prefixlen",
@@ -36,17 +36,8 @@ def _subnet(client, network_id, ip_version=4, **attrs):
     return resp.json()["subnet"]
 
 
-def _error(resp, status: int, type_: str, message: str | None = None) -> dict:
-    assert resp.status_code == status, resp.text
-    error = error_of(resp)
-    assert error["type"] == type_, error
-    if message is not None:
-        assert error["message"] == message, error
-    return error
-
-
 def _bounds_error(resp, text: str) -> None:
-    _error(resp, 400, "IllegalSubnetPoolPrefixBounds", f"Illegal prefix bounds: {text}.")
+    expect_error(resp, 400, "IllegalSubnetPoolPrefixBounds", f"Illegal prefix bounds: {text}.")
 
 
 # --- create ------------------------------------------------------------------------------
@@ -95,27 +86,27 @@ def test_prefixes_are_merged_and_normalised(user):
 
 def test_name_and_prefixes_required(user):
     resp = _post_pool(user, name="", prefixes=["10.0.0.0/8"])
-    _error(resp, 400, "HTTPBadRequest",
+    expect_error(resp, 400, "HTTPBadRequest",
            "Invalid input for name. Reason: '' Blank strings are not permitted.")
     resp = _post_pool(user, prefixes=["10.0.0.0/8"])
-    _error(resp, 400, "HTTPBadRequest",
+    expect_error(resp, 400, "HTTPBadRequest",
            "Failed to parse request. Required attribute 'name' not specified")
     resp = _post_pool(user, name="p")
-    _error(resp, 400, "HTTPBadRequest",
+    expect_error(resp, 400, "HTTPBadRequest",
            "Failed to parse request. Required attribute 'prefixes' not specified")
     resp = _post_pool(user, name="p", prefixes=[])
-    _error(resp, 400, "EmptySubnetPoolPrefixList", "Empty subnet pool prefix list.")
+    expect_error(resp, 400, "EmptySubnetPoolPrefixList", "Empty subnet pool prefix list.")
     resp = _post_pool(user, name="p", prefixes=["10.0.0.0/33"])
-    _error(resp, 400, "HTTPBadRequest",
+    expect_error(resp, 400, "HTTPBadRequest",
            "Invalid input for prefixes. Reason: '10.0.0.0/33' is not a valid IP subnet.")
     resp = _post_pool(user, name="p", prefixes=["10.0.0.0/8", "10.0.0.0/8"])
-    _error(resp, 400, "HTTPBadRequest",
+    expect_error(resp, 400, "HTTPBadRequest",
            "Invalid input for prefixes. Reason: Duplicate items in the list: '10.0.0.0/8'.")
 
 
 def test_mixed_versions(user):
     resp = _post_pool(user, name="p", prefixes=["10.0.0.0/8", "2001:db8::/32"])
-    _error(resp, 400, "PrefixVersionMismatch",
+    expect_error(resp, 400, "PrefixVersionMismatch",
            "Cannot mix IPv4 and IPv6 prefixes in a subnet pool.")
 
 
@@ -131,21 +122,22 @@ def test_bounds_errors(user):
     _bounds_error(_post_pool(user, name="p", prefixes=["10.0.0.0/8"], default_prefixlen=30,
                              max_prefixlen=28), "default_prefixlen=30, max_prefixlen=28")
     resp = _post_pool(user, name="p", prefixes=["10.0.0.0/8"], min_prefixlen=-1)
-    _error(resp, 400, "HTTPBadRequest",
+    expect_error(resp, 400, "HTTPBadRequest",
            "Invalid input for min_prefixlen. Reason: '-1' should be non-negative.")
     resp = _post_pool(user, name="p", prefixes=["10.0.0.0/8"], default_quota=-5)
-    _error(resp, 400, "HTTPBadRequest",
+    expect_error(resp, 400, "HTTPBadRequest",
            "Invalid input for default_quota. Reason: '-5' should be non-negative.")
 
 
 def test_non_admin_cannot_share_or_make_default(user):
     resp = _post_pool(user, name="p", prefixes=["10.0.0.0/8"], shared=True)
-    _error(resp, 403, "PolicyNotAuthorized", "create_subnetpool:shared is disallowed by policy")
+    expect_error(resp, 403, "PolicyNotAuthorized",
+                 "create_subnetpool:shared is disallowed by policy")
     resp = _post_pool(user, name="p", prefixes=["10.0.0.0/8"], is_default=True)
-    _error(resp, 403, "PolicyNotAuthorized",
+    expect_error(resp, 403, "PolicyNotAuthorized",
            "create_subnetpool:is_default is disallowed by policy")
     pool = _pool(user, ["10.0.0.0/8"])
-    _error(_put_pool(user, pool["id"], is_default=True), 403, "PolicyNotAuthorized",
+    expect_error(_put_pool(user, pool["id"], is_default=True), 403, "PolicyNotAuthorized",
            "update_subnetpool:is_default is disallowed by policy")
 
 
@@ -163,11 +155,11 @@ def test_update_prefixes_must_grow(user):
         "subnetpool"]
     assert updated["prefixes"] == ["10.0.0.0/23", "10.7.0.0/24"]
     for shrunk in (["10.0.0.0/24"], ["10.0.0.0/23"], ["10.8.0.0/16"]):
-        _error(_put_pool(user, pool["id"], prefixes=shrunk), 400,
+        expect_error(_put_pool(user, pool["id"], prefixes=shrunk), 400,
                "IllegalSubnetPoolPrefixUpdate",
                "Illegal update to prefixes: Existing prefixes must be a subset of the new "
                "prefixes.")
-    _error(_put_pool(user, pool["id"], prefixes=["2001:db8::/32"]), 400,
+    expect_error(_put_pool(user, pool["id"], prefixes=["2001:db8::/32"]), 400,
            "PrefixVersionMismatch")
     shown = user.show("subnetpools", pool["id"])
     assert shown["prefixes"] == ["10.0.0.0/23", "10.7.0.0/24"]
@@ -184,7 +176,7 @@ def test_update_bounds_and_read_only(user):
     _bounds_error(_put_pool(user, pool["id"], max_prefixlen=20),
                   "default_prefixlen=24, max_prefixlen=20")
     for attr, value in (("ip_version", 6), ("shared", True)):
-        _error(_put_pool(user, pool["id"], **{attr: value}), 400, "HTTPBadRequest",
+        expect_error(_put_pool(user, pool["id"], **{attr: value}), 400, "HTTPBadRequest",
                f"Cannot update read-only attribute {attr}")
     assert user.show("subnetpools", pool["id"])["default_prefixlen"] == 24
 
@@ -220,7 +212,7 @@ def test_ipv6_subnet_from_pool(user):
                      ipv6_ra_mode="slaac")
     assert subnet["cidr"] == "2001:db8:100::/64"
     assert subnet["gateway_ip"] == "2001:db8:100::1"
-    _error(_post_subnet(user, net["id"], 4, subnetpool_id=pool["id"]), 400, "BadRequest",
+    expect_error(_post_subnet(user, net["id"], 4, subnetpool_id=pool["id"]), 400, "BadRequest",
            "Bad subnets request: Cannot allocate IPv4 subnet from IPv6 subnet pool.")
 
 
@@ -233,17 +225,17 @@ def test_subnet_with_cidr_inside_and_outside_pool(user):
                "available set of prefixes.")
     other_net = user.network()
     for cidr in ("10.31.0.0/24", "10.30.4.128/25", "10.30.0.0/16"):
-        _error(_post_subnet(user, other_net["id"], subnetpool_id=pool["id"], cidr=cidr), 409,
+        expect_error(_post_subnet(user, other_net["id"], subnetpool_id=pool["id"], cidr=cidr), 409,
                "SubnetAllocationError", message)
-    _error(_post_subnet(user, net["id"], subnetpool_id=pool["id"], cidr="10.30.5.0/24",
+    expect_error(_post_subnet(user, net["id"], subnetpool_id=pool["id"], cidr="10.30.5.0/24",
                         prefixlen=24), 400, "BadRequest",
            "Bad subnets request: cidr and prefixlen must not be supplied together.")
-    _error(_post_subnet(user, net["id"], subnetpool_id=pool["id"],
+    expect_error(_post_subnet(user, net["id"], subnetpool_id=pool["id"],
                         allocation_pools=[{"start": "10.30.5.2", "end": "10.30.5.9"}]), 400,
            # Neutron's own sentence ends with a full stop, so the message has two
            "BadRequest", "Bad subnets request: allocation_pools allowed only for specific "
                          "subnet requests..")
-    _error(_post_subnet(user, net["id"]), 400, "BadRequest",
+    expect_error(_post_subnet(user, net["id"]), 400, "BadRequest",
            "Bad subnets request: a subnetpool must be specified in the absence of a cidr.")
 
 
@@ -256,10 +248,10 @@ def test_gateway_without_cidr_picks_the_block_around_it(user):
     subnet = _subnet(user, net["id"], subnetpool_id=pool["id"], gateway_ip="10.35.8.1",
                      prefixlen=28)
     assert subnet["cidr"] == "10.35.8.0/28"
-    _error(_post_subnet(user, net["id"], subnetpool_id=pool["id"], gateway_ip="10.36.0.1"),
+    expect_error(_post_subnet(user, net["id"], subnetpool_id=pool["id"], gateway_ip="10.36.0.1"),
            409, "SubnetAllocationError")
     resp = _post_subnet(user, net["id"], subnetpool_id=pool["id"], gateway_ip="2001:db8::1")
-    _error(resp, 400, "InvalidInput", "Invalid input for operation: gateway_ip '2001:db8::1' "
+    expect_error(resp, 400, "InvalidInput", "Invalid input for operation: gateway_ip '2001:db8::1' "
                                       "does not match the ip_version '4'.")
 
 
@@ -269,7 +261,7 @@ def test_exhaustion(user):
     net = user.network()
     cidrs = [_subnet(user, net["id"], subnetpool_id=pool["id"])["cidr"] for _ in range(4)]
     assert cidrs == ["10.40.0.0/26", "10.40.0.64/26", "10.40.0.128/26", "10.40.0.192/26"]
-    _error(_post_subnet(user, net["id"], subnetpool_id=pool["id"]), 409,
+    expect_error(_post_subnet(user, net["id"], subnetpool_id=pool["id"]), 409,
            "SubnetAllocationError",
            "Failed to allocate subnet: Insufficient prefix space to allocate subnet size /26.")
     # growing the pool makes room
@@ -280,13 +272,13 @@ def test_exhaustion(user):
 def test_prefixlen_outside_bounds(user):
     pool = _pool(user, ["10.50.0.0/16"], min_prefixlen=20, max_prefixlen=28)
     net = user.network()
-    _error(_post_subnet(user, net["id"], subnetpool_id=pool["id"], prefixlen=29), 400,
+    expect_error(_post_subnet(user, net["id"], subnetpool_id=pool["id"], prefixlen=29), 400,
            "MaxPrefixSubnetAllocationError",
            "Unable to allocate subnet with prefix length 29, maximum allowed prefix is 28.")
-    _error(_post_subnet(user, net["id"], subnetpool_id=pool["id"], prefixlen=18), 400,
+    expect_error(_post_subnet(user, net["id"], subnetpool_id=pool["id"], prefixlen=18), 400,
            "MinPrefixSubnetAllocationError",
            "Unable to allocate subnet with prefix length 18, minimum allowed prefix is 20.")
-    _error(_post_subnet(user, net["id"], subnetpool_id=pool["id"], cidr="10.50.0.0/30"), 400,
+    expect_error(_post_subnet(user, net["id"], subnetpool_id=pool["id"], cidr="10.50.0.0/30"), 400,
            "MaxPrefixSubnetAllocationError")
 
 
@@ -296,9 +288,9 @@ def test_one_pool_per_network_and_version(user):
     net = user.network()
     _subnet(user, net["id"], subnetpool_id=first["id"])
     message = "Subnets hosted on the same network must be allocated from the same subnet pool."
-    _error(_post_subnet(user, net["id"], subnetpool_id=second["id"]), 400,
+    expect_error(_post_subnet(user, net["id"], subnetpool_id=second["id"]), 400,
            "NetworkSubnetPoolAffinityError", message)
-    _error(_post_subnet(user, net["id"], cidr="10.99.0.0/24"), 400,
+    expect_error(_post_subnet(user, net["id"], cidr="10.99.0.0/24"), 400,
            "NetworkSubnetPoolAffinityError", message)
     # another IP version may come from elsewhere
     assert _subnet(user, net["id"], 6, cidr="2001:db8:60::/64")["subnetpool_id"] is None
@@ -309,9 +301,9 @@ def test_default_quota(user, other, admin):
     mine, theirs = user.network(), other.network()
     _subnet(user, mine["id"], subnetpool_id=pool["id"], prefixlen=24)
     _subnet(user, mine["id"], subnetpool_id=pool["id"], prefixlen=24)
-    _error(_post_subnet(user, mine["id"], subnetpool_id=pool["id"], prefixlen=28), 409,
+    expect_error(_post_subnet(user, mine["id"], subnetpool_id=pool["id"], prefixlen=28), 409,
            "SubnetPoolQuotaExceeded", "Per-project subnet pool prefix quota exceeded.")
-    _error(_post_subnet(user, mine["id"], subnetpool_id=pool["id"], cidr="10.70.200.0/28"),
+    expect_error(_post_subnet(user, mine["id"], subnetpool_id=pool["id"], cidr="10.70.200.0/28"),
            409, "SubnetPoolQuotaExceeded")
     # the quota is per project
     assert _subnet(other, theirs["id"], subnetpool_id=pool["id"], prefixlen=24)
@@ -322,7 +314,7 @@ def test_delete(user):
     net = user.network()
     subnet = _subnet(user, net["id"], subnetpool_id=pool["id"])
     url = f"/v2.0/subnetpools/{pool['id']}"
-    _error(user.delete(url), 400, "SubnetPoolDeleteError",
+    expect_error(user.delete(url), 400, "SubnetPoolDeleteError",
            "Unable to delete subnet pool: Subnet pool has existing allocations.")
     assert user.delete(f"/v2.0/subnets/{subnet['id']}").status_code == 204
     # a freed prefix can be carved again
@@ -330,9 +322,9 @@ def test_delete(user):
     assert again["cidr"] == subnet["cidr"]
     assert user.delete(f"/v2.0/subnets/{again['id']}").status_code == 204
     assert user.delete(url).status_code == 204
-    _error(user.get(url), 404, "SubnetPoolNotFound",
+    expect_error(user.get(url), 404, "SubnetPoolNotFound",
            f"Subnet pool {pool['id']} could not be found.")
-    _error(user.delete(url), 404, "SubnetPoolNotFound")
+    expect_error(user.delete(url), 404, "SubnetPoolNotFound")
 
 
 def test_shared_pool_visible_to_others(admin, user, other):
@@ -341,39 +333,39 @@ def test_shared_pool_visible_to_others(admin, user, other):
     assert other.show("subnetpools", shared["id"])["shared"] is True
     seen = {p["id"] for p in other.get("/v2.0/subnetpools").json()["subnetpools"]}
     assert shared["id"] in seen and private["id"] not in seen
-    _error(other.get(f"/v2.0/subnetpools/{private['id']}"), 404, "SubnetPoolNotFound")
+    expect_error(other.get(f"/v2.0/subnetpools/{private['id']}"), 404, "SubnetPoolNotFound")
     net = other.network()
     subnet = _subnet(other, net["id"], subnetpool_id=shared["id"])
     assert ipaddress.ip_network(subnet["cidr"]).subnet_of(ipaddress.ip_network("10.90.0.0/16"))
-    _error(_post_subnet(other, net["id"], subnetpool_id=private["id"]), 404,
+    expect_error(_post_subnet(other, net["id"], subnetpool_id=private["id"]), 404,
            "SubnetPoolNotFound")
-    _error(_put_pool(other, shared["id"], name="mine"), 403, "PolicyNotAuthorized",
+    expect_error(_put_pool(other, shared["id"], name="mine"), 403, "PolicyNotAuthorized",
            "update_subnetpool is disallowed by policy")
-    _error(other.delete(f"/v2.0/subnetpools/{shared['id']}"), 403, "PolicyNotAuthorized",
+    expect_error(other.delete(f"/v2.0/subnetpools/{shared['id']}"), 403, "PolicyNotAuthorized",
            "delete_subnetpool is disallowed by policy")
 
 
 def test_default_pool_and_use_default_subnetpool(admin, user):
     """One test, as the default pool of a family is global to the server."""
     net = user.network()
-    _error(_post_subnet(user, net["id"], use_default_subnetpool=True,
+    expect_error(_post_subnet(user, net["id"], use_default_subnetpool=True,
                         subnetpool_id="6f4b8a52-0d3c-4c43-9a1e-2b3c4d5e6f70"), 400, "BadRequest",
            "Bad subnets request: subnetpool_id and use_default_subnetpool cannot both be "
            "specified.")
     existing = admin.get("/v2.0/subnetpools", params={"is_default": "true",
                                                       "ip_version": "4"}).json()["subnetpools"]
     assert existing == [], "another test left a default IPv4 subnet pool"
-    _error(_post_subnet(user, net["id"], use_default_subnetpool=True), 400, "BadRequest",
+    expect_error(_post_subnet(user, net["id"], use_default_subnetpool=True), 400, "BadRequest",
            "Bad subnets request: No default subnetpool found for IPv4.")
     pool = _pool(admin, ["10.100.0.0/16"], is_default=True, shared=True, default_prefixlen=24)
     try:
         assert pool["is_default"] is True
         resp = _post_pool(admin, name="second", prefixes=["10.101.0.0/16"], is_default=True)
-        _error(resp, 400, "InvalidInput",
+        expect_error(resp, 400, "InvalidInput",
                "Invalid input for operation: A default subnetpool for this IP family has "
                "already been set. Only one default may exist per IP family.")
         plain = _pool(admin, ["10.102.0.0/16"])
-        _error(_put_pool(admin, plain["id"], is_default=True), 400, "InvalidInput")
+        expect_error(_put_pool(admin, plain["id"], is_default=True), 400, "InvalidInput")
         # a default IPv6 pool may exist beside it
         subnet = _subnet(user, net["id"], use_default_subnetpool=True)
         assert subnet["subnetpool_id"] == pool["id"]

@@ -4,7 +4,7 @@ import ipaddress
 
 import pytest
 
-from tests.harness import error_of
+from tests.harness import error_of, expect_error
 
 SUBNET_KEYS = {
     "id", "name", "network_id", "tenant_id", "project_id", "ip_version", "subnetpool_id",
@@ -24,17 +24,8 @@ def _post(client, network_id: str, cidr: str | None, version: int | None = None,
     return client.post("/v2.0/subnets", json={"subnet": body})
 
 
-def _error(resp, status: int, type_: str, message: str | None = None) -> dict:
-    assert resp.status_code == status, resp.text
-    error = error_of(resp)
-    assert error["type"] == type_, error
-    if message is not None:
-        assert error["message"] == message, error
-    return error
-
-
 def _invalid(resp, message: str) -> None:
-    _error(resp, 400, "InvalidInput", f"Invalid input for operation: {message}.")
+    expect_error(resp, 400, "InvalidInput", f"Invalid input for operation: {message}.")
 
 
 def _eui64(cidr: str, mac: str) -> str:
@@ -124,13 +115,13 @@ def test_cidr_and_ip_version_mismatch(user, net):
 
 def test_bad_cidr_and_version(user, net):
     resp = _post(user, net["id"], "10.0.0.0/33")
-    _error(resp, 400, "InvalidInput",
+    expect_error(resp, 400, "InvalidInput",
            "Invalid input for operation: 10.0.0.0/33 is not in a CIDR format.")
     resp = _post(user, net["id"], "10.0.0.0/8", version=5)
     assert resp.status_code == 400 and "ip_version" in error_of(resp)["message"]
     resp = user.post("/v2.0/subnets", json={"subnet": {"network_id": net["id"],
                                                        "cidr": "10.0.0.0/24"}})
-    _error(resp, 400, "HTTPBadRequest",
+    expect_error(resp, 400, "HTTPBadRequest",
            "Failed to parse request. Required attribute 'ip_version' not specified")
 
 
@@ -177,13 +168,13 @@ def test_another_projects_private_network(user, other):
     # Neutron's policy check fails (the caller does not own the network) and the
     # caller could see the subnet it asked for, so it answers 403, not 404.
     private = other.network()
-    _error(_post(user, private["id"], "10.0.0.0/24"), 403, "PolicyNotAuthorized",
+    expect_error(_post(user, private["id"], "10.0.0.0/24"), 403, "PolicyNotAuthorized",
            "create_subnet is disallowed by policy")
 
 
 def test_unknown_network(user):
     missing = "0b1b7c3a-8f7e-4a55-9a3a-1c2d3e4f5a6b"
-    _error(_post(user, missing, "10.0.0.0/24"), 404, "NetworkNotFound",
+    expect_error(_post(user, missing, "10.0.0.0/24"), 404, "NetworkNotFound",
            f"Network {missing} could not be found.")
 
 
@@ -210,14 +201,14 @@ def test_allocation_pool_out_of_bounds(user, net):
                        ("10.0.0.200", "10.0.1.5")):
         resp = _post(user, net["id"], "10.0.0.0/24",
                      allocation_pools=[{"start": start, "end": end}])
-        _error(resp, 400, "OutOfBoundsAllocationPool",
+        expect_error(resp, 400, "OutOfBoundsAllocationPool",
                f"The allocation pool {start}-{end} spans beyond the subnet cidr 10.0.0.0/24.")
 
 
 def test_allocation_pools_overlapping(user, net):
     resp = _post(user, net["id"], "10.0.0.0/24", allocation_pools=[
         {"start": "10.0.0.10", "end": "10.0.0.30"}, {"start": "10.0.0.20", "end": "10.0.0.40"}])
-    _error(resp, 409, "OverlappingAllocationPools",
+    expect_error(resp, 409, "OverlappingAllocationPools",
            "Found overlapping allocation pools: 10.0.0.10-10.0.0.30 10.0.0.20-10.0.0.40 for "
            "subnet 10.0.0.0/24.")
 
@@ -225,37 +216,37 @@ def test_allocation_pools_overlapping(user, net):
 def test_gateway_inside_allocation_pool(user, net):
     resp = _post(user, net["id"], "10.0.0.0/24", gateway_ip="10.0.0.15",
                  allocation_pools=[{"start": "10.0.0.10", "end": "10.0.0.20"}])
-    _error(resp, 409, "GatewayConflictWithAllocationPools",
+    expect_error(resp, 409, "GatewayConflictWithAllocationPools",
            "Gateway ip 10.0.0.15 conflicts with allocation pool 10.0.0.10-10.0.0.20.")
     # the default gateway (.1) counts too
     resp = _post(user, net["id"], "10.0.0.0/24",
                  allocation_pools=[{"start": "10.0.0.1", "end": "10.0.0.20"}])
-    _error(resp, 409, "GatewayConflictWithAllocationPools",
+    expect_error(resp, 409, "GatewayConflictWithAllocationPools",
            "Gateway ip 10.0.0.1 conflicts with allocation pool 10.0.0.1-10.0.0.20.")
 
 
 def test_allocation_pool_start_after_end(user, net):
     resp = _post(user, net["id"], "10.0.0.0/24",
                  allocation_pools=[{"start": "10.0.0.20", "end": "10.0.0.10"}])
-    _error(resp, 400, "InvalidAllocationPool",
+    expect_error(resp, 400, "InvalidAllocationPool",
            "The allocation pool {'start': '10.0.0.20', 'end': '10.0.0.10'} is not valid.")
     resp = _post(user, net["id"], "10.0.0.0/24",
                  allocation_pools=[{"start": "2001:db8::2", "end": "2001:db8::9"}])
-    _error(resp, 400, "InvalidAllocationPool",
+    expect_error(resp, 400, "InvalidAllocationPool",
            "The allocation pool 2001:db8::2-2001:db8::9 is not valid.")
 
 
 def test_allocation_pool_malformed(user, net):
     resp = _post(user, net["id"], "10.0.0.0/24", allocation_pools=[{"start": "10.0.0.5"}])
-    error = _error(resp, 400, "HTTPBadRequest")
+    error = expect_error(resp, 400, "HTTPBadRequest")
     assert error["message"].startswith("Invalid input for allocation_pools. Reason: "
                                        "Validation of dictionary's keys failed.")
     resp = _post(user, net["id"], "10.0.0.0/24",
                  allocation_pools=[{"start": "10.0.0.5", "end": "10.0.0.300"}])
-    _error(resp, 400, "HTTPBadRequest", "Invalid input for allocation_pools. Reason: "
+    expect_error(resp, 400, "HTTPBadRequest", "Invalid input for allocation_pools. Reason: "
                                         "'10.0.0.300' is not a valid IP address.")
     resp = _post(user, net["id"], "10.0.0.0/24", allocation_pools="10.0.0.5-10.0.0.9")
-    _error(resp, 400, "HTTPBadRequest", "Invalid input for allocation_pools. Reason: "
+    expect_error(resp, 400, "HTTPBadRequest", "Invalid input for allocation_pools. Reason: "
                                         "Invalid data format for IP pool: "
                                         "'10.0.0.5-10.0.0.9'.")
 
@@ -272,16 +263,17 @@ def test_dns_nameservers_keep_order(user, net):
 
 def test_dns_nameservers_limit_and_checks(user, net):
     servers = [f"10.1.1.{i}" for i in range(1, 7)]
-    _error(_post(user, net["id"], "10.0.0.0/24", dns_nameservers=servers), 400,
+    expect_error(_post(user, net["id"], "10.0.0.0/24", dns_nameservers=servers), 400,
            "DNSNameServersExhausted",
            "Unable to complete operation for new subnet. The number of DNS nameservers "
            "exceeds the limit 5.")
     assert user.subnet(net["id"], "10.0.0.0/24", dns_nameservers=servers[:5])
     other_net = user.network()
-    _error(_post(user, other_net["id"], "10.0.0.0/24", dns_nameservers=["8.8.8.8", "8.8.8.8"]),
+    expect_error(_post(user, other_net["id"], "10.0.0.0/24",
+                       dns_nameservers=["8.8.8.8", "8.8.8.8"]),
            400, "HTTPBadRequest",
            "Invalid input for dns_nameservers. Reason: Duplicate nameserver '8.8.8.8'.")
-    _error(_post(user, other_net["id"], "10.0.0.0/24", dns_nameservers=["dns.example"]),
+    expect_error(_post(user, other_net["id"], "10.0.0.0/24", dns_nameservers=["dns.example"]),
            400, "HTTPBadRequest",
            "Invalid input for dns_nameservers. Reason: 'dns.example' is not a valid "
            "nameserver. 'dns.example' is not a valid IP address.")
@@ -301,7 +293,7 @@ def test_host_routes(user, net):
 
 def test_host_routes_limit_and_checks(user, net):
     routes = [{"destination": f"172.16.{i}.0/24", "nexthop": "10.0.0.5"} for i in range(21)]
-    _error(_post(user, net["id"], "10.0.0.0/24", host_routes=routes), 400,
+    expect_error(_post(user, net["id"], "10.0.0.0/24", host_routes=routes), 400,
            "HostRoutesExhausted",
            "Unable to complete operation for new subnet. The number of host routes exceeds "
            "the limit 20.")
@@ -309,10 +301,10 @@ def test_host_routes_limit_and_checks(user, net):
                            host_routes=routes[:20])["host_routes"]) == 20
     other_net = user.network()
     route = {"destination": "172.16.0.0/24", "nexthop": "10.0.0.5"}
-    _error(_post(user, other_net["id"], "10.0.0.0/24", host_routes=[route, dict(route)]),
+    expect_error(_post(user, other_net["id"], "10.0.0.0/24", host_routes=[route, dict(route)]),
            400, "HTTPBadRequest",
            f"Invalid input for host_routes. Reason: Duplicate hostroute '{route}'.")
-    _error(_post(user, other_net["id"], "10.0.0.0/24",
+    expect_error(_post(user, other_net["id"], "10.0.0.0/24",
                  host_routes=[{"destination": "172.16.0.1/24", "nexthop": "10.0.0.5"}]),
            400, "HTTPBadRequest",
            "Invalid input for host_routes. Reason: '172.16.0.1/24' is not a valid CIDR.")
@@ -361,7 +353,7 @@ def test_ipv6_mode_rules(user, net):
                    enable_dhcp=False),
              "ipv6_ra_mode or ipv6_address_mode cannot be set when enable_dhcp is set to False")
     resp = _post(user, net["id"], "2001:db8::/64", ipv6_address_mode="auto")
-    _error(resp, 400, "HTTPBadRequest")
+    expect_error(resp, 400, "HTTPBadRequest")
     # a stateful subnet may use any prefix length
     assert user.subnet(net["id"], "2001:db8::/80", ipv6_address_mode="dhcpv6-stateful")
 
@@ -372,12 +364,12 @@ def test_ipv6_modes_are_read_only(user, net):
     for attr in ("ipv6_ra_mode", "ipv6_address_mode"):
         resp = user.put(f"/v2.0/subnets/{subnet['id']}",
                         json={"subnet": {attr: "dhcpv6-stateful"}})
-        _error(resp, 400, "HTTPBadRequest", f"Cannot update read-only attribute {attr}")
+        expect_error(resp, 400, "HTTPBadRequest", f"Cannot update read-only attribute {attr}")
     resp = user.put(f"/v2.0/subnets/{subnet['id']}", json={"subnet": {"enable_dhcp": False}})
     _invalid(resp, "Cannot disable enable_dhcp with ipv6 attributes set")
     for attr in ("cidr", "ip_version", "network_id"):
         resp = user.put(f"/v2.0/subnets/{subnet['id']}", json={"subnet": {attr: None}})
-        _error(resp, 400, "HTTPBadRequest", f"Cannot update read-only attribute {attr}")
+        expect_error(resp, 400, "HTTPBadRequest", f"Cannot update read-only attribute {attr}")
 
 
 def test_slaac_subnet_added_later_addresses_existing_ports(user, admin, net):
@@ -413,12 +405,12 @@ def test_subnet_in_use(user, net):
     subnet = user.subnet(net["id"], "10.0.0.0/24")
     port = user.port(net["id"])
     resp = user.delete(f"/v2.0/subnets/{subnet['id']}")
-    _error(resp, 409, "SubnetInUse",
+    expect_error(resp, 409, "SubnetInUse",
            f"Unable to complete operation on subnet {subnet['id']}: One or more ports have "
            "an IP allocation from this subnet.")
     assert user.delete(f"/v2.0/ports/{port['id']}").status_code == 204
     assert user.delete(f"/v2.0/subnets/{subnet['id']}").status_code == 204
-    _error(user.get(f"/v2.0/subnets/{subnet['id']}"), 404, "SubnetNotFound",
+    expect_error(user.get(f"/v2.0/subnets/{subnet['id']}"), 404, "SubnetNotFound",
            f"Subnet {subnet['id']} could not be found.")
 
 
@@ -442,9 +434,9 @@ def test_dhcp_port_does_not_block_subnet_delete(admin):
 def test_unknown_subnet(user):
     missing = "5d7a7f4e-2b51-4f6a-9a55-6b0c7e1f2a3b"
     for method in ("GET", "DELETE"):
-        _error(user.request(method, f"/v2.0/subnets/{missing}"), 404, "SubnetNotFound",
+        expect_error(user.request(method, f"/v2.0/subnets/{missing}"), 404, "SubnetNotFound",
                f"Subnet {missing} could not be found.")
-    _error(user.put(f"/v2.0/subnets/{missing}", json={"subnet": {"name": "x"}}), 404,
+    expect_error(user.put(f"/v2.0/subnets/{missing}", json={"subnet": {"name": "x"}}), 404,
            "SubnetNotFound")
 
 
@@ -479,21 +471,21 @@ def test_update_gateway_pools_dns_routes(user, net):
 def test_update_errors(user, net):
     subnet = user.subnet(net["id"], "10.0.0.0/24")
     url = f"/v2.0/subnets/{subnet['id']}"
-    _error(user.put(url, json={"subnet": {"gateway_ip": "10.0.0.50"}}), 409,
+    expect_error(user.put(url, json={"subnet": {"gateway_ip": "10.0.0.50"}}), 409,
            "GatewayConflictWithAllocationPools",
            "Gateway ip 10.0.0.50 conflicts with allocation pool 10.0.0.2-10.0.0.254.")
-    _error(user.put(url, json={"subnet": {"allocation_pools": [
+    expect_error(user.put(url, json={"subnet": {"allocation_pools": [
         {"start": "10.0.0.1", "end": "10.0.0.9"}]}}), 409, "GatewayConflictWithAllocationPools",
         "Gateway ip 10.0.0.1 conflicts with allocation pool 10.0.0.1-10.0.0.9.")
-    _error(user.put(url, json={"subnet": {"allocation_pools": [
+    expect_error(user.put(url, json={"subnet": {"allocation_pools": [
         {"start": "10.0.0.2", "end": "10.0.1.9"}]}}), 400, "OutOfBoundsAllocationPool")
     _invalid(user.put(url, json={"subnet": {"gateway_ip": "10.0.0.255"}}),
              "Gateway is not valid on subnet")
-    _error(user.put(url, json={"subnet": {"dns_nameservers": [
+    expect_error(user.put(url, json={"subnet": {"dns_nameservers": [
         f"10.1.1.{i}" for i in range(6)]}}), 400, "DNSNameServersExhausted",
         f"Unable to complete operation for {subnet['id']}. The number of DNS nameservers "
         "exceeds the limit 5.")
-    _error(user.put(url, json={"subnet": {"host_routes": [
+    expect_error(user.put(url, json={"subnet": {"host_routes": [
         {"destination": f"172.16.{i}.0/24", "nexthop": "10.0.0.5"} for i in range(21)]}}),
         400, "HostRoutesExhausted",
         f"Unable to complete operation for {subnet['id']}. The number of host routes exceeds "
@@ -510,9 +502,9 @@ def test_gateway_held_by_a_router_cannot_move(admin, user, net):
                              fixed_ips=[{"subnet_id": subnet["id"], "ip_address": "10.0.0.1"}])
     message = (f"Current gateway ip 10.0.0.1 already in use by port {router_port['id']}. "
                "Unable to update.")
-    _error(user.put(url, json={"subnet": {"gateway_ip": "10.0.0.254"}}), 409,
+    expect_error(user.put(url, json={"subnet": {"gateway_ip": "10.0.0.254"}}), 409,
            "GatewayIpInUse", message)
-    _error(user.put(url, json={"subnet": {"gateway_ip": None}}), 409, "GatewayIpInUse",
+    expect_error(user.put(url, json={"subnet": {"gateway_ip": None}}), 409, "GatewayIpInUse",
            message)
     # naming the same gateway again is not a move
     assert user.put(url, json={"subnet": {"gateway_ip": "10.0.0.1"}}).status_code == 200
@@ -546,16 +538,16 @@ def test_subnet_of_shared_network_visible_to_others(admin, other):
     assert subnet["id"] in seen
     private = admin.network()
     hidden = admin.subnet(private["id"], "10.0.0.0/24")
-    _error(other.get(f"/v2.0/subnets/{hidden['id']}"), 404, "SubnetNotFound")
+    expect_error(other.get(f"/v2.0/subnets/{hidden['id']}"), 404, "SubnetNotFound")
     assert hidden["id"] not in {s["id"] for s in other.get("/v2.0/subnets").json()["subnets"]}
 
 
 def test_non_owner_cannot_create_subnet_on_shared_network(admin, other):
     net = admin.network(shared=True)
     resp = _post(other, net["id"], "10.0.0.0/24")
-    _error(resp, 403, "PolicyNotAuthorized", "create_subnet is disallowed by policy")
+    expect_error(resp, 403, "PolicyNotAuthorized", "create_subnet is disallowed by policy")
     subnet = admin.subnet(net["id"], "10.0.0.0/24")
     resp = other.put(f"/v2.0/subnets/{subnet['id']}", json={"subnet": {"name": "x"}})
-    _error(resp, 403, "PolicyNotAuthorized", "update_subnet is disallowed by policy")
+    expect_error(resp, 403, "PolicyNotAuthorized", "update_subnet is disallowed by policy")
     resp = other.delete(f"/v2.0/subnets/{subnet['id']}")
-    _error(resp, 403, "PolicyNotAuthorized", "delete_subnet is disallowed by policy")
+    expect_error(resp, 403, "PolicyNotAuthorized", "delete_subnet is disallowed by policy")
