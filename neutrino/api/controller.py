@@ -25,22 +25,32 @@ def bad(msg: str) -> exc.HTTPBadRequest:
     return exc.HTTPBadRequest(msg=msg)
 
 
+def method_not_allowed(*_: Any) -> exc.HTTPMethodNotAllowed:
+    return exc.HTTPMethodNotAllowed()
+
+
 class ResourceController:
     def __init__(self, resource: Resource, plugin: Any, policy: Policy,
-                 max_limit: int | None = None, network_lookup: Callable | None = None):
+                 max_limit: int | None = None, network_lookup: Callable | None = None,
+                 parent_lookup: Callable[[Context, str], dict] | None = None):
         self.resource = resource
         self.plugin = plugin
         self.policy = policy
         self.max_limit = max_limit
         self.network_lookup = network_lookup
-        name, collection = resource.name, resource.collection
+        # a sub-resource's parent, read as the caller: 404 when they can't see it
+        self.parent_lookup = parent_lookup
+        name, collection = resource.plugin_name, resource.collection
+        if resource.parent:
+            collection = f"{resource.parent[1]}_{collection}"
         self._get_one = getattr(plugin, f"get_{name}")
         self._get_many = getattr(plugin, f"get_{collection}")
-        self._create = getattr(plugin, f"create_{name}")
+        self._create = getattr(plugin, f"create_{name}", None)
         self._create_bulk = getattr(plugin, f"create_{name}_bulk", None)
-        self._update = getattr(plugin, f"update_{name}")
-        self._delete = getattr(plugin, f"delete_{name}")
-        self.extra_filters = frozenset(getattr(plugin, "extra_filters", {}).get(collection, ()))
+        self._update = getattr(plugin, f"update_{name}", None)
+        self._delete = getattr(plugin, f"delete_{name}", None)
+        self.extra_filters = frozenset(getattr(plugin, "extra_filters", {}).get(
+            resource.path, ()))
         self.visible = frozenset(a.name for a in resource.attrs.values() if a.visible)
         self.hidden = frozenset(a.name for a in resource.attrs.values() if a.hidden)
 
@@ -57,11 +67,24 @@ class ResourceController:
 
     # --- handlers ------------------------------------------------------------
 
-    def index(self, req: Request) -> Response:
+    def _parent(self, ctx: Context, parent: str | None) -> tuple[tuple[str, ...], dict]:
+        """The plugin's leading arguments, and the policy target of the parent."""
+        if parent is None:
+            return (), {}
+        owner = self.parent_lookup(ctx, parent) if self.parent_lookup else {}
+        return (parent,), {"project_id": owner.get("project_id"),
+                           "tenant_id": owner.get("project_id")}
+
+    def _readable(self, ctx: Context, target: dict[str, Any]) -> bool:
+        return ctx.is_admin or self.policy.allows(
+            f"get_{self.resource.plugin_name}", ctx, target)
+
+    def index(self, req: Request, parent: str | None = None) -> Response:
         ctx = req.context
+        args, owner = self._parent(ctx, parent)
         query = parse_collection_query(self.resource, req.query, self.extra_filters,
                                        self.max_limit)
-        items = self._get_many(ctx, query)
+        items = self._get_many(ctx, *args, query) if self._readable(ctx, owner) else []
         body: dict[str, Any] = {self.resource.collection: [
             self.view(item, ctx, query.fields) for item in items]}
         if query.limit is not None:
@@ -87,12 +110,19 @@ class ResourceController:
                 req.path, [*params, ("page_reverse", "True")])})
         return links
 
-    def show(self, req: Request, item_id: str) -> Response:
-        item = self._get_one(req.context, item_id)
+    def show(self, req: Request, item_id: str, parent: str | None = None) -> Response:
+        ctx = req.context
+        args, owner = self._parent(ctx, parent)
+        item = self._get_one(ctx, *args, item_id)
+        if not self._readable(ctx, {**item, **owner}):
+            raise self._not_found(item_id)
         return Response(200, {self.resource.name: self.view(item, req.context, req.fields())})
 
-    def create(self, req: Request) -> Response:
+    def create(self, req: Request, parent: str | None = None) -> Response:
         ctx = req.context
+        args, owner = self._parent(ctx, parent)
+        if self._create is None:
+            raise method_not_allowed()
         body = req.json()
         name, collection = self.resource.name, self.resource.collection
         if collection in body:  # Neutron looks for a bulk body first
@@ -105,17 +135,21 @@ class ResourceController:
                 raise bad("Bulk operation not supported")
             # each item may be bare or wrapped: [{"name": ..}] or [{"network": {..}}]
             prepared = [self.prepare_create(ctx, item[name] if isinstance(item, dict)
-                                            and name in item else item) for item in items]
-            created = self._create_bulk(ctx, prepared)
+                                            and name in item else item, owner)
+                        for item in items]
+            created = self._create_bulk(ctx, *args, prepared)
             return Response(201, {collection: [self.view(c, ctx, req.fields())
                                                for c in created]})
         if name not in body:
             raise bad(f"Unable to find '{name}' in request body")
-        created = self._create(ctx, self.prepare_create(ctx, body[name]))
+        created = self._create(ctx, *args, self.prepare_create(ctx, body[name], owner))
         return Response(201, {name: self.view(created, ctx, req.fields())})
 
-    def update(self, req: Request, item_id: str) -> Response:
+    def update(self, req: Request, item_id: str, parent: str | None = None) -> Response:
         ctx = req.context
+        args, owner = self._parent(ctx, parent)
+        if self._update is None:
+            raise method_not_allowed()
         body = req.json()
         name = self.resource.name
         if self.resource.collection in body:
@@ -125,24 +159,49 @@ class ResourceController:
         data = self.prepare_update(body[name])
         revision = if_match_revision(req)
         if not ctx.is_admin:
-            current = self._get_one(ctx, item_id)
+            current = {**self._get_one(ctx, *args, item_id), **owner}
             self.authorize("update", ctx, {**current, **data}, data, current)
-        updated = self._update(ctx, item_id, data, if_revision=revision)
+        updated = self._update(ctx, *args, item_id, data, if_revision=revision)
         return Response(200, {name: self.view(updated, ctx, req.fields())})
 
-    def delete(self, req: Request, item_id: str) -> Response:
+    def delete(self, req: Request, item_id: str, parent: str | None = None) -> Response:
         ctx = req.context
+        args, owner = self._parent(ctx, parent)
+        if self._delete is None:
+            raise method_not_allowed()
         if req.body:
             raise bad("Request body is not supported in DELETE.")
         if not ctx.is_admin:
-            current = self._get_one(ctx, item_id)
+            current = {**self._get_one(ctx, *args, item_id), **owner}
             self.authorize("delete", ctx, current, {}, current)
-        self._delete(ctx, item_id, if_revision=if_match_revision(req))
+        self._delete(ctx, *args, item_id, if_revision=if_match_revision(req))
         return Response(204)
+
+    def action(self, req: Request, item_id: str, action: str,
+               parent: str | None = None) -> Response:
+        """``PUT /<collection>/<id>/<action>``: the body goes to the plugin as it is."""
+        ctx = req.context
+        args, owner = self._parent(ctx, parent)
+        body = req.json() if req.body else {}
+        if not isinstance(body, dict):
+            raise bad("Body contains invalid data")
+        if not ctx.is_admin:
+            current = {**self._get_one(ctx, *args, item_id), **owner}
+            if not self.policy.allows(action, ctx, current):
+                raise exc.PolicyNotAuthorized(action=action)
+        method = getattr(self.plugin, self.resource.member_actions[action])
+        result = method(ctx, *args, item_id, body)
+        return Response(200, result)
+
+    def _not_found(self, item_id: str) -> Exception:
+        if self.resource.not_found is not None:
+            return self.resource.not_found(**{f"{self.resource.name}_id": item_id})
+        return exc.HTTPNotFound()
 
     # --- body preparation ----------------------------------------------------
 
-    def prepare_create(self, ctx: Context, item: Any) -> dict[str, Any]:
+    def prepare_create(self, ctx: Context, item: Any, owner: dict[str, Any] | None = None
+                       ) -> dict[str, Any]:
         if not isinstance(item, dict):
             raise bad(f"Object '{self.resource.name}' contains invalid data")
         attrs = self.resource.attrs
@@ -164,7 +223,7 @@ class ResourceController:
             elif attr.default is not UNSET:
                 data[attr.name] = attr.default
         self._fill_project(ctx, data)
-        self.authorize("create", ctx, data, item, None)
+        self.authorize("create", ctx, {**data, **(owner or {})}, item, None)
         return data
 
     def _fill_project(self, ctx: Context, data: dict[str, Any]) -> None:
@@ -205,7 +264,6 @@ class ResourceController:
         """Check ``<action>_<resource>`` and a rule per attribute the caller set."""
         if ctx.is_admin:
             return
-        name = self.resource.name
         target = dict(target)
         if self.network_lookup and target.get("network_id"):
             # Read as admin, like Neutron's owner check: a missing network is a
@@ -213,7 +271,7 @@ class ResourceController:
             network = self.network_lookup(target["network_id"])
             target["network:project_id"] = network["project_id"]
             target["network:tenant_id"] = network["project_id"]
-        rule = f"{action}_{name}"
+        rule = f"{action}_{self.resource.plugin_name}"
         if not self.policy.allows(rule, ctx, target):
             raise exc.PolicyNotAuthorized(action=rule)
         for key, value in given.items():

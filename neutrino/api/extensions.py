@@ -43,12 +43,13 @@ def claimed(plugins: Iterable[Any], known: Mapping[str, Extension] = EXTENSIONS
 def api_resources(core_plugin: Any, owners: Mapping[str, Any],
                   known: Mapping[str, Extension] = EXTENSIONS
                   ) -> dict[str, tuple[Resource, Any]]:
-    """collection -> (resource with its loaded extension attributes, serving plugin)."""
+    """API path (``networks``, ``ports/bindings``) -> (resource with its loaded
+    extension attributes, serving plugin)."""
     served: dict[str, tuple[Resource, Any]] = {
-        r.collection: (r, core_plugin) for r in CORE_RESOURCES}
+        r.path: (r, core_plugin) for r in CORE_RESOURCES}
     for alias, plugin in owners.items():
         for resource in known[alias].resources:
-            served[resource.collection] = (resource, plugin)
+            served[resource.path] = (resource, plugin)
     for alias in known:  # registry order, so a later extension refines an earlier one
         if alias not in owners:
             continue

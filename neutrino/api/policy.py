@@ -74,6 +74,12 @@ DEFAULT_RULES: dict[str, str] = {
     "update_port:fixed_ips:ip_address": "rule:admin_or_network_owner",
     "delete_port": "rule:admin_owner_or_network_owner and rule:not_reader",
 
+    "get_port_binding": "rule:admin_only",
+    "create_port_binding": "rule:admin_only",
+    "update_port_binding": "rule:admin_only",
+    "delete_port_binding": "rule:admin_only",
+    "activate": "rule:admin_only",
+
     "create_segment": "rule:admin_only",
     "update_segment": "rule:admin_only",
     "delete_segment": "rule:admin_only",

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from neutrino import exceptions as exc
-from neutrino.api.controller import ResourceController
+from neutrino.api.controller import ResourceController, method_not_allowed
 from neutrino.api.request import Request, Response
 from neutrino.definitions.base import Extension
 
@@ -14,8 +14,6 @@ Handler = Callable[..., Response]
 CORE_COLLECTIONS = ("networks", "subnets", "subnetpools", "ports")
 
 
-def method_not_allowed(req: Request) -> exc.HTTPMethodNotAllowed:
-    return exc.HTTPMethodNotAllowed()
 
 
 class Router:
@@ -49,25 +47,40 @@ class Router:
         controller = self.controllers.get(collection)
         if controller is None:
             raise exc.HTTPNotFound()
+        if len(rest) >= 2 and rest[1] == "tags" and controller.resource.taggable:
+            if len(rest) > 3:
+                raise exc.HTTPNotFound()
+            return self.tags.dispatch(req, controller, rest[0], rest[2] if len(rest) == 3
+                                      else None)
+        if len(rest) >= 2 and f"{collection}/{rest[1]}" in self.controllers:
+            sub = self.controllers[f"{collection}/{rest[1]}"]
+            return self._resource(req, sub, rest[2:], parent=rest[0])
+        return self._resource(req, controller, rest)
+
+    @staticmethod
+    def _resource(req: Request, controller: ResourceController, rest: list[str],
+                  parent: str | None = None) -> Response:
+        """``[]`` the collection, ``[id]`` one item, ``[id, action]`` a member action."""
         method = req.method
         if not rest:
             if method == "GET":
-                return controller.index(req)
+                return controller.index(req, parent)
             if method == "POST":
-                return controller.create(req)
+                return controller.create(req, parent)
             raise method_not_allowed(req)
         item_id = rest[0]
         if len(rest) == 1:
             if method == "GET":
-                return controller.show(req, item_id)
+                return controller.show(req, item_id, parent)
             if method == "PUT":
-                return controller.update(req, item_id)
+                return controller.update(req, item_id, parent)
             if method == "DELETE":
-                return controller.delete(req, item_id)
+                return controller.delete(req, item_id, parent)
             raise method_not_allowed(req)
-        if rest[1] == "tags" and controller.resource.taggable and len(rest) <= 3:
-            return self.tags.dispatch(req, controller, item_id, rest[2] if len(rest) == 3
-                                      else None)
+        if len(rest) == 2 and rest[1] in controller.resource.member_actions:
+            if method != "PUT":
+                raise method_not_allowed(req)
+            return controller.action(req, item_id, rest[1], parent)
         raise exc.HTTPNotFound()
 
     @staticmethod

@@ -7,6 +7,7 @@ import json
 import logging
 import os
 import sys
+from typing import Any
 
 import uvicorn
 from sqlalchemy.exc import SQLAlchemyError
@@ -71,11 +72,20 @@ def build_app(conf: config.Config, sync: bool = False) -> ApiApp:
     policy = Policy()
     max_limit = int(conf.DEFAULT.pagination_max_limit)
     admin = Context.admin()
+    served = api_resources(core, owners)
+
+    def parent_lookup(resource: Any) -> Any:
+        if resource.parent is None:
+            return None
+        collection, member = resource.parent
+        return getattr(served[collection][1], f"get_{member}")
+
     controllers = {
-        collection: ResourceController(resource, plugin, policy,
-                                       max_limit if max_limit > 0 else None,
-                                       lambda network_id: core.get_network(admin, network_id))
-        for collection, (resource, plugin) in api_resources(core, owners).items()}
+        path: ResourceController(resource, plugin, policy,
+                                 max_limit if max_limit > 0 else None,
+                                 lambda network_id: core.get_network(admin, network_id),
+                                 parent_lookup(resource))
+        for path, (resource, plugin) in served.items()}
     tables = {}
     for plugin in plugins:
         tables.update(plugin.taggable_tables())

@@ -57,9 +57,20 @@ class Resource:
     attrs: dict[str, Attr]
     # (parent collection, parent member name) for sub-resources
     parent: tuple[str, str] | None = None
+    # PUT /<collection>/<id>/<action>: action -> the plugin method serving it
     member_actions: dict[str, str] = field(default_factory=dict)
     taggable: bool = False
     not_found: type | None = None
+
+    @property
+    def path(self) -> str:
+        """Where the API serves it: ``ports/bindings`` for a sub-resource."""
+        return f"{self.parent[0]}/{self.collection}" if self.parent else self.collection
+
+    @property
+    def plugin_name(self) -> str:
+        """``binding`` of ``port`` is the plugin's ``..._port_binding``."""
+        return f"{self.parent[1]}_{self.name}" if self.parent else self.name
 
     def extended(self, extra: dict[str, Attr]) -> Resource:
         return replace(self, attrs={**self.attrs, **extra})

@@ -3,7 +3,7 @@
 import pytest
 
 from tests.conftest import BACKENDS
-from tests.harness import create_database, error_of, start_server
+from tests.harness import create_database, error_of, expect_error, start_server
 
 FAKES = "tests.fakes.mechanism"
 
@@ -123,6 +123,57 @@ def test_bound_port_and_rebinding(binding_server, project):
     assert on("h3") == [other["id"]] and on("h2") == [] and on("") == [port["id"]]
 
 
+def test_port_bindings_on_two_hosts(binding_server, project):
+    """binding-extended, as Nova uses it to live-migrate: bind on the target host
+    too, activate it, drop the source host's binding."""
+    admin = binding_server.client(project, roles=("admin",))
+    member = binding_server.client(project, roles=("member",))
+    port = admin.port(admin.network()["id"], **{"binding:host_id": "src"})
+    path = f"/v2.0/ports/{port['id']}/bindings"
+    resp = admin.post(path, json={"binding": {"host": "dst", "profile": {"m": 1}}})
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["binding"] == {
+        "host": "dst", "vnic_type": "normal", "profile": {"m": 1}, "vif_type": "fake",
+        "vif_details": {"port_filter": False, "bound_drivers": {"0": "always_bind"}},
+        "status": "INACTIVE"}
+    listed = admin.get(path).json()["bindings"]
+    assert [(b["host"], b["status"]) for b in listed] == [("dst", "INACTIVE"),
+                                                          ("src", "ACTIVE")]
+    assert [b["host"] for b in admin.get(path, params={"status": "ACTIVE"}
+                                         ).json()["bindings"]] == ["src"]
+    assert expect_error(admin.post(path, json={"binding": {"host": "dst"}}),
+                        409, "PortBindingAlreadyExists")
+    assert admin.put(f"{path}/dst/activate").json()["binding"]["status"] == "ACTIVE"
+    assert expect_error(admin.put(f"{path}/dst/activate"), 409, "PortBindingAlreadyActive")
+    assert admin.get(f"/v2.0/ports/{port['id']}").json()["port"]["binding:host_id"] == "dst"
+    assert admin.get(f"{path}/src").json()["binding"]["status"] == "INACTIVE"
+    updated = admin.put(f"{path}/src", json={"binding": {"vnic_type": "direct"}})
+    assert updated.json()["binding"]["vnic_type"] == "direct"
+    assert admin.delete(f"{path}/src").status_code == 204
+    assert expect_error(admin.get(f"{path}/src"), 404, "PortBindingNotFound")
+    assert expect_error(admin.post(path, json={"binding": {}}), 400, "HTTPBadRequest")
+    assert expect_error(admin.post(path, json={"binding": {"host": "x", "vif_type": "y"}}),
+                        400, "HTTPBadRequest")
+    assert expect_error(admin.get("/v2.0/ports/00000000-0000-0000-0000-000000000000/bindings"),
+                        404, "PortNotFound")
+    # admin only: a member sees none and may change none
+    assert member.get(path).json()["bindings"] == []
+    assert expect_error(member.get(f"{path}/dst"), 404, "HTTPNotFound")
+    assert expect_error(member.post(path, json={"binding": {"host": "h9"}}), 403,
+                        "PolicyNotAuthorized")
+    assert expect_error(member.put(f"{path}/dst/activate"), 403, "PolicyNotAuthorized")
+
+
+def test_binding_of_an_unbound_port_becomes_active(binding_server, project):
+    admin = binding_server.client(project, roles=("admin",))
+    port = admin.port(admin.network()["id"])
+    path = f"/v2.0/ports/{port['id']}/bindings"
+    assert admin.get(path).json()["bindings"] == []
+    created = admin.post(path, json={"binding": {"host": "h1"}}).json()["binding"]
+    assert created["status"] == "ACTIVE"
+    assert admin.get(f"/v2.0/ports/{port['id']}").json()["port"]["binding:vif_type"] == "fake"
+
+
 @pytest.fixture(scope="module")
 def port_security_server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("portsec")
@@ -151,6 +202,26 @@ def test_port_security_network_default_and_port_override(port_security_server, p
     listed = user.get("/v2.0/networks", params={"id": [secured["id"], open_net["id"]]})
     assert {n["id"]: n["port_security_enabled"] for n in listed.json()["networks"]} == {
         secured["id"]: True, open_net["id"]: False}
+
+
+def test_filter_by_port_security(port_security_server, project):
+    user = port_security_server.client(project, roles=("member",))
+    net = user.network(port_security_enabled=False)
+    closed = user.port(net["id"], port_security_enabled=True)
+    opened = user.port(net["id"])
+
+    def ids(value):
+        resp = user.get("/v2.0/ports", params={"network_id": net["id"],
+                                               "port_security_enabled": value})
+        assert resp.status_code == 200, resp.text
+        return [p["id"] for p in resp.json()["ports"]]
+
+    assert ids("true") == [closed["id"]] and ids("False") == [opened["id"]]
+    resp = user.get("/v2.0/networks", params={"id": net["id"],
+                                              "port_security_enabled": "false"})
+    assert [n["id"] for n in resp.json()["networks"]] == [net["id"]]
+    assert user.get("/v2.0/ports", params={"port_security_enabled": "maybe"}
+                    ).status_code == 400
 
 
 def test_port_security_is_absent_unless_its_driver_is_loaded(admin):

@@ -19,10 +19,16 @@ from neutrino.definitions.portbindings import (
     VIF_TYPE_UNBOUND,
     VNIC_TYPE,
 )
+from neutrino.definitions.portbindings_extended import (
+    ACTIVE,
+    INACTIVE,
+    PortBindingAlreadyActive,
+    PortBindingAlreadyExists,
+    PortBindingNotFound,
+)
 
 B = models.port_bindings
 AG = models.agents
-ACTIVE = "ACTIVE"
 BINDING_KEYS = (HOST_ID, VNIC_TYPE, PROFILE)
 
 
@@ -57,11 +63,70 @@ def request(conn: Connection, port_id: str, current: dict[str, Any],
               PROFILE: wanted[PROFILE] or {}}
     if all(wanted[k] == current.get(k) for k in BINDING_KEYS):
         return None
-    conn.execute(delete(B).where(B.c.port_id == port_id))
+    conn.execute(delete(B).where(B.c.port_id == port_id, or_(
+        B.c.status == ACTIVE, B.c.host == wanted[HOST_ID])))
     conn.execute(B.insert().values(port_id=port_id, host=wanted[HOST_ID],
                                    vnic_type=wanted[VNIC_TYPE], profile=wanted[PROFILE],
                                    vif_type=VIF_TYPE_UNBOUND, vif_details={}, status=ACTIVE))
     return {**wanted, VIF_TYPE: VIF_TYPE_UNBOUND, VIF_DETAILS: {}}
+
+
+# --- every binding of a port (binding-extended) -----------------------------------
+
+def extended_view(row: Any) -> dict[str, Any]:
+    return {"host": row.host, "vnic_type": row.vnic_type, "profile": row.profile,
+            "vif_type": row.vif_type, "vif_details": row.vif_details, "status": row.status}
+
+
+def all_of_port(conn: Connection, port_id: str) -> list[Any]:
+    return conn.execute(select(B).where(B.c.port_id == port_id).order_by(B.c.host)).all()
+
+
+def one(conn: Connection, port_id: str, host: str) -> Any:
+    row = conn.execute(select(B).where(B.c.port_id == port_id, B.c.host == host)).first()
+    if row is None:
+        raise PortBindingNotFound(port_id=port_id, host=host)
+    return row
+
+
+def add(conn: Connection, port_id: str, host: str, vnic_type: str,
+        profile: dict[str, Any]) -> str:
+    """Add a binding on ``host``: the active one if the port is unbound, else
+    an inactive one. Its status."""
+    rows = all_of_port(conn, port_id)
+    if any(row.host == host for row in rows):
+        raise PortBindingAlreadyExists(port_id=port_id, host=host)
+    unbound = [row for row in rows if row.status == ACTIVE and not row.host]
+    status = ACTIVE if unbound or not any(row.status == ACTIVE for row in rows) else INACTIVE
+    if unbound:
+        conn.execute(delete(B).where(B.c.port_id == port_id, B.c.host == ""))
+    conn.execute(B.insert().values(port_id=port_id, host=host, vnic_type=vnic_type,
+                                   profile=profile, vif_type=VIF_TYPE_UNBOUND,
+                                   vif_details={}, status=status))
+    return status
+
+
+def change(conn: Connection, port_id: str, host: str, data: dict[str, Any]) -> None:
+    one(conn, port_id, host)
+    values = {k: data[k] for k in ("vnic_type", "profile") if k in data}
+    if values:
+        conn.execute(update(B).where(B.c.port_id == port_id, B.c.host == host)
+                     .values(**values, vif_type=VIF_TYPE_UNBOUND, vif_details={}))
+
+
+def activate(conn: Connection, port_id: str, host: str) -> None:
+    """Make the binding on ``host`` the active one; the active one goes inactive."""
+    if one(conn, port_id, host).status == ACTIVE:
+        raise PortBindingAlreadyActive(port_id=port_id, host=host)
+    conn.execute(update(B).where(B.c.port_id == port_id, B.c.status == ACTIVE)
+                 .values(status=INACTIVE))
+    conn.execute(update(B).where(B.c.port_id == port_id, B.c.host == host)
+                 .values(status=ACTIVE))
+
+
+def remove(conn: Connection, port_id: str, host: str) -> None:
+    one(conn, port_id, host)
+    conn.execute(delete(B).where(B.c.port_id == port_id, B.c.host == host))
 
 
 def store(conn: Connection, port_id: str, host: str, vif_type: str,

@@ -51,7 +51,7 @@ class Ml2Plugin(Plugin):
         "standard-attr-description", "standard-attr-revisions", "standard-attr-timestamp",
         "subnet_allocation", "default-subnetpools", "ip-substring-filtering",
         "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
-        "binding", "segment",
+        "binding", "binding-extended", "segment",
     )
     option_groups = OPTION_GROUPS
     extra_filters: ClassVar[dict[str, tuple[str, ...]]] = {"ports": ports.EXTRA_FILTERS}
@@ -127,6 +127,10 @@ class Ml2Plugin(Plugin):
 
         return self.db.write(work)
 
+    def _extension_filters(self, collection: str, query: CollectionQuery) -> list:
+        return [clause for driver in self.extension_drivers
+                for clause in driver.filter_clauses(collection, query)]
+
     # --- networks ------------------------------------------------------------------
 
     def _make_network(self, conn: Connection, ctx: Context, data: dict[str, Any]
@@ -178,7 +182,7 @@ class Ml2Plugin(Plugin):
         return self._read(lambda conn: self._network(conn, ctx, network_id))
 
     def get_networks(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-        where = segments.filter_clauses(query)
+        where = segments.filter_clauses(query) + self._extension_filters("networks", query)
         return self._read(lambda conn: self._extend_networks(
             conn, networks.list_(conn, ctx, query, where)))
 
@@ -354,7 +358,7 @@ class Ml2Plugin(Plugin):
         return self._read(lambda conn: self._port(conn, ctx, port_id))
 
     def get_ports(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-        where = bindings.filter_clauses(query)
+        where = bindings.filter_clauses(query) + self._extension_filters("ports", query)
         return self._read(lambda conn: self._extend_ports(
             conn, ports.list_(conn, ctx, query, where)))
 
@@ -390,6 +394,63 @@ class Ml2Plugin(Plugin):
         context = self.db.write(work)
         context.conn = None
         self._postcommit_quietly("delete_port_postcommit", context)
+
+    # --- a port's bindings on several hosts (binding-extended) -------------------------
+
+    def get_port_bindings(self, ctx: Context, port_id: str, query: CollectionQuery
+                          ) -> list[dict[str, Any]]:
+        def work(conn: Connection) -> list[Any]:
+            ports.get(conn, ctx, port_id)
+            return bindings.all_of_port(conn, port_id)
+
+        views = [bindings.extended_view(row) for row in self._read(work) if row.host]
+        return [view for view in views
+                if all(view.get(key) in wanted for key, wanted in query.filters.items())]
+
+    def get_port_binding(self, ctx: Context, port_id: str, host: str) -> dict[str, Any]:
+        def work(conn: Connection) -> Any:
+            ports.get(conn, ctx, port_id)
+            return bindings.one(conn, port_id, host)
+
+        return bindings.extended_view(self._read(work))
+
+    def _bind_extended(self, ctx: Context, port_id: str, host: str) -> dict[str, Any]:
+        """Bind the port's binding on ``host`` through the mechanism drivers."""
+        with self.db.reader() as conn:
+            port = self._port(conn, ctx, port_id)
+            row = bindings.one(conn, port_id, host)
+        self._bind(ctx, {**port, HOST_ID: host, VNIC_TYPE: row.vnic_type,
+                         PROFILE: row.profile})
+        return self.get_port_binding(ctx, port_id, host)
+
+    def create_port_binding(self, ctx: Context, port_id: str, data: dict[str, Any]
+                            ) -> dict[str, Any]:
+        def work(conn: Connection) -> None:
+            ports.get(conn, ctx, port_id)
+            bindings.add(conn, port_id, data["host"], data["vnic_type"], data["profile"])
+            bump(conn, models.ports, port_id)
+
+        self.db.write(work)
+        return self._bind_extended(ctx, port_id, data["host"])
+
+    def update_port_binding(self, ctx: Context, port_id: str, host: str,
+                            data: dict[str, Any], if_revision: int | None = None
+                            ) -> dict[str, Any]:
+        self.db.write(lambda conn: bindings.change(conn, port_id, host, data))
+        return self._bind_extended(ctx, port_id, host)
+
+    def activate_port_binding(self, ctx: Context, port_id: str, host: str, body: dict[str, Any]
+                 ) -> dict[str, Any]:
+        def work(conn: Connection) -> None:
+            bindings.activate(conn, port_id, host)
+            bump(conn, models.ports, port_id)
+
+        self.db.write(work)
+        return {"binding": self.get_port_binding(ctx, port_id, host)}
+
+    def delete_port_binding(self, ctx: Context, port_id: str, host: str,
+                            if_revision: int | None = None) -> None:
+        self.db.write(lambda conn: bindings.remove(conn, port_id, host))
 
     # --- segments (admin only: others see none) ----------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, or_, select
 from sqlalchemy.engine import Connection
 
 from neutrino.db import models
@@ -61,3 +61,13 @@ class PortSecurityExtensionDriver(ExtensionDriver):
 
     def extend_ports(self, conn: Connection, views: list[dict[str, Any]]) -> None:
         self.extend_networks(conn, views)
+
+    def filter_clauses(self, collection: str, query: Any) -> list:
+        values = query.pop_filter(ENABLED)
+        if values is None:
+            return []
+        table = models.networks if collection == "networks" else models.ports
+        parts = [table.c.id.in_(select(PS.c.resource_id).where(PS.c.enabled.in_(values)))]
+        if True in values:  # no row means the default, enabled
+            parts.append(table.c.id.not_in(select(PS.c.resource_id)))
+        return [or_(*parts)]
