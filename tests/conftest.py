@@ -21,12 +21,16 @@ BACKENDS = tuple(b for b in os.environ.get("NEUTRINO_TEST_BACKENDS", ",".join(AL
                  .split(",") if b)
 
 
+# What the shared servers load beyond the defaults, as a typical cloud does.
+SERVER_EXTRA = "[ml2]\nextension_drivers = port_security\n"
+
+
 @pytest.fixture(scope="session", params=BACKENDS)
 def server(request, tmp_path_factory) -> Server:
     """A trusted_headers server (policy applies) on each database backend."""
     tmp = tmp_path_factory.mktemp(f"server-{request.param}")
     url, drop = create_database(request.param, tmp)
-    srv = start_server(tmp, url, auth="trusted_headers")
+    srv = start_server(tmp, url, auth="trusted_headers", extra=SERVER_EXTRA)
     srv.backend = request.param
     yield srv
     srv.stop()

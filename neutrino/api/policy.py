@@ -84,6 +84,12 @@ DEFAULT_RULES: dict[str, str] = {
     "update_segment": "rule:admin_only",
     "delete_segment": "rule:admin_only",
 
+    # --- security groups
+
+    # --- L3: routers, floating IPs, port forwardings
+
+    # --- port extras: allowed address pairs, extra DHCP options, DNS
+
     "update_tags": "rule:admin_or_owner and rule:not_reader",
     "get_quota": "rule:admin_or_owner",
     "update_quota": "rule:admin_only",

@@ -67,7 +67,7 @@ def build_app(conf: config.Config, sync: bool = False) -> ApiApp:
     core = loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)(env)
     services = [loader.find(loader.SERVICE_GROUP, name)(env)
                 for name in conf.DEFAULT.service_plugins]
-    plugins = [core, *services]
+    plugins = [core, *getattr(core, "companions", []), *services]
     owners = claimed(plugins)
     policy = Policy()
     max_limit = int(conf.DEFAULT.pagination_max_limit)

@@ -219,3 +219,9 @@ port_security = Table(
     Column("resource_id", UUID, primary_key=True),
     Column("enabled", Boolean, nullable=False),
 )
+
+# --- security groups ----------------------------------------------------------------
+
+# --- L3: routers, floating IPs, port forwardings --------------------------------------
+
+# --- port extras: allowed address pairs, extra DHCP options, DNS -----------------------

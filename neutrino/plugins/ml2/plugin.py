@@ -42,6 +42,10 @@ LOG = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# Extension drivers ML2 always loads after the configured ones: the port
+# attributes Neutron's ML2 offers without configuration.
+BUILTIN_EXTENSION_DRIVERS: tuple[str, ...] = ()
+
 
 class Ml2Plugin(Plugin):
     supported_extension_aliases = (
@@ -73,10 +77,15 @@ class Ml2Plugin(Plugin):
         self.mechanisms = MechanismManager([
             loader.find(loader.ML2_MECHANISM_GROUP, name)(conf)
             for name in conf.ml2.mechanism_drivers])
+        names = [*conf.ml2.extension_drivers,
+                 *(n for n in BUILTIN_EXTENSION_DRIVERS if n not in conf.ml2.extension_drivers)]
         self.extension_drivers = [loader.find(loader.ML2_EXTENSION_GROUP, name)(conf)
-                                  for name in conf.ml2.extension_drivers]
+                                  for name in names]
         self.supported_extension_aliases = type(self).supported_extension_aliases + tuple(
-            driver.extension_alias for driver in self.extension_drivers)
+            driver.extension_alias for driver in self.extension_drivers
+            if driver.extension_alias)
+        # plugins this one brings along, serving resources of their own
+        self.companions: list[Plugin] = []
 
     def sync_database(self) -> None:
         self.db.write(self.types.sync_allocations)
