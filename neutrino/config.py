@@ -146,6 +146,11 @@ CORE_GROUPS = [
         Opt("quota_subnet", int_range(-1), 100, "Subnets per project."),
         Opt("quota_port", int_range(-1), 500, "Ports per project."),
         Opt("quota_subnetpool", int_range(-1), -1, "Subnet pools per project."),
+        Opt("quota_security_group", int_range(-1), 10, "Security groups per project."),
+        Opt("quota_security_group_rule", int_range(-1), 100,
+            "Security group rules per project."),
+        Opt("quota_router", int_range(-1), 10, "Routers per project."),
+        Opt("quota_floatingip", int_range(-1), 50, "Floating IPs per project."),
         Opt("default_quota", int_range(-1), -1, "Default for resources without a quota_ option."),
     ]),
 ]
