@@ -288,6 +288,12 @@ class ResourceController:
                 continue  # as Neutron: an explicit default is not "set" on create
             if not self.policy.allows(field_rule, ctx, target):
                 raise exc.PolicyNotAuthorized(action=field_rule)
+        for key, value in given.items():  # rules on keys inside a dict attribute
+            for sub in value if isinstance(value, dict) else ():
+                sub_rule = f"{rule}:{key}:{sub}"
+                if sub_rule in self.policy.rules and not self.policy.allows(
+                        sub_rule, ctx, target):
+                    raise exc.PolicyNotAuthorized(action=sub_rule)
 
 
 def _checked(attr: Any, value: Any) -> Any:

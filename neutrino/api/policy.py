@@ -87,6 +87,21 @@ DEFAULT_RULES: dict[str, str] = {
     # --- security groups
 
     # --- L3: routers, floating IPs, port forwardings
+    "create_router": "rule:not_reader",
+    "create_router:external_gateway_info:enable_snat": "rule:admin_only",
+    "create_router:external_gateway_info:external_fixed_ips": "rule:admin_only",
+    "update_router": "rule:admin_or_owner and rule:not_reader",
+    "update_router:external_gateway_info:enable_snat": "rule:admin_only",
+    "update_router:external_gateway_info:external_fixed_ips": "rule:admin_only",
+    "delete_router": "rule:admin_or_owner and rule:not_reader",
+    "add_router_interface": "rule:admin_or_owner and rule:not_reader",
+    "remove_router_interface": "rule:admin_or_owner and rule:not_reader",
+    "add_extraroutes": "rule:admin_or_owner and rule:not_reader",
+    "remove_extraroutes": "rule:admin_or_owner and rule:not_reader",
+    "create_floatingip": "rule:not_reader",
+    "create_floatingip:floating_ip_address": "rule:admin_only",
+    "update_floatingip": "rule:admin_or_owner and rule:not_reader",
+    "delete_floatingip": "rule:admin_or_owner and rule:not_reader",
 
     # --- port extras: allowed address pairs, extra DHCP options, DNS
 

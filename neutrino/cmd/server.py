@@ -65,6 +65,7 @@ def build_app(conf: config.Config, sync: bool = False) -> ApiApp:
     db = Database(config.database_url(conf), conf.database.max_retries)
     env = Environment(conf=conf, db=db, hooks=Hooks(), quota=QuotaEngine(conf.quotas))
     core = loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)(env)
+    env.core = core
     services = [loader.find(loader.SERVICE_GROUP, name)(env)
                 for name in conf.DEFAULT.service_plugins]
     plugins = [core, *getattr(core, "companions", []), *services]

@@ -224,4 +224,46 @@ port_security = Table(
 
 # --- L3: routers, floating IPs, port forwardings --------------------------------------
 
+routers = Table(
+    "routers", metadata,
+    *_standard(),
+    Column("admin_state_up", Boolean, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("gw_port_id", UUID, ForeignKey("ports.id"), unique=True),
+    Column("enable_snat", Boolean, nullable=False),
+)
+
+# The ports a router owns: its interfaces and its gateway.
+router_ports = Table(
+    "router_ports", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("port_type", String(255), nullable=False),
+)
+
+router_routes = Table(
+    "router_routes", metadata,
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("destination", String(64), primary_key=True),
+    Column("nexthop", String(64), primary_key=True),
+)
+
+floatingips = Table(
+    "floatingips", metadata,
+    *_standard(),  # name stays "": floating IPs have none
+    Column("floating_ip_address", String(64), nullable=False),
+    Column("floating_network_id", UUID, ForeignKey("networks.id"), nullable=False),
+    Column("floating_port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"),
+           nullable=False, unique=True),
+    Column("fixed_port_id", UUID, ForeignKey("ports.id"), index=True),
+    Column("fixed_ip_address", String(64)),
+    Column("router_id", UUID, ForeignKey("routers.id"), index=True),
+    Column("status", String(16), nullable=False),
+    # one floating IP per fixed IP and external network
+    UniqueConstraint("floating_network_id", "fixed_port_id", "fixed_ip_address",
+                     name="uq_floatingips_fixed_ip"),
+)
+
 # --- port extras: allowed address pairs, extra DHCP options, DNS -----------------------

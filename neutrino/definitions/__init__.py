@@ -7,6 +7,7 @@ plugins claim; nothing here is loaded or imported by name elsewhere.
 from neutrino.definitions import (
     external_net,
     flags,
+    l3,
     net_mtu,
     network,
     port,
@@ -42,5 +43,6 @@ EXTENSIONS: dict[str, Extension] = {
         quotas.EXTENSION,
         quotas.DETAILS,
         *flags.FLAGS,
+        *l3.EXTENSIONS,
     )
 }

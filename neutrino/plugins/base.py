@@ -25,6 +25,8 @@ class Environment:
     db: Database
     hooks: Hooks
     quota: QuotaEngine
+    # the core plugin, for service plugins (set once it is built)
+    core: Any = None
 
 
 class Plugin:

@@ -238,11 +238,11 @@ class Ml2Plugin(Plugin):
         self._postcommit_quietly("delete_network_postcommit", context)
 
     def _postcommit_quietly(self, method: str, context: Any) -> None:
-        """A delete is done once committed; a driver failing after it is only logged."""
+        """What is committed stands; a driver failing after it is only logged."""
         try:
             self.mechanisms.call(method, context, keep_going=True)
         except MechanismDriverError:
-            LOG.warning("%s failed for %s; the deletion stands", method, context.current["id"])
+            LOG.warning("%s failed for %s; the change stands", method, context.current["id"])
 
     @staticmethod
     def _undo(delete: Callable[..., None], view: dict[str, Any]) -> None:
@@ -401,6 +401,40 @@ class Ml2Plugin(Plugin):
             return context
 
         context = self.db.write(work)
+        context.conn = None
+        self._postcommit_quietly("delete_port_postcommit", context)
+
+    # --- ports of service plugins (routers, floating IPs), in their transaction -----------
+
+    def create_port_in(self, conn: Connection, ctx: Context, data: dict[str, Any]
+                       ) -> dict[str, Any]:
+        """Make a port inside the caller's transaction (drivers' precommit runs);
+        once committed the caller calls ``port_created``."""
+        return self._make_port(conn, ctx, data)
+
+    def port_created(self, ctx: Context, view: dict[str, Any]) -> None:
+        self._postcommit_quietly("create_port_postcommit", PortContext(None, ctx, view))
+
+    def update_port_in(self, conn: Connection, ctx: Context, port_id: str,
+                       data: dict[str, Any]) -> PortContext:
+        original = self._port(conn, ctx, port_id)
+        ports.update(conn, ctx, port_id, data, None, self.settings.max_fixed_ips_per_port)
+        context = PortContext(conn, ctx, self._port(conn, ctx, port_id), original)
+        self.mechanisms.call("update_port_precommit", context)
+        return context
+
+    def port_updated(self, context: PortContext) -> None:
+        context.conn = None
+        self._postcommit_quietly("update_port_postcommit", context)
+
+    def delete_port_in(self, conn: Connection, ctx: Context, port_id: str) -> PortContext:
+        """Delete a port its owner (a service plugin) no longer needs: no veto hooks."""
+        context = PortContext(conn, ctx, self._port(conn, ctx, port_id))
+        self.mechanisms.call("delete_port_precommit", context)
+        ports.delete_(conn, ctx, port_id, None)
+        return context
+
+    def port_deleted(self, context: PortContext) -> None:
         context.conn = None
         self._postcommit_quietly("delete_port_postcommit", context)
 

@@ -1,0 +1,264 @@
+"""router: routers between networks, with a gateway to an external network,
+and floating IPs from that network; plus the extensions refining them
+(ext-gw-mode, extraroute, extraroute-atomic, fip-port-details, floatingip-pools)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neutrino import exceptions as exc
+from neutrino.definitions import validators as v
+from neutrino.definitions.base import (
+    REQUIRED,
+    Attr,
+    Extension,
+    Resource,
+    attrs,
+    standard_attrs,
+)
+
+ROUTER_INTERFACE = "network:router_interface"
+ROUTER_GATEWAY = "network:router_gateway"
+FLOATINGIP = "network:floatingip"
+
+
+# --- errors ------------------------------------------------------------------------
+
+class RouterNotFound(exc.NotFound):
+    message = "Router %(router_id)s could not be found."
+
+
+class FloatingIPNotFound(exc.NotFound):
+    message = "Floating IP %(floatingip_id)s could not be found"
+
+
+class RouterInUse(exc.InUse):
+    message = "Router %(router_id)s %(reason)s"
+
+
+class RouterInterfaceNotFound(exc.NotFound):
+    message = "Router %(router_id)s does not have an interface with id %(port_id)s"
+
+
+class RouterInterfaceNotFoundForSubnet(exc.NotFound):
+    message = "Router %(router_id)s has no interface on subnet %(subnet_id)s"
+
+
+class RouterInterfaceInUseByFloatingIP(exc.InUse):
+    message = ("Router interface for subnet %(subnet_id)s on router %(router_id)s cannot be "
+               "deleted, as it is required by one or more floating IPs.")
+
+
+class RouterInterfaceInUseByRoute(exc.InUse):
+    message = ("Router interface for subnet %(subnet_id)s on router %(router_id)s cannot be "
+               "deleted, as it is required by one or more routes.")
+
+
+class RouterExternalGatewayInUseByFloatingIp(exc.InUse):
+    message = ("Gateway cannot be updated for router %(router_id)s, since a gateway to "
+               "external network %(net_id)s is required by one or more floating IPs.")
+
+
+class ExternalGatewayForFloatingIPNotFound(exc.NotFound):
+    message = ("External network %(external_network_id)s is not reachable from subnet "
+               "%(subnet_id)s.  Therefore, cannot associate Port %(port_id)s with a "
+               "Floating IP.")
+
+
+class FloatingIPPortAlreadyAssociated(exc.InUse):
+    message = ("Cannot associate floating IP %(floating_ip_address)s (%(fip_id)s) with port "
+               "%(port_id)s using fixed IP %(fixed_ip)s, as that fixed IP already has a "
+               "floating IP on external network %(net_id)s.")
+
+
+class ServicePortInUse(exc.InUse):
+    message = "Port %(port_id)s cannot be deleted directly via the port API: %(reason)s."
+
+
+class InvalidRoutes(exc.BadRequest):
+    message = "Invalid format for routes: %(routes)s, %(reason)s"
+
+
+class RoutesExhausted(exc.BadRequest):
+    message = ("Unable to complete operation for %(router_id)s. The number of routes exceeds "
+               "the maximum %(quota)s.")
+
+
+def bad_router(msg: str) -> exc.BadRequest:
+    return exc.BadRequest(resource="router", msg=msg)
+
+
+def bad_floatingip(msg: str) -> exc.BadRequest:
+    return exc.BadRequest(resource="floatingip", msg=msg)
+
+
+# --- validators ----------------------------------------------------------------------
+
+def _gateway_info(value: Any) -> str | None:
+    if value is None or value == {}:
+        return None
+    if not isinstance(value, dict):
+        return f"'{value}' is not a dictionary"
+    unknown = sorted(set(value) - {"network_id", "enable_snat", "external_fixed_ips"})
+    if unknown:
+        return f"Unexpected keys supplied: {', '.join(unknown)}"
+    if "network_id" not in value:
+        return "Validation of dictionary's keys failed. Expected keys: {'network_id'}"
+    error = v.uuid(value["network_id"])
+    if error:
+        return error
+    if "enable_snat" in value and v.boolean(value["enable_snat"]):
+        return v.boolean(value["enable_snat"])
+    fixed = value.get("external_fixed_ips")
+    if fixed is not None:
+        return v.fixed_ips(fixed)
+    return None
+
+
+def _gateway_convert(value: Any) -> Any:
+    if isinstance(value, dict) and "enable_snat" in value:
+        try:
+            return {**value, "enable_snat": v.to_boolean(value["enable_snat"])}
+        except exc.InvalidInput:
+            return value
+    return value
+
+
+def _route(item: Any) -> str | None:
+    error = v.dict_keys(("destination", "nexthop"), item)
+    if error:
+        return error
+    return v.route_cidr(item["destination"]) or v.ip_address(item["nexthop"])
+
+
+def routes(value: Any) -> str | None:
+    if not isinstance(value, list):
+        return f"'{value}' is not a list"
+    for item in value:
+        error = _route(item)
+        if error:
+            return error
+    return None
+
+
+def _canonical_routes(value: Any) -> Any:
+    """Compressed IPv6 forms, so equal routes compare equal."""
+    if not isinstance(value, list):
+        return value
+    return [{"destination": v.to_canonical_cidr(r["destination"]),
+             "nexthop": v.canonical_ip(r["nexthop"])}
+            if isinstance(r, dict) and set(r) == {"destination", "nexthop"} else r
+            for r in value]
+
+
+# --- resources -----------------------------------------------------------------------
+
+ROUTER = Resource(
+    name="router",
+    collection="routers",
+    taggable=True,
+    not_found=RouterNotFound,
+    member_actions={"add_router_interface": "add_router_interface",
+                    "remove_router_interface": "remove_router_interface",
+                    "add_extraroutes": "add_extraroutes",
+                    "remove_extraroutes": "remove_extraroutes"},
+    attrs={
+        **standard_attrs(),
+        **attrs(
+            Attr("admin_state_up", allow_post=True, allow_put=True, default=True,
+                 convert=v.to_boolean, sort=True),
+            Attr("status", sort=True),
+            Attr("external_gateway_info", allow_post=True, allow_put=True, default=None,
+                 convert=_gateway_convert, validate=_gateway_info, filter=False),
+        ),
+    },
+)
+
+FLOATINGIP_RESOURCE = Resource(
+    name="floatingip",
+    collection="floatingips",
+    taggable=True,
+    not_found=FloatingIPNotFound,
+    attrs={
+        **standard_attrs(name=False),
+        **attrs(
+            Attr("floating_ip_address", allow_post=True, validate=v.ip_address_or_none,
+                 convert=v.canonical_ip, sort=True),
+            Attr("subnet_id", allow_post=True, default=None, validate=v.uuid_or_none,
+                 visible=False),
+            Attr("floating_network_id", allow_post=True, default=REQUIRED, validate=v.uuid,
+                 sort=True),
+            Attr("router_id", sort=True),
+            Attr("port_id", allow_post=True, allow_put=True, default=None,
+                 validate=v.uuid_or_none, sort=True),
+            Attr("fixed_ip_address", allow_post=True, allow_put=True, default=None,
+                 validate=v.ip_address_or_none, convert=v.canonical_ip, sort=True),
+            Attr("status", sort=True),
+        ),
+    },
+)
+
+ROUTER_EXTENSION = Extension(
+    alias="router",
+    name="Neutron L3 Router",
+    description="Router abstraction for basic L3 forwarding between L2 Neutron networks "
+                "and access to external networks via a NAT gateway.",
+    resources=(ROUTER, FLOATINGIP_RESOURCE),
+    required=("external-net",),
+)
+
+EXT_GW_MODE = Extension(
+    alias="ext-gw-mode",
+    name="Neutron L3 Configurable external gateway mode",
+    description="Extension of the router abstraction for specifying whether SNAT should "
+                "occur on the external gateway",
+    required=("router",),
+)
+
+EXTRAROUTE = Extension(
+    alias="extraroute",
+    name="Neutron Extra Route",
+    description="Extra routes configuration for L3 router",
+    attributes={"routers": attrs(
+        Attr("routes", allow_post=False, allow_put=True, convert=_canonical_routes,
+             validate=routes, filter=False),
+    )},
+    required=("router",),
+)
+
+EXTRAROUTE_ATOMIC = Extension(
+    alias="extraroute-atomic",
+    name="Atomically add/remove extra routes",
+    description="Edit extra routes of a router on server side by atomically adding/removing "
+                "extra routes",
+    required=("extraroute",),
+)
+
+FIP_PORT_DETAILS = Extension(
+    alias="fip-port-details",
+    name="Floating IP Port Details Extension",
+    description="Add port_details attribute to Floating IP resource",
+    attributes={"floatingips": attrs(Attr("port_details", filter=False))},
+    required=("router",),
+)
+
+FLOATINGIP_POOL = Resource(
+    name="floatingip_pool",
+    collection="floatingip_pools",
+    attrs=attrs(
+        Attr("subnet_id", sort=True), Attr("subnet_name", sort=True),
+        Attr("network_id", sort=True), Attr("cidr", sort=True),
+        Attr("project_id", sort=True), Attr("tenant_id", sort=True),
+    ),
+)
+
+FLOATINGIP_POOLS = Extension(
+    alias="floatingip-pools",
+    name="Floating IP Pools Extension",
+    description="Provides a floating IP pools API.",
+    resources=(FLOATINGIP_POOL,),
+    required=("router",),
+)
+
+EXTENSIONS = (ROUTER_EXTENSION, EXT_GW_MODE, EXTRAROUTE, EXTRAROUTE_ATOMIC, FIP_PORT_DETAILS,
+              FLOATINGIP_POOLS)

@@ -1,0 +1,543 @@
+"""The L3 router service plugin: routers, their gateways and interfaces, extra
+routes, and floating IPs.
+
+Every operation is one write transaction: the ports a router or floating IP
+needs are made by the core plugin inside it (``create_port_in``), so a
+failure leaves nothing behind, and the router row is locked first so that
+concurrent interface changes on one router are checked one after another.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
+
+from neutrino import exceptions as exc
+from neutrino.context import Context
+from neutrino.db import models, tags
+from neutrino.db.query import CollectionQuery
+from neutrino.db.util import bump
+from neutrino.definitions import l3
+from neutrino.definitions import validators as v
+from neutrino.definitions.l3 import (
+    FLOATINGIP,
+    ROUTER_GATEWAY,
+    ROUTER_INTERFACE,
+    bad_floatingip,
+    bad_router,
+)
+from neutrino.plugins.base import Environment, Plugin
+from neutrino.plugins.core import networks, ports, subnets
+from neutrino.plugins.l3 import floatingips, routers
+
+T = TypeVar("T")
+ADMIN = Context.admin()
+
+
+class PortChanges:
+    """Ports made, changed and removed in a transaction: their drivers' postcommit
+    runs once it has committed."""
+
+    def __init__(self, core: Any):
+        self.core = core
+        self.created: list[dict[str, Any]] = []
+        self.updated: list[Any] = []
+        self.deleted: list[Any] = []
+
+    def create(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+        port = self.core.create_port_in(conn, ADMIN, {
+            "name": "", "admin_state_up": True, "project_id": "", **data})
+        self.created.append(port)
+        return port
+
+    def update(self, conn: Connection, port_id: str, data: dict[str, Any]) -> None:
+        self.updated.append(self.core.update_port_in(conn, ADMIN, port_id, data))
+
+    def delete(self, conn: Connection, port_id: str) -> None:
+        self.deleted.append(self.core.delete_port_in(conn, ADMIN, port_id))
+
+    def committed(self) -> None:
+        for port in self.created:
+            self.core.port_created(ADMIN, port)
+        for context in self.updated:
+            self.core.port_updated(context)
+        for context in self.deleted:
+            self.core.port_deleted(context)
+
+
+def _v4(address: str) -> bool:
+    return ipaddress.ip_address(address).version == 4
+
+
+class L3RouterPlugin(Plugin):
+    supported_extension_aliases = ("router", "ext-gw-mode", "extraroute", "extraroute-atomic",
+                                   "fip-port-details", "floatingip-pools")
+
+    def __init__(self, env: Environment):
+        super().__init__(env)
+        self.core = env.core
+        self.settings = env.conf.DEFAULT
+        env.quota.register("router", models.routers)
+        env.quota.register("floatingip", models.floatingips)
+        env.hooks.before_port_delete.append(self._before_port_delete)
+
+    def taggable_tables(self) -> dict[str, Any]:
+        return {"routers": models.routers, "floatingips": models.floatingips}
+
+    def _read(self, work: Callable[[Connection], T]) -> T:
+        with self.db.reader() as conn:
+            return work(conn)
+
+    def _write(self, work: Callable[[Connection, PortChanges], T]) -> T:
+        """Run ``work`` in one transaction; then the port drivers' postcommit."""
+        changes: list[PortChanges] = []
+
+        def attempt(conn: Connection) -> T:
+            changes[:] = [PortChanges(self.core)]  # a retried attempt starts afresh
+            return work(conn, changes[0])
+
+        result = self.db.write(attempt)
+        changes[0].committed()
+        return result
+
+    # --- routers ----------------------------------------------------------------------
+
+    def get_router(self, ctx: Context, router_id: str) -> dict[str, Any]:
+        return self._read(lambda conn: routers.get(conn, ctx, router_id))
+
+    def get_routers(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+        return self._read(lambda conn: routers.list_(conn, ctx, query))
+
+    def create_router(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+        gateway = data.get("external_gateway_info") or None
+
+        def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
+            self.env.quota.check(conn, data["project_id"], "router")
+            router_id = routers.insert(conn, data, self._snat(gateway))
+            if gateway:
+                self._add_gateway(conn, changes, router_id, gateway)
+            if data.get("tags"):
+                tags.replace(conn, router_id, data["tags"])
+            return routers.get(conn, ADMIN, router_id)
+
+        return self._write(work)
+
+    def _snat(self, gateway: dict[str, Any] | None) -> bool:
+        if gateway and "enable_snat" in gateway:
+            return gateway["enable_snat"]
+        return self.settings.enable_snat_by_default
+
+    def update_router(self, ctx: Context, router_id: str, data: dict[str, Any],
+                      if_revision: int | None = None) -> dict[str, Any]:
+        def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
+            row = routers.get_row(conn, ctx, router_id, for_update=True)
+            values = {k: data[k] for k in ("name", "description", "admin_state_up")
+                      if k in data}
+            bump(conn, models.routers, router_id, if_revision, values)
+            if "external_gateway_info" in data:
+                self._update_gateway(conn, changes, row, data["external_gateway_info"] or None)
+            if "routes" in data:
+                self._set_routes(conn, router_id, data["routes"])
+            return routers.get(conn, ADMIN, router_id)
+
+        return self._write(work)
+
+    def delete_router(self, ctx: Context, router_id: str,
+                      if_revision: int | None = None) -> None:
+        def work(conn: Connection, changes: PortChanges) -> None:
+            row = routers.get_row(conn, ctx, router_id, for_update=True)
+            bump(conn, models.routers, router_id, if_revision)
+            if routers.interface_ports(conn, router_id):
+                raise l3.RouterInUse(router_id=router_id, reason="still has ports")
+            self._remove_gateway(conn, changes, row)
+            routers.delete_row(conn, router_id)
+
+        self._write(work)
+
+    # --- the gateway ------------------------------------------------------------------
+
+    def _add_gateway(self, conn: Connection, changes: PortChanges, router_id: str,
+                     gateway: dict[str, Any]) -> None:
+        network_id = gateway["network_id"]
+        network = networks.get_row(conn, ADMIN, network_id)
+        if not network.router_external:
+            raise bad_router(f"Network {network_id} is not an external network")
+        port = changes.create(conn, {
+            "network_id": network_id, "device_owner": ROUTER_GATEWAY, "device_id": router_id,
+            "fixed_ips": gateway.get("external_fixed_ips") or None})
+        if not port["fixed_ips"]:
+            raise bad_router(f"No IPs available for external network {network_id}")
+        routers.attach(conn, router_id, port["id"], ROUTER_GATEWAY)
+        bump(conn, models.routers, router_id, values={
+            "gw_port_id": port["id"], "enable_snat": self._snat(gateway)})
+
+    def _remove_gateway(self, conn: Connection, changes: PortChanges, row: Any) -> None:
+        if row.gw_port_id is None:
+            return
+        network_id = ports.get_row(conn, ADMIN, row.gw_port_id).network_id
+        if floatingips.through_router(conn, row.id, network_id):
+            raise l3.RouterExternalGatewayInUseByFloatingIp(router_id=row.id,
+                                                             net_id=network_id)
+        bump(conn, models.routers, row.id, values={"gw_port_id": None})
+        changes.delete(conn, row.gw_port_id)
+
+    def _update_gateway(self, conn: Connection, changes: PortChanges, row: Any,
+                        gateway: dict[str, Any] | None) -> None:
+        current = routers.get(conn, ADMIN, row.id)["external_gateway_info"]
+        if gateway is None:
+            self._remove_gateway(conn, changes, row)
+            return
+        if current is None or current["network_id"] != gateway["network_id"]:
+            self._remove_gateway(conn, changes, row)
+            self._add_gateway(conn, changes, row.id, gateway)
+            return
+        bump(conn, models.routers, row.id, values={"enable_snat": self._snat(gateway)})
+        wanted = gateway.get("external_fixed_ips")
+        if wanted and wanted != current["external_fixed_ips"]:
+            changes.update(conn, row.gw_port_id, {"fixed_ips": wanted})
+
+    # --- interfaces -------------------------------------------------------------------
+
+    @staticmethod
+    def _interface_request(body: dict[str, Any], removing: bool = False
+                           ) -> tuple[str | None, str | None]:
+        subnet_id, port_id = body.get("subnet_id"), body.get("port_id")
+        if subnet_id is None and port_id is None:
+            raise bad_router("Either subnet_id or port_id must be specified")
+        if subnet_id is not None and port_id is not None and not removing:
+            raise bad_router("Cannot specify both subnet-id and port-id")
+        for value in (subnet_id, port_id):
+            if value is not None and v.uuid(value):
+                raise bad_router(v.uuid(value))
+        return subnet_id, port_id
+
+    @staticmethod
+    def _interface_info(router: Any, port: dict[str, Any],
+                        subnet_ids: list[str]) -> dict[str, Any]:
+        return {"id": router.id, "tenant_id": router.project_id,
+                "project_id": router.project_id, "port_id": port["id"],
+                "network_id": port["network_id"], "subnet_id": subnet_ids[0],
+                "subnet_ids": subnet_ids}
+
+    def _check_subnets(self, conn: Connection, router_id: str,
+                       new: list[dict[str, Any]]) -> None:
+        """A subnet joins a router once, and never overlapping one it has."""
+        attached = {row.subnet_id: row.cidr for row in routers.interface_ips(conn, router_id)}
+        for subnet in new:
+            if subnet["id"] in attached:
+                raise bad_router(f"Router already has a port on subnet {subnet['id']}")
+            cidr = ipaddress.ip_network(subnet["cidr"])
+            for other_id, other_cidr in attached.items():
+                if cidr.overlaps(ipaddress.ip_network(other_cidr)):
+                    raise bad_router(
+                        f"Cidr {subnet['cidr']} of subnet {subnet['id']} overlaps with cidr "
+                        f"{other_cidr} of subnet {other_id}")
+
+    def add_router_interface(self, ctx: Context, router_id: str, body: dict[str, Any]
+                             ) -> dict[str, Any]:
+        subnet_id, port_id = self._interface_request(body)
+
+        def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
+            router = routers.get_row(conn, ctx, router_id, for_update=True)
+            bump(conn, models.routers, router_id)
+            if subnet_id is not None:
+                port = self._port_for_subnet(conn, ctx, changes, router, subnet_id)
+            else:
+                port = self._adopt_port(conn, ctx, changes, router, port_id)
+            routers.attach(conn, router_id, port["id"], ROUTER_INTERFACE)
+            return self._interface_info(router, port,
+                                        [ip["subnet_id"] for ip in port["fixed_ips"]])
+
+        return self._write(work)
+
+    def _port_for_subnet(self, conn: Connection, ctx: Context, changes: PortChanges,
+                         router: Any, subnet_id: str) -> dict[str, Any]:
+        subnet = subnets.get(conn, ctx, subnet_id)
+        if not subnet["gateway_ip"]:
+            raise bad_router("Subnet for router interface must have a gateway IP")
+        self._check_subnets(conn, router.id, [subnet])
+        return changes.create(conn, {
+            "network_id": subnet["network_id"], "project_id": subnet["project_id"],
+            "device_owner": ROUTER_INTERFACE, "device_id": router.id,
+            "fixed_ips": [{"subnet_id": subnet_id, "ip_address": subnet["gateway_ip"]}]})
+
+    def _adopt_port(self, conn: Connection, ctx: Context, changes: PortChanges,
+                    router: Any, port_id: str) -> dict[str, Any]:
+        port = ports.get(conn, ctx, port_id)
+        if port["device_id"] or port["device_owner"]:
+            raise exc.PortInUse(port_id=port_id, net_id=port["network_id"],
+                                device_id=port["device_id"] or port["device_owner"])
+        if not port["fixed_ips"]:
+            raise bad_router("Router port must have at least one fixed IP")
+        subnet_rows = [subnets.get(conn, ADMIN, ip["subnet_id"]) for ip in port["fixed_ips"]]
+        if sum(1 for s in subnet_rows if s["ip_version"] == 4) > 1:
+            raise bad_router("Cannot have multiple IPv4 subnets on router port")
+        self._check_subnets(conn, router.id, subnet_rows)
+        changes.update(conn, port_id, {"device_owner": ROUTER_INTERFACE,
+                                       "device_id": router.id})
+        return port
+
+    def remove_router_interface(self, ctx: Context, router_id: str, body: dict[str, Any]
+                                ) -> dict[str, Any]:
+        subnet_id, port_id = self._interface_request(body, removing=True)
+
+        def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
+            router = routers.get_row(conn, ctx, router_id, for_update=True)
+            bump(conn, models.routers, router_id)
+            addresses = routers.interface_ips(conn, router_id)
+            if port_id is not None:
+                mine = [a for a in addresses if a.port_id == port_id]
+                if not mine and port_id not in routers.interface_ports(conn, router_id):
+                    raise l3.RouterInterfaceNotFound(router_id=router_id, port_id=port_id)
+                if subnet_id is not None and subnet_id not in {a.subnet_id for a in mine}:
+                    raise l3.RouterInterfaceNotFoundForSubnet(router_id=router_id,
+                                                              subnet_id=subnet_id)
+                target = port_id
+            else:
+                found = [a.port_id for a in addresses if a.subnet_id == subnet_id]
+                if not found:
+                    raise l3.RouterInterfaceNotFoundForSubnet(router_id=router_id,
+                                                              subnet_id=subnet_id)
+                target = found[0]
+            removed = [a for a in addresses if a.port_id == target]
+            self._check_unused(conn, router_id, removed)
+            port = ports.get(conn, ADMIN, target)
+            changes.delete(conn, target)
+            return self._interface_info(router, port, [a.subnet_id for a in removed])
+
+        return self._write(work)
+
+    @staticmethod
+    def _check_unused(conn: Connection, router_id: str, removed: list[Any]) -> None:
+        """An interface that floating IPs or extra routes go through must stay."""
+        for address in removed:
+            cidr = ipaddress.ip_network(address.cidr)
+            for fip in floatingips.through_router(conn, router_id):
+                if fip.fixed_ip_address and ipaddress.ip_address(fip.fixed_ip_address) in cidr:
+                    raise l3.RouterInterfaceInUseByFloatingIP(router_id=router_id,
+                                                              subnet_id=address.subnet_id)
+            for route in routers.routes_of(conn, [router_id]).get(router_id, []):
+                if ipaddress.ip_address(route["nexthop"]) in cidr:
+                    raise l3.RouterInterfaceInUseByRoute(router_id=router_id,
+                                                         subnet_id=address.subnet_id)
+
+    # --- extra routes -----------------------------------------------------------------
+
+    def _set_routes(self, conn: Connection, router_id: str,
+                    wanted: list[dict[str, str]]) -> None:
+        unique = {(r["destination"], r["nexthop"]): r for r in wanted}
+        if len(unique) > self.settings.max_routes:
+            raise l3.RoutesExhausted(router_id=router_id, quota=self.settings.max_routes)
+        addresses = routers.interface_ips(conn, router_id)
+        own = {a.ip_address for a in addresses}
+        cidrs = [ipaddress.ip_network(a.cidr) for a in addresses]
+        for route in unique.values():
+            nexthop = ipaddress.ip_address(route["nexthop"])
+            if route["nexthop"] in own:
+                raise l3.InvalidRoutes(routes=route, reason="the nexthop is used by router")
+            if not any(nexthop in cidr for cidr in cidrs):
+                raise l3.InvalidRoutes(routes=route,
+                                       reason="the nexthop is not connected with router")
+        routers.set_routes(conn, router_id, list(unique.values()))
+
+    @staticmethod
+    def _routes_body(body: dict[str, Any]) -> list[dict[str, str]]:
+        router = body.get("router")
+        if not isinstance(router, dict) or set(router) != {"routes"}:
+            raise bad_router("Body must be {'router': {'routes': [...]}}")
+        value = l3.EXTRAROUTE.attributes["routers"]["routes"].convert(router["routes"])
+        error = l3.routes(value)
+        if error:
+            raise exc.HTTPBadRequest(msg=f"Invalid input for routes. Reason: {error}.")
+        return value
+
+    def _edit_routes(self, ctx: Context, router_id: str, body: dict[str, Any],
+                     adding: bool) -> dict[str, Any]:
+        given = self._routes_body(body)
+
+        def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
+            routers.get_row(conn, ctx, router_id, for_update=True)
+            bump(conn, models.routers, router_id)
+            current = routers.routes_of(conn, [router_id]).get(router_id, [])
+            if adding:
+                wanted = current + given
+            else:
+                drop = {(r["destination"], r["nexthop"]) for r in given}
+                wanted = [r for r in current if (r["destination"], r["nexthop"]) not in drop]
+            self._set_routes(conn, router_id, wanted)
+            return {"router": routers.get(conn, ADMIN, router_id)}
+
+        return self._write(work)
+
+    def add_extraroutes(self, ctx: Context, router_id: str, body: dict[str, Any]
+                        ) -> dict[str, Any]:
+        return self._edit_routes(ctx, router_id, body, adding=True)
+
+    def remove_extraroutes(self, ctx: Context, router_id: str, body: dict[str, Any]
+                           ) -> dict[str, Any]:
+        return self._edit_routes(ctx, router_id, body, adding=False)
+
+    # --- floating IPs -----------------------------------------------------------------
+
+    def get_floatingip(self, ctx: Context, fip_id: str) -> dict[str, Any]:
+        return self._read(lambda conn: floatingips.get(conn, ctx, fip_id))
+
+    def get_floatingips(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+        return self._read(lambda conn: floatingips.list_(conn, ctx, query))
+
+    def create_floatingip(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+        network_id = data["floating_network_id"]
+
+        def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
+            self.env.quota.check(conn, data["project_id"], "floatingip")
+            network = networks.get_row(conn, ADMIN, network_id)
+            if not network.router_external:
+                raise bad_floatingip(f"Network {network_id} is not a valid external network")
+            fip_id = v.new_uuid()
+            port = self._floating_port(conn, changes, fip_id, network_id, data)
+            address = next(ip["ip_address"] for ip in port["fixed_ips"]
+                           if _v4(ip["ip_address"]))
+            floatingips.insert(conn, fip_id, data, address, port["id"])
+            if data.get("port_id"):
+                self._associate(conn, ctx, floatingips.get_row(conn, ADMIN, fip_id),
+                                data["port_id"], data.get("fixed_ip_address"))
+            if data.get("tags"):
+                tags.replace(conn, fip_id, data["tags"])
+            return floatingips.get(conn, ADMIN, fip_id)
+
+        return self._write(work)
+
+    def _floating_port(self, conn: Connection, changes: PortChanges, fip_id: str,
+                       network_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        """The port holding the address on the external network: the address or
+        subnet asked for, else the first IPv4 subnet with room."""
+        port = {"network_id": network_id, "device_owner": FLOATINGIP, "device_id": fip_id}
+        wanted = {k: data[k] for k in ("subnet_id",) if data.get(k)}
+        if data.get("floating_ip_address"):
+            wanted["ip_address"] = data["floating_ip_address"]
+        if wanted:
+            return changes.create(conn, {**port, "fixed_ips": [wanted]})
+        s = models.subnets
+        candidates = list(conn.execute(select(s.c.id).where(
+            s.c.network_id == network_id, s.c.ip_version == 4)
+            .order_by(s.c.created_at, s.c.id)).scalars())
+        if not candidates:
+            raise bad_floatingip(f"Network {network_id} does not contain any IPv4 subnet")
+        for subnet_id in candidates:
+            try:
+                return changes.create(conn, {**port, "fixed_ips": [{"subnet_id": subnet_id}]})
+            except exc.IpAddressGenerationFailure:
+                if subnet_id == candidates[-1]:
+                    raise
+        raise AssertionError("unreachable")
+
+    def update_floatingip(self, ctx: Context, fip_id: str, data: dict[str, Any],
+                          if_revision: int | None = None) -> dict[str, Any]:
+        def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
+            row = floatingips.get_row(conn, ctx, fip_id, for_update=True)
+            values = {k: data[k] for k in ("description",) if k in data}
+            bump(conn, models.floatingips, fip_id, if_revision, values)
+            if "port_id" in data or "fixed_ip_address" in data:
+                port_id = data.get("port_id", row.fixed_port_id)
+                self._disassociate(conn, fip_id)
+                if port_id is not None:
+                    self._associate(conn, ctx, row, port_id, data.get("fixed_ip_address"))
+            return floatingips.get(conn, ADMIN, fip_id)
+
+        return self._write(work)
+
+    def delete_floatingip(self, ctx: Context, fip_id: str,
+                          if_revision: int | None = None) -> None:
+        def work(conn: Connection, changes: PortChanges) -> None:
+            row = floatingips.get_row(conn, ctx, fip_id, for_update=True)
+            bump(conn, models.floatingips, fip_id, if_revision)
+            floatingips.delete_row(conn, fip_id)
+            changes.delete(conn, row.floating_port_id)
+
+        self._write(work)
+
+    @staticmethod
+    def _disassociate(conn: Connection, fip_id: str) -> None:
+        bump(conn, models.floatingips, fip_id, values={
+            "fixed_port_id": None, "fixed_ip_address": None, "router_id": None})
+
+    def _associate(self, conn: Connection, ctx: Context, fip: Any, port_id: str,
+                   fixed_ip: str | None) -> None:
+        port = ports.get(conn, ctx, port_id)
+        if not ctx.is_admin and port["project_id"] != fip.project_id:
+            raise bad_floatingip(f"Cannot create floating IP and bind it to Port {port_id}, "
+                                 "since that port is owned by a different tenant.")
+        if port["device_owner"] in (ROUTER_GATEWAY, ROUTER_INTERFACE, FLOATINGIP):
+            raise bad_floatingip(f"Port {port_id} has owner {port['device_owner']} and "
+                                 "therefore cannot be associated with a floating IP.")
+        fixed = self._fixed_ip_for(port, fixed_ip)
+        router_id = routers.serving_subnet(
+            conn, fixed["subnet_id"], routers.with_gateway_on(conn, fip.floating_network_id))
+        if router_id is None:
+            raise l3.ExternalGatewayForFloatingIPNotFound(
+                external_network_id=fip.floating_network_id, subnet_id=fixed["subnet_id"],
+                port_id=port_id)
+        holder = floatingips.holder_of(conn, fip.floating_network_id, port_id,
+                                       fixed["ip_address"])
+        if holder is not None and holder.id != fip.id:
+            raise l3.FloatingIPPortAlreadyAssociated(
+                floating_ip_address=fip.floating_ip_address, fip_id=fip.id, port_id=port_id,
+                fixed_ip=fixed["ip_address"], net_id=fip.floating_network_id)
+        bump(conn, models.floatingips, fip.id, values={
+            "fixed_port_id": port_id, "fixed_ip_address": fixed["ip_address"],
+            "router_id": router_id})
+
+    @staticmethod
+    def _fixed_ip_for(port: dict[str, Any], wanted: str | None) -> dict[str, str]:
+        v4 = [ip for ip in port["fixed_ips"] if _v4(ip["ip_address"])]
+        if wanted is not None:
+            for ip in v4:
+                if ip["ip_address"] == wanted:
+                    return ip
+            raise bad_floatingip(f"Port {port['id']} does not have fixed ip {wanted}")
+        if not v4:
+            raise bad_floatingip(f"Cannot add floating IP to port {port['id']} that has no "
+                                 "fixed IPv4 addresses")
+        if len(v4) > 1:
+            raise bad_floatingip(f"Port {port['id']} has multiple fixed IPv4 addresses.  Must "
+                                 "provide a specific IPv4 address when assigning a floating IP")
+        return v4[0]
+
+    # --- floating IP pools ------------------------------------------------------------
+
+    def get_floatingip_pools(self, ctx: Context, query: CollectionQuery
+                             ) -> list[dict[str, Any]]:
+        def work(conn: Connection) -> list[dict[str, Any]]:
+            s, n = models.subnets, models.networks
+            rows = conn.execute(select(s.c.id, s.c.name, s.c.network_id, s.c.cidr,
+                                       s.c.project_id)
+                                .join(n, n.c.id == s.c.network_id)
+                                .where(n.c.router_external, s.c.ip_version == 4)
+                                .order_by(s.c.id)).all()
+            return [{"subnet_id": r.id, "subnet_name": r.name, "network_id": r.network_id,
+                     "cidr": r.cidr, "project_id": r.project_id, "tenant_id": r.project_id}
+                    for r in rows]
+
+        pools = self._read(work)
+        return [pool for pool in pools
+                if all(pool.get(k) in wanted for k, wanted in query.filters.items())]
+
+    def get_floatingip_pool(self, ctx: Context, pool_id: str) -> dict[str, Any]:
+        raise exc.HTTPNotFound()
+
+    # --- hooks on the core plugin's deletes -------------------------------------------
+
+    def _before_port_delete(self, conn: Connection, ctx: Context, port_id: str) -> None:
+        """Router and floating IP ports go with their owner, not by themselves; a
+        port that goes takes its floating IPs' association with it."""
+        owner = conn.execute(select(models.ports.c.device_owner).where(
+            models.ports.c.id == port_id)).scalar()
+        if owner in (ROUTER_INTERFACE, ROUTER_GATEWAY) and routers.owner_of(conn, port_id):
+            raise l3.ServicePortInUse(port_id=port_id, reason=f"has device owner {owner}")
+        if owner == FLOATINGIP and floatingips.of_floating_port(conn, port_id):
+            raise l3.ServicePortInUse(port_id=port_id, reason=f"has device owner {owner}")
+        floatingips.disassociate_port(conn, port_id)
