@@ -20,6 +20,7 @@ from neutrino.definitions.base import (
 ROUTER_INTERFACE = "network:router_interface"
 ROUTER_GATEWAY = "network:router_gateway"
 FLOATINGIP = "network:floatingip"
+DHCP = "network:dhcp"
 
 
 # --- errors ------------------------------------------------------------------------
@@ -42,6 +43,10 @@ class RouterInterfaceNotFound(exc.NotFound):
 
 class RouterInterfaceNotFoundForSubnet(exc.NotFound):
     message = "Router %(router_id)s has no interface on subnet %(subnet_id)s"
+
+
+class SubnetMismatchForPort(exc.BadRequest):
+    message = "Subnet on port %(port_id)s does not match the requested subnet %(subnet_id)s."
 
 
 class RouterInterfaceInUseByFloatingIP(exc.InUse):

@@ -145,6 +145,16 @@ def test_association_errors(user, other, admin, external, routed):
     lonely = user.port(isolated["id"])
     expect_error(update(user, made["id"], port_id=lonely["id"]), 404,
                  "ExternalGatewayForFloatingIPNotFound")
+    expect_error(update(user, made["id"], fixed_ip_address=port["fixed_ips"][0]["ip_address"]),
+                 400, "BadRequest", "Bad floatingip request: fixed_ip_address cannot be "
+                                    "specified without a port_id.")
+    expect_error(update(user, made["id"], port_id=port["id"], fixed_ip_address="2001:db8::5"),
+                 400, "BadRequest", "Bad floatingip request: Cannot process floating IP "
+                 "association with 2001:db8::5, since that is not an IPv4 address.")
+    dhcp = admin.port(net["id"], device_owner="network:dhcp")
+    expect_error(update(admin, made["id"], port_id=dhcp["id"]), 400, "BadRequest",
+                 f"Bad floatingip request: Port {dhcp['id']} is unable to be assigned a "
+                 "floating IP.")
     bare = user.port(net["id"], fixed_ips=[])
     expect_error(update(user, made["id"], port_id=bare["id"]), 400, "BadRequest")
     expect_error(update(user, made["id"], port_id=MISSING), 404, "PortNotFound")
@@ -181,9 +191,10 @@ def test_floatingip_pools(user, external):
     net, subnet = external
     pools = user.get("/v2.0/floatingip_pools").json()["floatingip_pools"]
     mine = [p for p in pools if p["network_id"] == net["id"]]
+    # listed as the caller's, as Neutron does
     assert mine == [{"subnet_id": subnet["id"], "subnet_name": subnet["name"],
                      "network_id": net["id"], "cidr": subnet["cidr"],
-                     "project_id": subnet["project_id"], "tenant_id": subnet["project_id"]}]
+                     "project_id": user.project_id, "tenant_id": user.project_id}]
     filtered = user.get("/v2.0/floatingip_pools", params={"network_id": net["id"]})
     assert filtered.json()["floatingip_pools"] == mine
 

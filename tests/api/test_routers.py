@@ -112,10 +112,25 @@ def test_gateway_errors(user, admin, inside):
     expect_error(user.post("/v2.0/routers", json={"router": {
         "external_gateway_info": {"network_id": net["id"]}}}), 400, "BadRequest",
         f"Bad router request: Network {net['id']} is not an external network.")
+    # an external network without addresses still gives a gateway, with none
     bare = admin.network(**{"router:external": True})
-    expect_error(user.post("/v2.0/routers", json={"router": {
-        "external_gateway_info": {"network_id": bare["id"]}}}), 400, "BadRequest",
-        f"Bad router request: No IPs available for external network {bare['id']}.")
+    made = router(user, external_gateway_info={"network_id": bare["id"]})
+    assert made["external_gateway_info"]["external_fixed_ips"] == []
+    user.delete(f"/v2.0/routers/{made['id']}")
+    ext = admin.network(**{"router:external": True})
+    ext_subnet = admin.subnet(ext["id"], "192.0.2.0/24")
+    expect_error(admin.post("/v2.0/routers", json={"router": {"external_gateway_info": {
+        "network_id": ext["id"], "external_fixed_ips": [{"ip_address": "192.0.2.1"}]}}}),
+        400, "BadRequest", "Bad router request: External IP 192.0.2.1 is the same as the "
+                           "gateway IP.")
+    # an interface subnet overlapping the external network's is refused
+    inner = user.network()
+    clash = user.subnet(inner["id"], "192.0.2.0/25")
+    r = router(user, external_gateway_info={"network_id": ext["id"]})
+    expect_error(add_interface(user, r["id"], subnet_id=clash["id"]), 400, "BadRequest",
+                 f"Bad router request: Cidr 192.0.2.0/25 of subnet {clash['id']} overlaps "
+                 f"with cidr 192.0.2.0/24 of subnet {ext_subnet['id']}.")
+    user.delete(f"/v2.0/routers/{r['id']}")
     expect_error(user.post("/v2.0/routers", json={"router": {
         "external_gateway_info": {"network_id": MISSING}}}), 404, "NetworkNotFound")
     expect_error(user.post("/v2.0/routers", json={"router": {
@@ -156,7 +171,8 @@ def test_interface_by_subnet(user, admin, inside):
     expect_error(user.delete(f"/v2.0/ports/{info['port_id']}"), 409, "ServicePortInUse",
                  f"Port {info['port_id']} cannot be deleted directly via the port API: has "
                  "device owner network:router_interface.")
-    expect_error(user.delete(f"/v2.0/routers/{r['id']}"), 409, "RouterInUse")
+    expect_error(user.delete(f"/v2.0/routers/{r['id']}"), 409, "RouterInUse",
+                 f"Router {r['id']} has ports still attached: {info['port_id']}")
 
     removed = remove_interface(user, r["id"], subnet_id=subnet["id"])
     assert removed.status_code == 200, removed.text
@@ -192,6 +208,9 @@ def test_interface_by_port(user, inside):
     expect_error(remove_interface(user, r["id"], port_id=bare["id"]), 404,
                  "RouterInterfaceNotFound",
                  f"Router {r['id']} does not have an interface with id {bare['id']}")
+    expect_error(remove_interface(user, r["id"], port_id=port["id"], subnet_id=a["id"]), 400,
+                 "SubnetMismatchForPort", f"Subnet on port {port['id']} does not match the "
+                                          f"requested subnet {a['id']}.")
     assert remove_interface(user, r["id"], port_id=port["id"]).status_code == 200
     expect_error(user.get(f"/v2.0/ports/{port['id']}"), 404, "PortNotFound")
 
@@ -221,6 +240,42 @@ def test_interface_request_errors(user, other, inside):
                  "SubnetNotFound")
     expect_error(update(other, r["id"], name="x"), 404, "RouterNotFound")
     expect_error(other.delete(f"/v2.0/routers/{r['id']}"), 404, "RouterNotFound")
+
+
+def test_interface_on_a_network_shared_by_another_project(admin, other, inside):
+    shared = admin.network(shared=True)
+    subnet = admin.subnet(shared["id"], "10.77.0.0/24")
+    mine = router(other)
+    expect_error(add_interface(other, mine["id"], subnet_id=subnet["id"]), 400, "BadRequest",
+                 f"Bad router request: Cannot add interface to router because subnet "
+                 f"{subnet['id']} is not owned by project making the request.")
+    # an admin may, and the port is the router's project's
+    resp = add_interface(admin, mine["id"], subnet_id=subnet["id"])
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["project_id"] == other.project_id
+
+
+def test_ipv6_subnets_share_one_interface_port(user, admin):
+    net = user.network()
+    first = user.subnet(net["id"], "2001:db8:1::/64", ipv6_ra_mode="slaac",
+                        ipv6_address_mode="slaac")
+    second = user.subnet(net["id"], "2001:db8:2::/64", ipv6_ra_mode="slaac",
+                         ipv6_address_mode="slaac")
+    r = router(user)
+    one = add_interface(user, r["id"], subnet_id=first["id"]).json()
+    two = add_interface(user, r["id"], subnet_id=second["id"]).json()
+    assert one["port_id"] == two["port_id"] and two["subnet_id"] == second["id"]
+    port = user.show("ports", one["port_id"])
+    assert {ip["subnet_id"] for ip in port["fixed_ips"]} == {first["id"], second["id"]}
+    # removing one subnet keeps the port for the other
+    removed = remove_interface(user, r["id"], subnet_id=first["id"])
+    assert removed.status_code == 200, removed.text
+    port = user.show("ports", one["port_id"])
+    assert [ip["subnet_id"] for ip in port["fixed_ips"]] == [second["id"]]
+    external_ra = user.subnet(net["id"], "2001:db8:3::/64", ipv6_address_mode="slaac")
+    expect_error(add_interface(user, r["id"], subnet_id=external_ra["id"]), 400, "BadRequest",
+                 f"Bad router request: IPv6 subnet {external_ra['id']} configured to receive "
+                 "RAs from an external router cannot be added to Neutron Router.")
 
 
 def test_extra_routes(user, inside):

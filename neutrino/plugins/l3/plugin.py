@@ -24,6 +24,7 @@ from neutrino.db.util import bump
 from neutrino.definitions import l3
 from neutrino.definitions import validators as v
 from neutrino.definitions.l3 import (
+    DHCP,
     FLOATINGIP,
     ROUTER_GATEWAY,
     ROUTER_INTERFACE,
@@ -151,8 +152,10 @@ class L3RouterPlugin(Plugin):
         def work(conn: Connection, changes: PortChanges) -> None:
             row = routers.get_row(conn, ctx, router_id, for_update=True)
             bump(conn, models.routers, router_id, if_revision)
-            if routers.interface_ports(conn, router_id):
-                raise l3.RouterInUse(router_id=router_id, reason="still has ports")
+            attached = routers.interface_ports(conn, router_id)
+            if attached:
+                raise l3.RouterInUse(router_id=router_id, reason="has ports still attached: "
+                                                                 + ", ".join(attached))
             self._remove_gateway(conn, changes, row)
             routers.delete_row(conn, router_id)
 
@@ -166,14 +169,27 @@ class L3RouterPlugin(Plugin):
         network = networks.get_row(conn, ADMIN, network_id)
         if not network.router_external:
             raise bad_router(f"Network {network_id} is not an external network")
+        external = self._subnets_of(conn, network_id)
+        gateway_ips = {s["gateway_ip"] for s in external if s["gateway_ip"]}
+        for fixed in gateway.get("external_fixed_ips") or ():
+            if fixed.get("ip_address") in gateway_ips:
+                raise bad_router(f"External IP {fixed['ip_address']} is the same as the "
+                                 "gateway IP")
+        self._check_subnets(conn, router_id, external)
+        # A network without free addresses still gives a gateway, without IPs.
         port = changes.create(conn, {
             "network_id": network_id, "device_owner": ROUTER_GATEWAY, "device_id": router_id,
             "fixed_ips": gateway.get("external_fixed_ips") or None})
-        if not port["fixed_ips"]:
-            raise bad_router(f"No IPs available for external network {network_id}")
         routers.attach(conn, router_id, port["id"], ROUTER_GATEWAY)
         bump(conn, models.routers, router_id, values={
             "gw_port_id": port["id"], "enable_snat": self._snat(gateway)})
+
+    @staticmethod
+    def _subnets_of(conn: Connection, network_id: str) -> list[dict[str, Any]]:
+        s = models.subnets
+        return [{"id": r.id, "cidr": r.cidr, "gateway_ip": r.gateway_ip}
+                for r in conn.execute(select(s.c.id, s.c.cidr, s.c.gateway_ip)
+                                      .where(s.c.network_id == network_id))]
 
     def _remove_gateway(self, conn: Connection, changes: PortChanges, row: Any) -> None:
         if row.gw_port_id is None:
@@ -182,7 +198,8 @@ class L3RouterPlugin(Plugin):
         if floatingips.through_router(conn, row.id, network_id):
             raise l3.RouterExternalGatewayInUseByFloatingIp(router_id=row.id,
                                                              net_id=network_id)
-        bump(conn, models.routers, row.id, values={"gw_port_id": None})
+        bump(conn, models.routers, row.id, values={
+            "gw_port_id": None, "enable_snat": self.settings.enable_snat_by_default})
         changes.delete(conn, row.gw_port_id)
 
     def _update_gateway(self, conn: Connection, changes: PortChanges, row: Any,
@@ -218,15 +235,20 @@ class L3RouterPlugin(Plugin):
     @staticmethod
     def _interface_info(router: Any, port: dict[str, Any],
                         subnet_ids: list[str]) -> dict[str, Any]:
-        return {"id": router.id, "tenant_id": router.project_id,
-                "project_id": router.project_id, "port_id": port["id"],
+        return {"id": router.id, "tenant_id": port["project_id"],
+                "project_id": port["project_id"], "port_id": port["id"],
                 "network_id": port["network_id"], "subnet_id": subnet_ids[0],
                 "subnet_ids": subnet_ids}
 
     def _check_subnets(self, conn: Connection, router_id: str,
                        new: list[dict[str, Any]]) -> None:
-        """A subnet joins a router once, and never overlapping one it has."""
+        """A subnet joins a router once, and never overlapping one it has (on an
+        interface or on the gateway's network)."""
         attached = {row.subnet_id: row.cidr for row in routers.interface_ips(conn, router_id)}
+        gateway_port = routers.get_row(conn, ADMIN, router_id).gw_port_id
+        if gateway_port is not None:
+            network_id = ports.get_row(conn, ADMIN, gateway_port).network_id
+            attached.update((s["id"], s["cidr"]) for s in self._subnets_of(conn, network_id))
         for subnet in new:
             if subnet["id"] in attached:
                 raise bad_router(f"Router already has a port on subnet {subnet['id']}")
@@ -245,40 +267,79 @@ class L3RouterPlugin(Plugin):
             router = routers.get_row(conn, ctx, router_id, for_update=True)
             bump(conn, models.routers, router_id)
             if subnet_id is not None:
-                port = self._port_for_subnet(conn, ctx, changes, router, subnet_id)
+                port, added = self._port_for_subnet(conn, ctx, changes, router, subnet_id)
             else:
                 port = self._adopt_port(conn, ctx, changes, router, port_id)
-            routers.attach(conn, router_id, port["id"], ROUTER_INTERFACE)
-            return self._interface_info(router, port,
-                                        [ip["subnet_id"] for ip in port["fixed_ips"]])
+                added = [ip["subnet_id"] for ip in port["fixed_ips"]]
+            return self._interface_info(router, port, added)
 
         return self._write(work)
 
+    @staticmethod
+    def _check_ra_mode(subnet: dict[str, Any]) -> None:
+        if subnet["ip_version"] == 6 and subnet["ipv6_ra_mode"] is None and \
+                subnet["ipv6_address_mode"] is not None:
+            raise bad_router(f"IPv6 subnet {subnet['id']} configured to receive RAs from an "
+                             "external router cannot be added to Neutron Router")
+
     def _port_for_subnet(self, conn: Connection, ctx: Context, changes: PortChanges,
-                         router: Any, subnet_id: str) -> dict[str, Any]:
+                         router: Any, subnet_id: str) -> tuple[dict[str, Any], list[str]]:
+        """A new interface port with the subnet's gateway IP; an IPv6 subnet joins
+        the router's IPv6 port on the same network instead, as in Neutron."""
         subnet = subnets.get(conn, ctx, subnet_id)
+        if not ctx.is_admin and subnet["project_id"] != ctx.project_id:
+            raise bad_router(f"Cannot add interface to router because subnet {subnet_id} is "
+                             "not owned by project making the request")
         if not subnet["gateway_ip"]:
             raise bad_router("Subnet for router interface must have a gateway IP")
+        self._check_ra_mode(subnet)
         self._check_subnets(conn, router.id, [subnet])
-        return changes.create(conn, {
-            "network_id": subnet["network_id"], "project_id": subnet["project_id"],
-            "device_owner": ROUTER_INTERFACE, "device_id": router.id,
-            "fixed_ips": [{"subnet_id": subnet_id, "ip_address": subnet["gateway_ip"]}]})
+        wanted = {"subnet_id": subnet_id, "ip_address": subnet["gateway_ip"]}
+        if subnet["ip_version"] == 6:
+            shared = self._ipv6_port_on(conn, router.id, subnet["network_id"])
+            if shared is not None:
+                changes.update(conn, shared["id"], {"fixed_ips": [*shared["fixed_ips"], wanted]})
+                return ports.get(conn, ADMIN, shared["id"]), [subnet_id]
+        port = changes.create(conn, {
+            "network_id": subnet["network_id"], "project_id": router.project_id,
+            "device_owner": ROUTER_INTERFACE, "device_id": router.id, "fixed_ips": [wanted]})
+        routers.attach(conn, router.id, port["id"], ROUTER_INTERFACE)
+        return port, [subnet_id]
+
+    @staticmethod
+    def _ipv6_port_on(conn: Connection, router_id: str, network_id: str
+                      ) -> dict[str, Any] | None:
+        for port_id in routers.interface_ports(conn, router_id):
+            port = ports.get(conn, ADMIN, port_id)
+            if port["network_id"] == network_id and any(
+                    not _v4(ip["ip_address"]) for ip in port["fixed_ips"]):
+                return port
+        return None
 
     def _adopt_port(self, conn: Connection, ctx: Context, changes: PortChanges,
                     router: Any, port_id: str) -> dict[str, Any]:
         port = ports.get(conn, ctx, port_id)
-        if port["device_id"] or port["device_owner"]:
+        if port["device_id"]:
             raise exc.PortInUse(port_id=port_id, net_id=port["network_id"],
-                                device_id=port["device_id"] or port["device_owner"])
+                                device_id=port["device_id"])
         if not port["fixed_ips"]:
             raise bad_router("Router port must have at least one fixed IP")
         subnet_rows = [subnets.get(conn, ADMIN, ip["subnet_id"]) for ip in port["fixed_ips"]]
+        for subnet in subnet_rows:
+            self._check_ra_mode(subnet)
+        if any(s["ip_version"] == 6 for s in subnet_rows):
+            existing = self._ipv6_port_on(conn, router.id, port["network_id"])
+            if existing is not None:
+                raise bad_router(
+                    f"Router already contains IPv6 port {existing['id']} belonging to network "
+                    f"id {port['network_id']}. Only one IPv6 port from the same network "
+                    "subnet can be connected to a router.")
+        self._check_subnets(conn, router.id, subnet_rows)
         if sum(1 for s in subnet_rows if s["ip_version"] == 4) > 1:
             raise bad_router("Cannot have multiple IPv4 subnets on router port")
-        self._check_subnets(conn, router.id, subnet_rows)
         changes.update(conn, port_id, {"device_owner": ROUTER_INTERFACE,
                                        "device_id": router.id})
+        routers.attach(conn, router.id, port_id, ROUTER_INTERFACE)
         return port
 
     def remove_router_interface(self, ctx: Context, router_id: str, body: dict[str, Any]
@@ -290,23 +351,24 @@ class L3RouterPlugin(Plugin):
             bump(conn, models.routers, router_id)
             addresses = routers.interface_ips(conn, router_id)
             if port_id is not None:
-                mine = [a for a in addresses if a.port_id == port_id]
-                if not mine and port_id not in routers.interface_ports(conn, router_id):
+                if port_id not in routers.interface_ports(conn, router_id):
                     raise l3.RouterInterfaceNotFound(router_id=router_id, port_id=port_id)
-                if subnet_id is not None and subnet_id not in {a.subnet_id for a in mine}:
-                    raise l3.RouterInterfaceNotFoundForSubnet(router_id=router_id,
-                                                              subnet_id=subnet_id)
-                target = port_id
+                removed = [a for a in addresses if a.port_id == port_id]
+                if subnet_id is not None and subnet_id not in {a.subnet_id for a in removed}:
+                    raise l3.SubnetMismatchForPort(port_id=port_id, subnet_id=subnet_id)
             else:
-                found = [a.port_id for a in addresses if a.subnet_id == subnet_id]
-                if not found:
+                removed = [a for a in addresses if a.subnet_id == subnet_id]
+                if not removed:
                     raise l3.RouterInterfaceNotFoundForSubnet(router_id=router_id,
                                                               subnet_id=subnet_id)
-                target = found[0]
-            removed = [a for a in addresses if a.port_id == target]
             self._check_unused(conn, router_id, removed)
+            target = port_id or removed[0].port_id
             port = ports.get(conn, ADMIN, target)
-            changes.delete(conn, target)
+            if port_id is None and len(port["fixed_ips"]) > 1:
+                changes.update(conn, target, {"fixed_ips": [
+                    ip for ip in port["fixed_ips"] if ip["subnet_id"] != subnet_id]})
+            else:
+                changes.delete(conn, target)
             return self._interface_info(router, port, [a.subnet_id for a in removed])
 
         return self._write(work)
@@ -329,18 +391,26 @@ class L3RouterPlugin(Plugin):
 
     def _set_routes(self, conn: Connection, router_id: str,
                     wanted: list[dict[str, str]]) -> None:
+        """The whole new list: each nexthop on a subnet the router is on (an
+        interface or its gateway), none of them the router's own address."""
         unique = {(r["destination"], r["nexthop"]): r for r in wanted}
         if len(unique) > self.settings.max_routes:
             raise l3.RoutesExhausted(router_id=router_id, quota=self.settings.max_routes)
-        addresses = routers.interface_ips(conn, router_id)
-        own = {a.ip_address for a in addresses}
-        cidrs = [ipaddress.ip_network(a.cidr) for a in addresses]
+        s = models.subnets
+        connected = conn.execute(
+            select(models.ip_allocations.c.ip_address, s.c.cidr)
+            .join(s, s.c.id == models.ip_allocations.c.subnet_id)
+            .join(models.router_ports,
+                  models.router_ports.c.port_id == models.ip_allocations.c.port_id)
+            .where(models.router_ports.c.router_id == router_id)).all()
+        own = {row.ip_address for row in connected}
+        cidrs = [ipaddress.ip_network(row.cidr) for row in connected]
         for route in unique.values():
             nexthop = ipaddress.ip_address(route["nexthop"])
             if route["nexthop"] in own:
-                raise l3.InvalidRoutes(routes=route, reason="the nexthop is used by router")
+                raise l3.InvalidRoutes(routes=wanted, reason="the nexthop is used by router")
             if not any(nexthop in cidr for cidr in cidrs):
-                raise l3.InvalidRoutes(routes=route,
+                raise l3.InvalidRoutes(routes=wanted,
                                        reason="the nexthop is not connected with router")
         routers.set_routes(conn, router_id, list(unique.values()))
 
@@ -392,6 +462,8 @@ class L3RouterPlugin(Plugin):
     def create_floatingip(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         network_id = data["floating_network_id"]
 
+        self._check_fixed_ip_request(data)
+
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             self.env.quota.check(conn, data["project_id"], "floatingip")
             network = networks.get_row(conn, ADMIN, network_id)
@@ -435,17 +507,24 @@ class L3RouterPlugin(Plugin):
                     raise
         raise AssertionError("unreachable")
 
+    @staticmethod
+    def _check_fixed_ip_request(data: dict[str, Any]) -> None:
+        if data.get("fixed_ip_address") is not None and data.get("port_id") is None:
+            raise bad_floatingip("fixed_ip_address cannot be specified without a port_id")
+
     def update_floatingip(self, ctx: Context, fip_id: str, data: dict[str, Any],
                           if_revision: int | None = None) -> dict[str, Any]:
+        self._check_fixed_ip_request(data)
+
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             row = floatingips.get_row(conn, ctx, fip_id, for_update=True)
             values = {k: data[k] for k in ("description",) if k in data}
             bump(conn, models.floatingips, fip_id, if_revision, values)
-            if "port_id" in data or "fixed_ip_address" in data:
-                port_id = data.get("port_id", row.fixed_port_id)
+            if "port_id" in data:
                 self._disassociate(conn, fip_id)
-                if port_id is not None:
-                    self._associate(conn, ctx, row, port_id, data.get("fixed_ip_address"))
+                if data["port_id"] is not None:
+                    self._associate(conn, ctx, row, data["port_id"],
+                                    data.get("fixed_ip_address"))
             return floatingips.get(conn, ADMIN, fip_id)
 
         return self._write(work)
@@ -469,11 +548,10 @@ class L3RouterPlugin(Plugin):
                    fixed_ip: str | None) -> None:
         port = ports.get(conn, ctx, port_id)
         if not ctx.is_admin and port["project_id"] != fip.project_id:
-            raise bad_floatingip(f"Cannot create floating IP and bind it to Port {port_id}, "
-                                 "since that port is owned by a different tenant.")
-        if port["device_owner"] in (ROUTER_GATEWAY, ROUTER_INTERFACE, FLOATINGIP):
-            raise bad_floatingip(f"Port {port_id} has owner {port['device_owner']} and "
-                                 "therefore cannot be associated with a floating IP.")
+            raise bad_floatingip(f"Cannot process floating IP association with Port {port_id}, "
+                                 "since that port is owned by a different tenant")
+        if port["device_owner"] in (DHCP, ROUTER_GATEWAY, ROUTER_INTERFACE, FLOATINGIP):
+            raise bad_floatingip(f"Port {port_id} is unable to be assigned a floating IP")
         fixed = self._fixed_ip_for(port, fixed_ip)
         router_id = routers.serving_subnet(
             conn, fixed["subnet_id"], routers.with_gateway_on(conn, fip.floating_network_id))
@@ -495,6 +573,9 @@ class L3RouterPlugin(Plugin):
     def _fixed_ip_for(port: dict[str, Any], wanted: str | None) -> dict[str, str]:
         v4 = [ip for ip in port["fixed_ips"] if _v4(ip["ip_address"])]
         if wanted is not None:
+            if not _v4(wanted):
+                raise bad_floatingip(f"Cannot process floating IP association with {wanted}, "
+                                     "since that is not an IPv4 address")
             for ip in v4:
                 if ip["ip_address"] == wanted:
                     return ip
@@ -513,14 +594,14 @@ class L3RouterPlugin(Plugin):
                              ) -> list[dict[str, Any]]:
         def work(conn: Connection) -> list[dict[str, Any]]:
             s, n = models.subnets, models.networks
-            rows = conn.execute(select(s.c.id, s.c.name, s.c.network_id, s.c.cidr,
-                                       s.c.project_id)
+            rows = conn.execute(select(s.c.id, s.c.name, s.c.network_id, s.c.cidr)
                                 .join(n, n.c.id == s.c.network_id)
                                 .where(n.c.router_external, s.c.ip_version == 4)
                                 .order_by(s.c.id)).all()
+            # as Neutron: the pools are listed as the caller's
             return [{"subnet_id": r.id, "subnet_name": r.name, "network_id": r.network_id,
-                     "cidr": r.cidr, "project_id": r.project_id, "tenant_id": r.project_id}
-                    for r in rows]
+                     "cidr": r.cidr, "project_id": ctx.project_id,
+                     "tenant_id": ctx.project_id} for r in rows]
 
         pools = self._read(work)
         return [pool for pool in pools

@@ -150,14 +150,19 @@ def with_gateway_on(conn: Connection, network_id: str) -> list[str]:
 
 
 def serving_subnet(conn: Connection, subnet_id: str, router_ids: list[str]) -> str | None:
-    """Of ``router_ids``, one with an interface on ``subnet_id``."""
+    """Of ``router_ids``, one with an interface on ``subnet_id``: the one holding
+    the subnet's gateway IP first."""
     if not router_ids:
         return None
-    return conn.execute(
-        select(RP.c.router_id).join(IA, IA.c.port_id == RP.c.port_id)
+    s = models.subnets
+    found = conn.execute(
+        select(RP.c.router_id, IA.c.ip_address == s.c.gateway_ip)
+        .join(IA, IA.c.port_id == RP.c.port_id).join(s, s.c.id == IA.c.subnet_id)
         .where(IA.c.subnet_id == subnet_id, RP.c.port_type == ROUTER_INTERFACE,
-               RP.c.router_id.in_(router_ids))
-        .order_by(RP.c.router_id).limit(1)).scalar()
+               RP.c.router_id.in_(router_ids))).all()
+    if not found:
+        return None
+    return sorted(found, key=lambda row: (not row[1], row[0]))[0][0]
 
 
 def set_routes(conn: Connection, router_id: str, routes: list[dict[str, str]]) -> None:
