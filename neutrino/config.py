@@ -128,6 +128,8 @@ CORE_GROUPS = [
         Opt("max_fixed_ips_per_port", int_range(1), 5, "Fixed IPs a port may carry."),
         Opt("max_dns_nameservers", int_range(0), 5, "DNS servers per subnet."),
         Opt("max_subnet_host_routes", int_range(0), 20, "Host routes per subnet."),
+        Opt("max_allowed_address_pair", int_range(0), 10,
+            "Allowed address pairs a port may carry."),
         Opt("max_routes", int_range(0), 30, "Extra routes per router."),
         Opt("enable_snat_by_default", parse_bool, True,
             "SNAT on a router gateway unless the request says otherwise."),

@@ -22,7 +22,8 @@ BACKENDS = tuple(b for b in os.environ.get("NEUTRINO_TEST_BACKENDS", ",".join(AL
 
 
 # What the shared servers load beyond the defaults, as a typical cloud does.
-SERVER_EXTRA = "service_plugins = router\n[ml2]\nextension_drivers = port_security\n"
+SERVER_EXTRA = ("service_plugins = router,port_forwarding\n"
+                "[ml2]\nextension_drivers = port_security\n")
 
 
 @pytest.fixture(scope="session", params=BACKENDS)

@@ -85,6 +85,16 @@ DEFAULT_RULES: dict[str, str] = {
     "delete_segment": "rule:admin_only",
 
     # --- security groups
+    "create_security_group": "rule:not_reader",
+    "update_security_group": "rule:admin_or_owner and rule:not_reader",
+    "delete_security_group": "rule:admin_or_owner and rule:not_reader",
+    "create_security_group_rule": "rule:admin_or_owner and rule:not_reader",
+    "delete_security_group_rule": "rule:admin_or_owner and rule:not_reader",
+    "create_address_group": "rule:not_reader",
+    "update_address_group": "rule:admin_or_owner and rule:not_reader",
+    "delete_address_group": "rule:admin_or_owner and rule:not_reader",
+    "add_addresses": "rule:admin_or_owner and rule:not_reader",
+    "remove_addresses": "rule:admin_or_owner and rule:not_reader",
 
     # --- L3: routers, floating IPs, port forwardings
     "create_router": "rule:not_reader",
@@ -102,8 +112,14 @@ DEFAULT_RULES: dict[str, str] = {
     "create_floatingip:floating_ip_address": "rule:admin_only",
     "update_floatingip": "rule:admin_or_owner and rule:not_reader",
     "delete_floatingip": "rule:admin_or_owner and rule:not_reader",
+    # a port forwarding's project is its floating IP's
+    "create_floatingip_port_forwarding": "rule:admin_or_owner and rule:not_reader",
+    "update_floatingip_port_forwarding": "rule:admin_or_owner and rule:not_reader",
+    "delete_floatingip_port_forwarding": "rule:admin_or_owner and rule:not_reader",
 
     # --- port extras: allowed address pairs, extra DHCP options, DNS
+    "create_port:allowed_address_pairs": "rule:admin_or_network_owner",
+    "update_port:allowed_address_pairs": "rule:admin_or_network_owner",
 
     "update_tags": "rule:admin_or_owner and rule:not_reader",
     "get_quota": "rule:admin_or_owner",

@@ -222,6 +222,60 @@ port_security = Table(
 
 # --- security groups ----------------------------------------------------------------
 
+security_groups = Table(
+    "security_groups", metadata, *_standard(),
+    Column("stateful", Boolean, nullable=False, default=True),
+)
+
+# A project's default group. The primary key lets exactly one exist however many
+# first requests of a project race to make it; deleting the group frees the slot.
+default_security_groups = Table(
+    "default_security_groups", metadata,
+    Column("project_id", PROJECT, primary_key=True),
+    Column("security_group_id", UUID, ForeignKey("security_groups.id", ondelete="CASCADE"),
+           nullable=False, unique=True),
+)
+
+address_groups = Table("address_groups", metadata, *_standard())
+
+address_group_addresses = Table(
+    "address_group_addresses", metadata,
+    Column("address_group_id", UUID, ForeignKey("address_groups.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("address", String(64), primary_key=True),
+)
+
+# A rule's project is its group's. normalized_cidr is remote_ip_prefix without host
+# bits, stored so that it can be filtered and sorted on.
+security_group_rules = Table(
+    "security_group_rules", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", PROJECT, index=True),
+    Column("security_group_id", UUID, ForeignKey("security_groups.id", ondelete="CASCADE"),
+           nullable=False, index=True),
+    Column("remote_group_id", UUID, ForeignKey("security_groups.id", ondelete="CASCADE"),
+           index=True),
+    Column("remote_address_group_id", UUID, ForeignKey("address_groups.id"), index=True),
+    Column("direction", String(16), nullable=False),
+    Column("ethertype", String(40), nullable=False),
+    Column("protocol", String(40)),
+    Column("port_range_min", Integer),
+    Column("port_range_max", Integer),
+    Column("remote_ip_prefix", String(64)),
+    Column("normalized_cidr", String(64)),
+    Column("description", String(255), nullable=False, default=""),
+    Column("created_at", DateTime, nullable=False),
+    Column("updated_at", DateTime, nullable=False),
+    Column("revision_number", Integer, nullable=False, default=0),
+)
+
+security_group_port_bindings = Table(
+    "security_group_port_bindings", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("security_group_id", UUID, ForeignKey("security_groups.id"), primary_key=True,
+           index=True),
+)
+
 # --- L3: routers, floating IPs, port forwardings --------------------------------------
 
 routers = Table(
@@ -266,4 +320,60 @@ floatingips = Table(
                      name="uq_floatingips_fixed_ip"),
 )
 
+# Ports of a floating IP forwarded to an internal port's address (as ranges).
+port_forwardings = Table(
+    "port_forwardings", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("floatingip_id", UUID, ForeignKey("floatingips.id"), nullable=False, index=True),
+    Column("internal_port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"),
+           nullable=False, index=True),
+    Column("internal_ip_address", String(64), nullable=False),
+    Column("protocol", String(16), nullable=False),
+    Column("external_port_start", Integer, nullable=False),
+    Column("external_port_end", Integer, nullable=False),
+    Column("internal_port_start", Integer, nullable=False),
+    Column("internal_port_end", Integer, nullable=False),
+    Column("description", String(255), nullable=False, default=""),
+    UniqueConstraint("floatingip_id", "protocol", "external_port_start",
+                     name="uq_port_forwardings_external"),
+)
+
 # --- port extras: allowed address pairs, extra DHCP options, DNS -----------------------
+
+# allowed-address-pairs: strings kept as the caller wrote them (as Neutron does);
+# ``position`` keeps the order given.
+allowed_address_pairs = Table(
+    "allowed_address_pairs", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("mac_address", String(32), primary_key=True),
+    Column("ip_address", String(64), primary_key=True),
+    Column("position", Integer, nullable=False),
+)
+
+# DHCP option names compare case-sensitively everywhere, as Neutron matches them.
+DHCP_OPT_NAME = String(64).with_variant(mysql.VARCHAR(64, collation="utf8mb4_bin"),
+                                        "mysql", "mariadb")
+
+# extra_dhcp_opt: one value per (port, option name, IP version).
+extra_dhcp_opts = Table(
+    "extra_dhcp_opts", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("opt_name", DHCP_OPT_NAME, primary_key=True),
+    Column("ip_version", Integer, primary_key=True, autoincrement=False),
+    Column("opt_value", String(255), nullable=False),
+    Column("position", Integer, nullable=False),
+)
+
+# dns-integration: a row only for a port with a dns_name, a network with a dns_domain.
+port_dns = Table(
+    "port_dns", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("dns_name", String(256), nullable=False),  # 255 and the final dot
+)
+
+network_dns_domains = Table(
+    "network_dns_domains", metadata,
+    Column("network_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("dns_domain", String(255), nullable=False),
+)

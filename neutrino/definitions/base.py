@@ -60,12 +60,15 @@ class Resource:
     # PUT /<collection>/<id>/<action>: action -> the plugin method serving it
     member_actions: dict[str, str] = field(default_factory=dict)
     taggable: bool = False
-    not_found: type | None = None
+    not_found: Any = None  # the NotFound to raise, called with ``<name>_id=``
+    # the URL spells the collection with hyphens (security-groups), bodies do not
+    hyphenated: bool = False
 
     @property
     def path(self) -> str:
         """Where the API serves it: ``ports/bindings`` for a sub-resource."""
-        return f"{self.parent[0]}/{self.collection}" if self.parent else self.collection
+        collection = self.collection.replace("_", "-") if self.hyphenated else self.collection
+        return f"{self.parent[0]}/{collection}" if self.parent else collection
 
     @property
     def plugin_name(self) -> str:

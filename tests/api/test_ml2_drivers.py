@@ -196,8 +196,8 @@ def test_port_security_network_default_and_port_override(port_security_server, p
     assert user.port(open_net["id"])["port_security_enabled"] is False
     override = user.port(open_net["id"], port_security_enabled=True)
     assert override["port_security_enabled"] is True
-    updated = user.put(f"/v2.0/ports/{override['id']}",
-                       json={"port": {"port_security_enabled": False}}).json()["port"]
+    updated = user.put(f"/v2.0/ports/{override['id']}", json={"port": {
+        "port_security_enabled": False, "security_groups": []}}).json()["port"]
     assert updated["port_security_enabled"] is False
     listed = user.get("/v2.0/networks", params={"id": [secured["id"], open_net["id"]]})
     assert {n["id"]: n["port_security_enabled"] for n in listed.json()["networks"]} == {

@@ -11,7 +11,7 @@ PORT_KEYS = {
     "id", "name", "network_id", "tenant_id", "project_id", "mac_address", "admin_state_up",
     "status", "device_id", "device_owner", "fixed_ips", "description", "tags", "created_at",
     "updated_at", "revision_number", "binding:vnic_type",  # the other binding:* are admin-only
-    "port_security_enabled",
+    "port_security_enabled", "allowed_address_pairs", "extra_dhcp_opts", "security_groups",
 }
 BASE_MAC = re.compile(r"^fa:16:3e(:[0-9a-f]{2}){3}$")
 

@@ -19,7 +19,8 @@ CLOUD = "neutrino"
 def noauth_server(tmp_path_factory) -> Server:
     tmp = tmp_path_factory.mktemp("compat")
     url, drop = create_database("sqlite", tmp)
-    srv = start_server(tmp, url, auth="noauth")
+    srv = start_server(tmp, url, auth="noauth",
+                       extra="service_plugins = router,port_forwarding\n")
     yield srv
     srv.stop()
     drop()

@@ -1,13 +1,9 @@
 """The ``openstack`` CLI (python-openstackclient) against a no-auth neutrino.
 
-The CLI takes about two seconds to start, so the scenario runs as one
-interactive session: the commands go to ``openstack``'s stdin, each followed
-by ``!echo <marker>`` so the output can be cut per command. Interactive mode
-takes its settings from the environment only (its argv is read as commands),
-so the session uses ``OS_CLOUD`` with the documented clouds.yaml. The two
-other documented ways (``OS_AUTH_TYPE``/``OS_ENDPOINT`` and the
-``--os-auth-type``/``--os-endpoint`` options) run one command each, in
-parallel with the session.
+The scenario runs as one interactive session (``tests/compat/cli.py``) with
+``OS_CLOUD`` and the documented clouds.yaml. The two other documented ways
+(``OS_AUTH_TYPE``/``OS_ENDPOINT`` and the ``--os-auth-type``/``--os-endpoint``
+options) run one command each, in parallel with the session.
 
 Not covered because the CLI cannot do it without keystone: ``quota show``/
 ``quota set`` and ``--project`` (they look the project up in the identity
@@ -17,19 +13,12 @@ service, or read it from a keystone token).
 from __future__ import annotations
 
 import ipaddress
-import json
-import os
 import subprocess
-import sys
-from pathlib import Path
 
 import httpx
 import pytest
 
-from tests.compat.conftest import CLOUD
-
-OPENSTACK = str(Path(sys.executable).parent / "openstack")
-MARK = "@@neutrino-compat-end-of-command@@"
+from tests.compat.cli import OPENSTACK, cli_env, run_scenario
 
 # (key, command); keys name outputs for the tests below. Names are unique in
 # the fresh database of this module, so the CLI may find resources by name.
@@ -112,46 +101,12 @@ SCENARIO = [
 ]
 
 
-def cli_env(home: Path, **extra: str) -> dict[str, str]:
-    """A clean environment: no OS_* from the caller, HOME without clouds.yaml."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OS_")}
-    env.update(HOME=str(home), PYTHONUNBUFFERED="1", **extra)
-    return env
-
-
-class Session:
-    def __init__(self, outputs: dict[str, str]):
-        self.outputs = outputs
-
-    def text(self, key: str) -> str:
-        return self.outputs[key]
-
-    def quiet(self, key: str) -> None:
-        """A set/unset/delete command succeeded: it printed nothing."""
-        assert self.outputs[key].strip() == "", f"{key}: {self.outputs[key]}"
-
-    def json(self, key: str):
-        out = self.outputs[key]
-        try:
-            return json.loads(out)
-        except ValueError:
-            pytest.fail(f"{key}: not JSON, the command failed:\n{out}")
-
-    def names(self, key: str) -> list[str]:
-        return sorted(row["Name"] for row in self.json(key))
-
-
 @pytest.fixture(scope="module")
 def cli(noauth_server, clouds_yaml, tmp_path_factory):
     """Runs the scenario, and the two one-command variants alongside it."""
     home = tmp_path_factory.mktemp("home")
     seed = httpx.post(f"{noauth_server.url}/v2.0/networks",
                       json={"network": {"name": "cli-seed"}}).json()["network"]
-    script = "".join(f"{command}\n!echo {MARK}\n" for _, command in SCENARIO)
-    session = subprocess.Popen(
-        [OPENSTACK], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True, cwd=home,
-        env=cli_env(home, OS_CLIENT_CONFIG_FILE=str(clouds_yaml), OS_CLOUD=CLOUD))
     show = ["network", "show", seed["id"], "-f", "value", "-c", "name"]
     by_env = subprocess.Popen(
         [OPENSTACK, *show], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -160,12 +115,9 @@ def cli(noauth_server, clouds_yaml, tmp_path_factory):
         [OPENSTACK, "--os-auth-type", "none", "--os-endpoint", noauth_server.url, *show],
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=home,
         env=cli_env(home))
-    out, _ = session.communicate(script, timeout=180)
+    result = run_scenario(SCENARIO, clouds_yaml, home)
     variants = {"env": by_env.communicate(timeout=60), "options": by_options.communicate(
         timeout=60)}
-    chunks = out.split(MARK + "\n")
-    assert len(chunks) == len(SCENARIO) + 1, out
-    result = Session({key: chunk for (key, _), chunk in zip(SCENARIO, chunks, strict=False)})
     result.variants = {k: (v[0], p.returncode) for (k, v), p in
                        zip(variants.items(), (by_env, by_options), strict=True)}
     result.seed = seed

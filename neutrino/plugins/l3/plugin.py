@@ -31,9 +31,10 @@ from neutrino.definitions.l3 import (
     bad_floatingip,
     bad_router,
 )
+from neutrino.definitions.port_forwarding import FipInUseByPortForwarding
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import networks, ports, subnets
-from neutrino.plugins.l3 import floatingips, routers
+from neutrino.plugins.l3 import floatingips, portforwardings, routers
 
 T = TypeVar("T")
 ADMIN = Context.admin()
@@ -95,14 +96,15 @@ class L3RouterPlugin(Plugin):
 
     def _write(self, work: Callable[[Connection, PortChanges], T]) -> T:
         """Run ``work`` in one transaction; then the port drivers' postcommit."""
-        changes: list[PortChanges] = []
+        changes = PortChanges(self.core)
 
         def attempt(conn: Connection) -> T:
-            changes[:] = [PortChanges(self.core)]  # a retried attempt starts afresh
-            return work(conn, changes[0])
+            nonlocal changes
+            changes = PortChanges(self.core)  # a retried attempt starts afresh
+            return work(conn, changes)
 
         result = self.db.write(attempt)
-        changes[0].committed()
+        changes.committed()
         return result
 
     # --- routers ----------------------------------------------------------------------
@@ -120,7 +122,7 @@ class L3RouterPlugin(Plugin):
             self.env.quota.check(conn, data["project_id"], "router")
             router_id = routers.insert(conn, data, self._snat(gateway))
             if gateway:
-                self._add_gateway(conn, changes, router_id, gateway)
+                self._add_gateway(conn, ctx, changes, router_id, gateway)
             if data.get("tags"):
                 tags.replace(conn, router_id, data["tags"])
             return routers.get(conn, ADMIN, router_id)
@@ -140,7 +142,8 @@ class L3RouterPlugin(Plugin):
                       if k in data}
             bump(conn, models.routers, router_id, if_revision, values)
             if "external_gateway_info" in data:
-                self._update_gateway(conn, changes, row, data["external_gateway_info"] or None)
+                self._update_gateway(conn, ctx, changes, row,
+                                     data["external_gateway_info"] or None)
             if "routes" in data:
                 self._set_routes(conn, router_id, data["routes"])
             return routers.get(conn, ADMIN, router_id)
@@ -163,10 +166,10 @@ class L3RouterPlugin(Plugin):
 
     # --- the gateway ------------------------------------------------------------------
 
-    def _add_gateway(self, conn: Connection, changes: PortChanges, router_id: str,
-                     gateway: dict[str, Any]) -> None:
+    def _add_gateway(self, conn: Connection, ctx: Context, changes: PortChanges,
+                     router_id: str, gateway: dict[str, Any]) -> None:
         network_id = gateway["network_id"]
-        network = networks.get_row(conn, ADMIN, network_id)
+        network = networks.get_row(conn, ctx, network_id)
         if not network.router_external:
             raise bad_router(f"Network {network_id} is not an external network")
         external = self._subnets_of(conn, network_id)
@@ -202,7 +205,7 @@ class L3RouterPlugin(Plugin):
             "gw_port_id": None, "enable_snat": self.settings.enable_snat_by_default})
         changes.delete(conn, row.gw_port_id)
 
-    def _update_gateway(self, conn: Connection, changes: PortChanges, row: Any,
+    def _update_gateway(self, conn: Connection, ctx: Context, changes: PortChanges, row: Any,
                         gateway: dict[str, Any] | None) -> None:
         current = routers.get(conn, ADMIN, row.id)["external_gateway_info"]
         if gateway is None:
@@ -210,7 +213,7 @@ class L3RouterPlugin(Plugin):
             return
         if current is None or current["network_id"] != gateway["network_id"]:
             self._remove_gateway(conn, changes, row)
-            self._add_gateway(conn, changes, row.id, gateway)
+            self._add_gateway(conn, ctx, changes, row.id, gateway)
             return
         bump(conn, models.routers, row.id, values={"enable_snat": self._snat(gateway)})
         wanted = gateway.get("external_fixed_ips")
@@ -375,13 +378,16 @@ class L3RouterPlugin(Plugin):
 
     @staticmethod
     def _check_unused(conn: Connection, router_id: str, removed: list[Any]) -> None:
-        """An interface that floating IPs or extra routes go through must stay."""
+        """An interface that floating IPs, their port forwardings or extra routes go
+        through must stay."""
         for address in removed:
             cidr = ipaddress.ip_network(address.cidr)
-            for fip in floatingips.through_router(conn, router_id):
-                if fip.fixed_ip_address and ipaddress.ip_address(fip.fixed_ip_address) in cidr:
-                    raise l3.RouterInterfaceInUseByFloatingIP(router_id=router_id,
-                                                              subnet_id=address.subnet_id)
+            targets = [fip.fixed_ip_address for fip in floatingips.through_router(
+                conn, router_id) if fip.fixed_ip_address]
+            targets += portforwardings.through_router(conn, router_id)
+            if any(ipaddress.ip_address(target) in cidr for target in targets):
+                raise l3.RouterInterfaceInUseByFloatingIP(router_id=router_id,
+                                                          subnet_id=address.subnet_id)
             for route in routers.routes_of(conn, [router_id]).get(router_id, []):
                 if ipaddress.ip_address(route["nexthop"]) in cidr:
                     raise l3.RouterInterfaceInUseByRoute(router_id=router_id,
@@ -521,7 +527,10 @@ class L3RouterPlugin(Plugin):
             values = {k: data[k] for k in ("description",) if k in data}
             bump(conn, models.floatingips, fip_id, if_revision, values)
             if "port_id" in data:
-                self._disassociate(conn, fip_id)
+                if data["port_id"] is not None and portforwardings.exists_for(conn, fip_id):
+                    raise FipInUseByPortForwarding(id=fip_id)
+                if row.fixed_port_id is not None:
+                    self._disassociate(conn, fip_id)
                 if data["port_id"] is not None:
                     self._associate(conn, ctx, row, data["port_id"],
                                     data.get("fixed_ip_address"))
@@ -534,6 +543,8 @@ class L3RouterPlugin(Plugin):
         def work(conn: Connection, changes: PortChanges) -> None:
             row = floatingips.get_row(conn, ctx, fip_id, for_update=True)
             bump(conn, models.floatingips, fip_id, if_revision)
+            if portforwardings.exists_for(conn, fip_id):
+                raise FipInUseByPortForwarding(id=fip_id)
             floatingips.delete_row(conn, fip_id)
             changes.delete(conn, row.floating_port_id)
 

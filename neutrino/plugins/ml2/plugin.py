@@ -37,6 +37,8 @@ from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.config import OPTION_GROUPS
 from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
 from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
+from neutrino.plugins.secgroups.address_group_plugin import AddressGroupPlugin
+from neutrino.plugins.secgroups.plugin import SecurityGroupPlugin
 
 LOG = logging.getLogger(__name__)
 
@@ -44,7 +46,8 @@ T = TypeVar("T")
 
 # Extension drivers ML2 always loads after the configured ones: the port
 # attributes Neutron's ML2 offers without configuration.
-BUILTIN_EXTENSION_DRIVERS: tuple[str, ...] = ()
+BUILTIN_EXTENSION_DRIVERS: tuple[str, ...] = ("allowed_address_pairs", "extra_dhcp_opt",
+                                              "security_group")
 
 
 class Ml2Plugin(Plugin):
@@ -85,7 +88,7 @@ class Ml2Plugin(Plugin):
             driver.extension_alias for driver in self.extension_drivers
             if driver.extension_alias)
         # plugins this one brings along, serving resources of their own
-        self.companions: list[Plugin] = []
+        self.companions: list[Plugin] = [SecurityGroupPlugin(env), AddressGroupPlugin(env)]
 
     def sync_database(self) -> None:
         self.db.write(self.types.sync_allocations)
@@ -373,17 +376,8 @@ class Ml2Plugin(Plugin):
 
     def update_port(self, ctx: Context, port_id: str, data: dict[str, Any],
                     if_revision: int | None = None) -> dict[str, Any]:
-        max_ips = self.settings.max_fixed_ips_per_port
-
         def work(conn: Connection) -> tuple[PortContext, bool]:
-            original = self._port(conn, ctx, port_id)
-            ports.update(conn, ctx, port_id, data, if_revision, max_ips)
-            rebind = bindings.request(conn, port_id, original, data) is not None
-            for driver in self.extension_drivers:
-                driver.process_update_port(conn, data, {"id": port_id})
-            context = PortContext(conn, ctx, self._port(conn, ctx, port_id), original)
-            self.mechanisms.call("update_port_precommit", context)
-            return context, rebind
+            return self._change_port(conn, ctx, port_id, data, if_revision)
 
         context, rebind = self.db.write(work)
         context.conn = None
@@ -392,17 +386,33 @@ class Ml2Plugin(Plugin):
             self._bind(ctx, context.current)
         return context.current
 
+    def _change_port(self, conn: Connection, ctx: Context, port_id: str,
+                     data: dict[str, Any], if_revision: int | None
+                     ) -> tuple[PortContext, bool]:
+        """Update inside the transaction; the context, and whether to bind again."""
+        original = self._port(conn, ctx, port_id)
+        ports.update(conn, ctx, port_id, data, if_revision,
+                     self.settings.max_fixed_ips_per_port)
+        rebind = bindings.request(conn, port_id, original, data) is not None
+        for driver in self.extension_drivers:
+            driver.process_update_port(conn, data, {"id": port_id})
+        context = PortContext(conn, ctx, self._port(conn, ctx, port_id), original)
+        self.mechanisms.call("update_port_precommit", context)
+        return context, rebind
+
     def delete_port(self, ctx: Context, port_id: str, if_revision: int | None = None) -> None:
         def work(conn: Connection) -> PortContext:
             self.env.hooks.run(self.env.hooks.before_port_delete, conn, ctx, port_id)
-            context = PortContext(conn, ctx, self._port(conn, ctx, port_id))
-            self.mechanisms.call("delete_port_precommit", context)
-            ports.delete_(conn, ctx, port_id, if_revision)
-            return context
+            return self._remove_port(conn, ctx, port_id, if_revision)
 
-        context = self.db.write(work)
-        context.conn = None
-        self._postcommit_quietly("delete_port_postcommit", context)
+        self.port_deleted(self.db.write(work))
+
+    def _remove_port(self, conn: Connection, ctx: Context, port_id: str,
+                     if_revision: int | None) -> PortContext:
+        context = PortContext(conn, ctx, self._port(conn, ctx, port_id))
+        self.mechanisms.call("delete_port_precommit", context)
+        ports.delete_(conn, ctx, port_id, if_revision)
+        return context
 
     # --- ports of service plugins (routers, floating IPs), in their transaction -----------
 
@@ -417,11 +427,7 @@ class Ml2Plugin(Plugin):
 
     def update_port_in(self, conn: Connection, ctx: Context, port_id: str,
                        data: dict[str, Any]) -> PortContext:
-        original = self._port(conn, ctx, port_id)
-        ports.update(conn, ctx, port_id, data, None, self.settings.max_fixed_ips_per_port)
-        context = PortContext(conn, ctx, self._port(conn, ctx, port_id), original)
-        self.mechanisms.call("update_port_precommit", context)
-        return context
+        return self._change_port(conn, ctx, port_id, data, None)[0]
 
     def port_updated(self, context: PortContext) -> None:
         context.conn = None
@@ -429,10 +435,7 @@ class Ml2Plugin(Plugin):
 
     def delete_port_in(self, conn: Connection, ctx: Context, port_id: str) -> PortContext:
         """Delete a port its owner (a service plugin) no longer needs: no veto hooks."""
-        context = PortContext(conn, ctx, self._port(conn, ctx, port_id))
-        self.mechanisms.call("delete_port_precommit", context)
-        ports.delete_(conn, ctx, port_id, None)
-        return context
+        return self._remove_port(conn, ctx, port_id, None)
 
     def port_deleted(self, context: PortContext) -> None:
         context.conn = None

@@ -1,4 +1,4 @@
-"""L3: routers, their ports and routes, floating IPs
+"""L3: routers, their ports and routes, floating IPs, port forwardings
 
 Revision ID: 0006
 Revises: 0005
@@ -86,3 +86,25 @@ def upgrade() -> None:
     )
     for column in ("project_id", "fixed_port_id", "router_id"):
         op.create_index(op.f(f"ix_floatingips_{column}"), "floatingips", [column])
+    op.create_table(
+        "port_forwardings",
+        sa.Column("id", sa.String(36), nullable=False),
+        sa.Column("floatingip_id", sa.String(36), nullable=False),
+        sa.Column("internal_port_id", sa.String(36), nullable=False),
+        sa.Column("internal_ip_address", sa.String(64), nullable=False),
+        sa.Column("protocol", sa.String(16), nullable=False),
+        sa.Column("external_port_start", sa.Integer(), nullable=False),
+        sa.Column("external_port_end", sa.Integer(), nullable=False),
+        sa.Column("internal_port_start", sa.Integer(), nullable=False),
+        sa.Column("internal_port_end", sa.Integer(), nullable=False),
+        sa.Column("description", sa.String(255), nullable=False),
+        sa.ForeignKeyConstraint(["floatingip_id"], ["floatingips.id"],
+                                name=op.f("fk_port_forwardings_floatingip_id")),
+        sa.ForeignKeyConstraint(["internal_port_id"], ["ports.id"], ondelete="CASCADE",
+                                name=op.f("fk_port_forwardings_internal_port_id")),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_port_forwardings")),
+        sa.UniqueConstraint("floatingip_id", "protocol", "external_port_start",
+                            name="uq_port_forwardings_external"),
+    )
+    for column in ("floatingip_id", "internal_port_id"):
+        op.create_index(op.f(f"ix_port_forwardings_{column}"), "port_forwardings", [column])

@@ -1,0 +1,131 @@
+"""dns: Neutron's ``dns`` extension driver (dns-integration), without an external
+DNS service.
+
+Ports get ``dns_name`` and ``dns_assignment`` (the host name and FQDN of each
+fixed IP under ``[DEFAULT] dns_domain``); networks get ``dns_domain``. As in
+Neutron, while ``dns_domain`` is unset or the default ``openstacklocal`` a
+port's requested name is ignored and every address is ``host-<address>``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, select
+from sqlalchemy.engine import Connection
+
+from neutrino import exceptions as exc
+from neutrino.config import Config
+from neutrino.db import models
+from neutrino.db.util import chunked
+from neutrino.definitions.dns import (
+    DEFAULT_DOMAIN,
+    DNS_ASSIGNMENT,
+    DNS_DOMAIN,
+    DNS_NAME,
+    absolute,
+    name_in_domain,
+)
+from neutrino.plugins.ml2.api import ExtensionDriver
+
+PORT_DNS = models.port_dns
+NET_DNS = models.network_dns_domains
+
+
+def _load(conn: Connection, key: Any, value: Any, ids: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for chunk in chunked(ids):
+        found.update(conn.execute(select(key, value).where(key.in_(chunk))).all())
+    return found
+
+
+def _store(conn: Connection, table: Any, key: Any, item_id: str, values: dict[str, str]
+           ) -> None:
+    """One row holding ``values``, or none when the value is empty."""
+    conn.execute(delete(table).where(key == item_id))
+    if any(values.values()):
+        conn.execute(table.insert().values({key.name: item_id, **values}))
+
+
+def host_name(address: str) -> str:
+    return "host-" + address.replace(".", "-").replace(":", "-")
+
+
+class DnsExtensionDriver(ExtensionDriver):
+    extension_alias = "dns-integration"
+
+    def __init__(self, conf: Config):
+        super().__init__(conf)
+        self.configured: str = conf.DEFAULT.dns_domain
+        self.domain = absolute(self.configured)
+        # Neutron uses ports' names only under a domain of the operator's own
+        self.names_used = bool(self.domain) and self.domain != DEFAULT_DOMAIN
+
+    # --- networks ---------------------------------------------------------------------
+
+    def process_create_network(self, conn: Connection, data: dict[str, Any],
+                               view: dict[str, Any]) -> None:
+        domain = data.get(DNS_DOMAIN) or ""
+        if domain:
+            conn.execute(NET_DNS.insert().values(network_id=view["id"], dns_domain=domain))
+        view[DNS_DOMAIN] = domain
+
+    def process_update_network(self, conn: Connection, data: dict[str, Any],
+                               view: dict[str, Any]) -> None:
+        if DNS_DOMAIN in data:
+            _store(conn, NET_DNS, NET_DNS.c.network_id, view["id"],
+                   {"dns_domain": data[DNS_DOMAIN]})
+
+    def extend_networks(self, conn: Connection, views: list[dict[str, Any]]) -> None:
+        found = _load(conn, NET_DNS.c.network_id, NET_DNS.c.dns_domain,
+                      [v["id"] for v in views])
+        for view in views:
+            view[DNS_DOMAIN] = found.get(view["id"], "")
+
+    # --- ports ------------------------------------------------------------------------
+
+    def _check(self, name: str) -> None:
+        error = name and name_in_domain(name, self.domain, self.configured)
+        if error:
+            raise exc.HTTPBadRequest(msg=f"Invalid input for {DNS_NAME}. Reason: {error}.")
+
+    def assignment(self, fixed_ips: list[dict[str, str]], name: str) -> list[dict[str, str]]:
+        """Each address's host name and FQDN: the port's name if it has one (and
+        names are used), else one made of the address."""
+        if not self.names_used:
+            name = ""
+        found = []
+        for fixed_ip in fixed_ips:
+            address = fixed_ip["ip_address"]
+            if name:
+                host = name
+                fqdn = name if name.endswith(".") else f"{name}.{self.domain}"
+            else:
+                host = host_name(address)
+                fqdn = f"{host}.{self.domain}" if self.domain else host
+            found.append({"hostname": host, "ip_address": address, "fqdn": fqdn})
+        return found
+
+    def process_create_port(self, conn: Connection, data: dict[str, Any],
+                            view: dict[str, Any]) -> None:
+        name = (data.get(DNS_NAME) or "") if self.names_used else ""
+        self._check(name)
+        if name:
+            conn.execute(PORT_DNS.insert().values(port_id=view["id"], dns_name=name))
+        view[DNS_NAME] = name
+        view[DNS_ASSIGNMENT] = self.assignment(view["fixed_ips"], name)
+
+    def process_update_port(self, conn: Connection, data: dict[str, Any],
+                            view: dict[str, Any]) -> None:
+        if DNS_NAME not in data or not self.names_used:
+            return  # as Neutron: under the default domain a name is not even kept
+        self._check(data[DNS_NAME])
+        _store(conn, PORT_DNS, PORT_DNS.c.port_id, view["id"], {"dns_name": data[DNS_NAME]})
+
+    def extend_ports(self, conn: Connection, views: list[dict[str, Any]]) -> None:
+        found = _load(conn, PORT_DNS.c.port_id, PORT_DNS.c.dns_name,
+                      [v["id"] for v in views])
+        for view in views:
+            name = found.get(view["id"], "")
+            view[DNS_NAME] = name
+            view[DNS_ASSIGNMENT] = self.assignment(view["fixed_ips"], name)

@@ -1,0 +1,71 @@
+"""The address group API: /v2.0/address-groups, with the member actions
+``add_addresses`` and ``remove_addresses`` (each all or nothing)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neutrino import exceptions as exc
+from neutrino.context import Context
+from neutrino.db.query import CollectionQuery
+from neutrino.plugins.base import Plugin
+from neutrino.plugins.secgroups import address_groups
+
+
+def _addresses_of(body: dict[str, Any]) -> Any:
+    """``{"address_group": {"addresses": [...]}}`` (the API reference's form) or
+    ``{"addresses": [...]}``."""
+    inner = body.get("address_group", body)
+    if not isinstance(inner, dict) or "addresses" not in inner:
+        raise exc.HTTPBadRequest(msg="Invalid input for operation: 'addresses' is required.")
+    return inner["addresses"]
+
+
+class AddressGroupPlugin(Plugin):
+    supported_extension_aliases = ("address-group",)
+
+    def create_address_group(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+        return self.db.write(lambda conn: address_groups.create(conn, data))
+
+    def create_address_group_bulk(self, ctx: Context, items: list[dict[str, Any]]
+                                  ) -> list[dict[str, Any]]:
+        return self.db.write(lambda conn: [address_groups.create(conn, d) for d in items])
+
+    def get_address_group(self, ctx: Context, group_id: str) -> dict[str, Any]:
+        with self.db.reader() as conn:
+            return address_groups.get(conn, ctx, group_id)
+
+    def get_address_groups(self, ctx: Context, query: CollectionQuery
+                           ) -> list[dict[str, Any]]:
+        with self.db.reader() as conn:
+            return address_groups.list_(conn, ctx, query)
+
+    def update_address_group(self, ctx: Context, group_id: str, data: dict[str, Any],
+                             if_revision: int | None = None) -> dict[str, Any]:
+        def work(conn: Any) -> dict[str, Any]:
+            address_groups.update(conn, ctx, group_id, data, if_revision)
+            return address_groups.get(conn, ctx, group_id)
+
+        return self.db.write(work)
+
+    def delete_address_group(self, ctx: Context, group_id: str,
+                             if_revision: int | None = None) -> None:
+        self.db.write(lambda conn: address_groups.delete_(conn, ctx, group_id, if_revision))
+
+    def _change(self, ctx: Context, group_id: str, body: dict[str, Any], add: bool
+                ) -> dict[str, Any]:
+        addresses = _addresses_of(body)
+
+        def work(conn: Any) -> dict[str, Any]:
+            address_groups.change(conn, ctx, group_id, addresses, add)
+            return {"address_group": address_groups.get(conn, ctx, group_id)}
+
+        return self.db.write(work)
+
+    def add_address_group_addresses(self, ctx: Context, group_id: str,
+                                    body: dict[str, Any]) -> dict[str, Any]:
+        return self._change(ctx, group_id, body, add=True)
+
+    def remove_address_group_addresses(self, ctx: Context, group_id: str,
+                                       body: dict[str, Any]) -> dict[str, Any]:
+        return self._change(ctx, group_id, body, add=False)

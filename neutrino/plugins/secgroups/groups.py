@@ -1,0 +1,144 @@
+"""Security groups in the database: views, visibility, create (with their first
+rules), update, delete, and each project's default group."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import delete, or_, select
+from sqlalchemy.engine import Connection, Row
+
+from neutrino.context import Context
+from neutrino.db import models, tags
+from neutrino.db.query import CollectionQuery, api_columns, select_page
+from neutrino.db.quota import QuotaEngine
+from neutrino.db.util import bump, check_revision, now, timestamp
+from neutrino.definitions import securitygroup as sg
+from neutrino.definitions.validators import new_uuid
+from neutrino.plugins.secgroups import bindings, rules
+
+G = models.security_groups
+D = models.default_security_groups
+
+COLUMNS = api_columns(G, "stateful")
+
+
+def visible(ctx: Context) -> list:
+    return [] if ctx.is_admin else [G.c.project_id == ctx.project_id]
+
+
+def get_row(conn: Connection, ctx: Context, group_id: str, for_update: bool = False) -> Row:
+    stmt = select(G).where(G.c.id == group_id, *visible(ctx))
+    if for_update and conn.dialect.name != "sqlite":
+        stmt = stmt.with_for_update()
+    row = conn.execute(stmt).first()
+    if row is None:
+        raise sg.SecurityGroupNotFound(id=group_id)
+    return row
+
+
+def view(row: Any, rule_views: list[dict[str, Any]], tag_list: list[str]) -> dict[str, Any]:
+    return {
+        "id": row.id, "name": row.name, "tenant_id": row.project_id,
+        "project_id": row.project_id, "description": row.description,
+        "security_group_rules": rule_views, "stateful": row.stateful, "shared": False,
+        "tags": tag_list, "created_at": timestamp(row.created_at),
+        "updated_at": timestamp(row.updated_at), "revision_number": row.revision_number,
+    }
+
+
+def get(conn: Connection, ctx: Context, group_id: str) -> dict[str, Any]:
+    row = get_row(conn, ctx, group_id)
+    return view(row, rules.of_groups(conn, [row.id]).get(row.id, []), tags.of(conn, row.id))
+
+
+def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+    shared = query.pop_filter("shared")
+    if shared is not None and False not in shared:
+        return []  # no group is shared (there is no RBAC for them yet)
+    if query.marker is not None:
+        get_row(conn, ctx, query.marker)
+    rows = select_page(conn, G, COLUMNS, query, visible(ctx))
+    ids = [r.id for r in rows]
+    rule_map = rules.of_groups(conn, ids)
+    tag_map = tags.load(conn, ids)
+    return [view(r, rule_map.get(r.id, []), tag_map.get(r.id, [])) for r in rows]
+
+
+def _egress(ethertype: str) -> dict[str, Any]:
+    return {"direction": "egress", "ethertype": ethertype}
+
+
+def insert(conn: Connection, project_id: str, name: str, description: str,
+           stateful: bool = True, default: bool = False) -> dict[str, Any]:
+    """A new group with Neutron's first rules: all egress, and for a default group
+    also all ingress from its own members, for IPv4 and IPv6."""
+    when = now()
+    row = {"id": new_uuid(), "project_id": project_id, "name": name,
+           "description": description, "stateful": stateful, "created_at": when,
+           "updated_at": when, "revision_number": 1}
+    conn.execute(G.insert().values(**row))
+    if default:  # taken first: a concurrent first use waits here, then retries
+        conn.execute(D.insert().values(project_id=project_id, security_group_id=row["id"]))
+    wanted = []
+    for ethertype in sg.ETHERTYPES:
+        if default:
+            wanted.append({"direction": "ingress", "ethertype": ethertype,
+                           "remote_group_id": row["id"]})
+        wanted.append(_egress(ethertype))
+    made = rules.insert(conn, [rules.row_of(row["id"], project_id, r) for r in wanted])
+    made.sort(key=lambda r: (r["created_at"], r["id"]))  # the order reads give
+    return view(SimpleNamespace(**row), made, [])
+
+
+def initial_rule_count(default: bool) -> int:
+    return len(sg.ETHERTYPES) * (2 if default else 1)
+
+
+def default_id(conn: Connection, project_id: str) -> str | None:
+    return conn.execute(select(D.c.security_group_id).where(
+        D.c.project_id == project_id)).scalar()
+
+
+def ensure_default(conn: Connection, project_id: str, quota: QuotaEngine) -> str:
+    """The project's default group, made now if it has none. Two first uses racing
+    collide on the primary key of ``default_security_groups``: the loser's
+    transaction is retried and finds the winner's group."""
+    found = default_id(conn, project_id)
+    if found is not None:
+        return found
+    quota.check(conn, project_id, "security_group_rule", initial_rule_count(True))
+    found = default_id(conn, project_id)  # made while we waited for the quota lock?
+    if found is not None:
+        return found
+    return insert(conn, project_id, sg.DEFAULT_NAME, sg.DEFAULT_DESCRIPTION,
+                  default=True)["id"]
+
+
+def update(conn: Connection, ctx: Context, group_id: str, data: dict[str, Any],
+           if_revision: int | None) -> None:
+    row = get_row(conn, ctx, group_id, for_update=True)
+    if row.name == sg.DEFAULT_NAME and "name" in data:
+        raise sg.SecurityGroupCannotUpdateDefault()
+    stateful = data.get("stateful")
+    if stateful is not None and stateful != row.stateful and bindings.in_use(conn, group_id):
+        raise sg.SecurityGroupInUse(id=group_id)
+    values = {k: data[k] for k in ("name", "description", "stateful") if k in data}
+    bump(conn, G, group_id, if_revision, values)
+
+
+def delete_(conn: Connection, ctx: Context, group_id: str, if_revision: int | None) -> None:
+    """Delete a group no port uses, its rules and the rules naming it as remote."""
+    if bindings.in_use(conn, group_id):
+        raise sg.SecurityGroupInUse(id=group_id)
+    row = get_row(conn, ctx, group_id, for_update=True)
+    if row.name == sg.DEFAULT_NAME and not ctx.is_admin:
+        raise sg.SecurityGroupCannotRemoveDefault()
+    check_revision(conn, G, group_id, if_revision)
+    R = rules.R
+    conn.execute(delete(R).where(or_(R.c.security_group_id == group_id,
+                                     R.c.remote_group_id == group_id)))
+    conn.execute(delete(D).where(D.c.security_group_id == group_id))
+    tags.remove(conn, group_id)
+    conn.execute(delete(G).where(G.c.id == group_id))

@@ -1,0 +1,154 @@
+"""The security group API: /v2.0/security-groups and /v2.0/security-group-rules.
+
+ML2 brings this plugin along (a companion); the ports' ``security_groups`` are
+kept by the ML2 extension driver ``ext_security_group`` over the same tables.
+Every call is one short write transaction, retried on conflict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sqlalchemy.engine import Connection
+
+from neutrino.context import Context
+from neutrino.db import tags
+from neutrino.db.query import CollectionQuery
+from neutrino.db.util import bump
+from neutrino.definitions import securitygroup as sg
+from neutrino.plugins.base import Environment, Plugin
+from neutrino.plugins.secgroups import address_groups, checks, groups, rules
+
+T = TypeVar("T")
+
+
+class SecurityGroupPlugin(Plugin):
+    supported_extension_aliases = (
+        "security-group", "stateful-security-group", "security-groups-normalized-cidr",
+        "security-groups-shared-filtering", "security-groups-remote-address-group",
+    )
+
+    def __init__(self, env: Environment):
+        super().__init__(env)
+        self.quota = env.quota
+        self.quota.register("security_group", groups.G)
+        self.quota.register("security_group_rule", rules.R)
+
+    def taggable_tables(self) -> dict[str, Any]:
+        return {"security_groups": groups.G}
+
+    def _read(self, work: Callable[[Connection], T]) -> T:
+        with self.db.reader() as conn:
+            return work(conn)
+
+    def ensure_default(self, project_id: str | None) -> None:
+        """Give the project its default group unless it has one (a write only then)."""
+        if not project_id or "\x00" in project_id or len(project_id) > 255:
+            return  # no project can have such an id
+        if self._read(lambda conn: groups.default_id(conn, project_id)) is None:
+            self.db.write(lambda conn: groups.ensure_default(conn, project_id, self.quota))
+
+    def _ensure_for_list(self, ctx: Context, query: CollectionQuery) -> None:
+        """As Neutron: a list makes the default group of the project it is about."""
+        wanted = query.filters.get("project_id") or query.filters.get("tenant_id")
+        project = wanted[0] if wanted and ctx.is_admin else ctx.project_id
+        self.ensure_default(project)
+
+    # --- groups ------------------------------------------------------------------------
+
+    def _make_groups(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
+        def work(conn: Connection) -> list[dict[str, Any]]:
+            made = []
+            for item in items:
+                project = item["project_id"]
+                groups.ensure_default(conn, project, self.quota)
+                self.quota.check(conn, project, "security_group")
+                self.quota.check(conn, project, "security_group_rule",
+                                 groups.initial_rule_count(False))
+                view = groups.insert(conn, project, item.get("name", ""),
+                                     item.get("description", ""), item.get("stateful", True))
+                if item.get("tags"):
+                    tags.replace(conn, view["id"], item["tags"])
+                    view["tags"] = sorted(set(item["tags"]))
+                made.append(view)
+            return made
+
+        return self.db.write(work)
+
+    def create_security_group(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+        return self._make_groups(ctx, [data])[0]
+
+    def create_security_group_bulk(self, ctx: Context, items: list[dict[str, Any]]
+                                   ) -> list[dict[str, Any]]:
+        return self._make_groups(ctx, items)
+
+    def get_security_group(self, ctx: Context, group_id: str) -> dict[str, Any]:
+        return self._read(lambda conn: groups.get(conn, ctx, group_id))
+
+    def get_security_groups(self, ctx: Context, query: CollectionQuery
+                            ) -> list[dict[str, Any]]:
+        self._ensure_for_list(ctx, query)
+        return self._read(lambda conn: groups.list_(conn, ctx, query))
+
+    def update_security_group(self, ctx: Context, group_id: str, data: dict[str, Any],
+                              if_revision: int | None = None) -> dict[str, Any]:
+        def work(conn: Connection) -> dict[str, Any]:
+            groups.update(conn, ctx, group_id, data, if_revision)
+            return groups.get(conn, ctx, group_id)
+
+        return self.db.write(work)
+
+    def delete_security_group(self, ctx: Context, group_id: str,
+                              if_revision: int | None = None) -> None:
+        self.db.write(lambda conn: groups.delete_(conn, ctx, group_id, if_revision))
+
+    # --- rules -------------------------------------------------------------------------
+
+    def _make_rules(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
+        if len({item["security_group_id"] for item in items}) > 1:
+            raise sg.SecurityGroupNotSingleGroupRules()
+        if len({item["project_id"] for item in items}) > 1:
+            raise sg.SecurityGroupRulesNotSingleTenant()
+        wanted = [checks.canonical(item) for item in items]
+        for rule in wanted:
+            checks.check(rule)
+        group_id = wanted[0]["security_group_id"]
+
+        def work(conn: Connection) -> list[dict[str, Any]]:
+            for rule in wanted:
+                if rule.get("remote_group_id") is not None:
+                    groups.get_row(conn, ctx, rule["remote_group_id"])
+                if rule.get("remote_address_group_id") is not None:
+                    address_groups.get_row(conn, ctx, rule["remote_address_group_id"])
+            group = groups.get_row(conn, ctx, group_id, for_update=True)
+            self.quota.check(conn, group.project_id, "security_group_rule", len(wanted))
+            made = rules.add(conn, group.id, group.project_id, wanted)
+            bump(conn, groups.G, group.id)  # a group's revision follows its rules
+            return made
+
+        return self.db.write(work)
+
+    def create_security_group_rule(self, ctx: Context, data: dict[str, Any]
+                                   ) -> dict[str, Any]:
+        return self._make_rules(ctx, [data])[0]
+
+    def create_security_group_rule_bulk(self, ctx: Context, items: list[dict[str, Any]]
+                                        ) -> list[dict[str, Any]]:
+        return self._make_rules(ctx, items)
+
+    def get_security_group_rule(self, ctx: Context, rule_id: str) -> dict[str, Any]:
+        return self._read(lambda conn: rules.get(conn, ctx, rule_id))
+
+    def get_security_group_rules(self, ctx: Context, query: CollectionQuery
+                                 ) -> list[dict[str, Any]]:
+        self._ensure_for_list(ctx, query)
+        return self._read(lambda conn: rules.list_(conn, ctx, query))
+
+    def delete_security_group_rule(self, ctx: Context, rule_id: str,
+                                   if_revision: int | None = None) -> None:
+        def work(conn: Connection) -> None:
+            group_id = rules.delete_(conn, ctx, rule_id, if_revision)
+            bump(conn, groups.G, group_id)
+
+        self.db.write(work)
