@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import openstack
 import pytest
 
 from tests.harness import Server, create_database, start_server
@@ -40,3 +41,12 @@ def write_clouds_yaml(directory: Path, endpoint: str) -> Path:
 @pytest.fixture(scope="module")
 def clouds_yaml(noauth_server: Server, tmp_path_factory) -> Path:
     return write_clouds_yaml(tmp_path_factory.mktemp("clouds"), noauth_server.url)
+
+
+@pytest.fixture(scope="module")
+def conn(noauth_server: Server) -> openstack.connection.Connection:
+    """openstacksdk as the README connects it: no auth, the server root as endpoint."""
+    connection = openstack.connection.Connection(
+        auth_type="none", network_endpoint_override=noauth_server.url)
+    yield connection
+    connection.close()

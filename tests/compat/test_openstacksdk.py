@@ -18,14 +18,6 @@ from openstack.network.v2 import port as sdk_port
 from tests.compat.conftest import CLOUD
 
 
-@pytest.fixture(scope="module")
-def conn(noauth_server) -> openstack.connection.Connection:
-    connection = openstack.connection.Connection(
-        auth_type="none", network_endpoint_override=noauth_server.url)
-    yield connection
-    connection.close()
-
-
 def test_connect_from_clouds_yaml(noauth_server, clouds_yaml):
     config = openstack.config.OpenStackConfig(
         config_files=[str(clouds_yaml)], vendor_files=[], secure_files=[],

@@ -2,17 +2,8 @@
 
 from __future__ import annotations
 
-import openstack
 import pytest
 from openstack import exceptions as sdk_exc
-
-
-@pytest.fixture(scope="module")
-def conn(noauth_server) -> openstack.connection.Connection:
-    connection = openstack.connection.Connection(
-        auth_type="none", network_endpoint_override=noauth_server.url)
-    yield connection
-    connection.close()
 
 
 @pytest.fixture(scope="module")

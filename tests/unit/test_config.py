@@ -17,7 +17,7 @@ def test_defaults_without_files():
     conf = config.load([])
     assert conf.DEFAULT.bind_port == 9696
     assert conf.DEFAULT.bind_host == "127.0.0.1"
-    assert conf.DEFAULT.service_plugins == []
+    assert conf.DEFAULT.service_plugins == ["router"]
     assert conf.quotas.quota_port == 500
 
 
