@@ -4,7 +4,7 @@ security-groups-shared-filtering).
 
 Protocols, ports and prefixes are converted here as Neutron converts them
 (protocol numbers stay strings, names lower case, a bare address gains its
-mask); the checks that need a whole rule live in ``plugins/secgroups/rules.py``.
+mask); the checks that need a whole rule live in ``services/secgroups/rules.py``.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Service plugins: the resources beyond networks, subnets and ports."""

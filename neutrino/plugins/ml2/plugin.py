@@ -37,8 +37,8 @@ from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.config import OPTION_GROUPS
 from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
 from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
-from neutrino.plugins.secgroups.address_group_plugin import AddressGroupPlugin
-from neutrino.plugins.secgroups.plugin import SecurityGroupPlugin
+from neutrino.services.secgroups.address_group_plugin import AddressGroupPlugin
+from neutrino.services.secgroups.plugin import SecurityGroupPlugin
 
 LOG = logging.getLogger(__name__)
 

@@ -19,7 +19,7 @@ from neutrino.db.quota import QuotaEngine
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.port_security import ENABLED
 from neutrino.plugins.ml2.api import ExtensionDriver
-from neutrino.plugins.secgroups import bindings, groups, rules
+from neutrino.services.secgroups import bindings, groups, rules
 
 GROUPS = sg.SECURITY_GROUPS
 NETWORK_OWNER = "network:"

@@ -34,7 +34,7 @@ from neutrino.definitions.l3 import (
 from neutrino.definitions.port_forwarding import FipInUseByPortForwarding
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import networks, ports, subnets
-from neutrino.plugins.l3 import floatingips, portforwardings, routers
+from neutrino.services.l3 import floatingips, portforwardings, routers
 
 T = TypeVar("T")
 ADMIN = Context.admin()

@@ -16,7 +16,7 @@ from neutrino.db.quota import QuotaEngine
 from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.validators import new_uuid
-from neutrino.plugins.secgroups import bindings, rules
+from neutrino.services.secgroups import bindings, rules
 
 G = models.security_groups
 D = models.default_security_groups

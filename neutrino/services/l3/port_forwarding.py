@@ -25,8 +25,8 @@ from neutrino.definitions.port_forwarding import bad_port_forwarding
 from neutrino.definitions.validators import new_uuid
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import ports
-from neutrino.plugins.l3 import floatingips, routers
-from neutrino.plugins.l3 import portforwardings as store
+from neutrino.services.l3 import floatingips, routers
+from neutrino.services.l3 import portforwardings as store
 
 T = TypeVar("T")
 Range = tuple[int, int]

@@ -18,7 +18,7 @@ from neutrino.db.query import CollectionQuery
 from neutrino.db.util import bump
 from neutrino.definitions import securitygroup as sg
 from neutrino.plugins.base import Environment, Plugin
-from neutrino.plugins.secgroups import address_groups, checks, groups, rules
+from neutrino.services.secgroups import address_groups, checks, groups, rules
 
 T = TypeVar("T")
 

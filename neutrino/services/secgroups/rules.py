@@ -16,7 +16,7 @@ from neutrino.db.query import CollectionQuery, select_page
 from neutrino.db.util import check_revision, chunked, now, timestamp
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.validators import new_uuid
-from neutrino.plugins.secgroups import checks
+from neutrino.services.secgroups import checks
 
 R = models.security_group_rules
 

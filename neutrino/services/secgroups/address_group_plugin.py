@@ -9,7 +9,7 @@ from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db.query import CollectionQuery
 from neutrino.plugins.base import Plugin
-from neutrino.plugins.secgroups import address_groups
+from neutrino.services.secgroups import address_groups
 
 
 def _addresses_of(body: dict[str, Any]) -> Any:
