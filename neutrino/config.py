@@ -14,6 +14,7 @@ import ipaddress
 import logging
 import os
 import re
+import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -140,8 +141,18 @@ CORE_GROUPS = [
         Opt("global_physnet_mtu", int_range(68), 1500, "MTU of the underlying network."),
         Opt("agent_down_time", int_range(1), 75, "Seconds without a heartbeat before an "
             "agent counts as down."),
+        Opt("enable_new_agents", parse_bool, True,
+            "Agents start with admin_state_up true when they first report."),
+        Opt("default_availability_zones", parse_list, [],
+            "Availability zones of a router created without availability_zone_hints."),
         Opt("dns_domain", str, "openstacklocal", "Domain for port host names."),
         Opt("debug", parse_bool, False, "Log at debug level."),
+        Opt("host", str, "", "This host's name, as its agents report it."),
+        Opt("transport_url", str, "memory://",
+            "The message bus: memory:// (in the server process) or "
+            "rabbit://user:password@host:port/vhost."),
+        Opt("rpc_response_timeout", int_range(1), 60,
+            "Seconds an RPC call waits for its answer."),
     ]),
     OptGroup("database", [
         Opt("connection", str, "", "SQLAlchemy URL; empty means SQLite in state_path."),
@@ -252,6 +263,11 @@ def load(paths: Iterable[str], extra_groups: Iterable[OptGroup] = ()) -> Config:
     groups = [OptGroup(g.name, list(g.opts)) for g in [*CORE_GROUPS, *extra_groups]]
     values = {g.name: _parse_group(g, raw.get(g.name, {})) for g in groups}
     return Config(groups, values, raw)
+
+
+def host_name(conf: Config) -> str:
+    """``[DEFAULT] host``, or the machine's name when it is not set."""
+    return conf.DEFAULT.host or socket.gethostname()
 
 
 def database_url(conf: Config) -> str:

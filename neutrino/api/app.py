@@ -10,8 +10,9 @@ import asyncio
 import gc
 import logging
 import uuid
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
 import orjson
@@ -30,13 +31,22 @@ def error_body(error: exc.NeutronException) -> dict[str, Any]:
     return {"NeutronError": {"type": error.type, "message": error.msg, "detail": ""}}
 
 
+class Background(Protocol):
+    """Something that runs on the server's event loop beside the API (the RPC
+    servers): started before the first request, stopped after the last."""
+
+    async def start(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
 class ApiApp:
     def __init__(self, router: Router, authenticator: Authenticator, threads: int = 16,
-                 on_shutdown: Any = None):
+                 on_shutdown: Any = None, background: Sequence[Background] = ()):
         self.router = router
         self.authenticator = authenticator
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="api")
         self.on_shutdown = on_shutdown
+        self.background = list(background)
 
     async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -65,8 +75,17 @@ class ApiApp:
                 # every full collection, which a large list response triggers.
                 gc.collect()
                 gc.freeze()
+                try:
+                    for service in self.background:
+                        await service.start()
+                except Exception as error:
+                    LOG.exception("start-up failed")
+                    await send({"type": "lifespan.startup.failed", "message": str(error)})
+                    return
                 await send({"type": "lifespan.startup.complete"})
             elif message["type"] == "lifespan.shutdown":
+                for service in reversed(self.background):
+                    await service.stop()
                 self.executor.shutdown(wait=False)
                 if self.on_shutdown is not None:
                     self.on_shutdown()

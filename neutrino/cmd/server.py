@@ -29,6 +29,9 @@ from neutrino.definitions import EXTENSIONS
 from neutrino.plugins import loader
 from neutrino.plugins.base import Environment
 from neutrino.plugins.hooks import Hooks
+from neutrino.rpc.bus import Bus
+from neutrino.rpc.service import RpcService
+from neutrino.rpc.transport import TransportURLError, get_transport
 
 LOG = logging.getLogger("neutrino.server")
 CONFIG_ENV = "NEUTRINO_CONFIG_FILES"
@@ -63,7 +66,13 @@ def build_app(conf: config.Config, sync: bool = False) -> ApiApp:
         raise config.ConfigError(
             f"{error}, set by {conf.source('DEFAULT', 'auth_strategy')}") from None
     db = Database(config.database_url(conf), conf.database.max_retries)
-    env = Environment(conf=conf, db=db, hooks=Hooks(), quota=QuotaEngine(conf.quotas))
+    try:
+        transport = get_transport(conf.DEFAULT.transport_url)
+    except TransportURLError as error:
+        raise config.ConfigError(
+            f"{error}, set by {conf.source('DEFAULT', 'transport_url')}") from None
+    bus = Bus(transport, timeout=conf.DEFAULT.rpc_response_timeout)
+    env = Environment(conf=conf, db=db, hooks=Hooks(), quota=QuotaEngine(conf.quotas), bus=bus)
     core = loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)(env)
     env.core = core
     services = [loader.find(loader.SERVICE_GROUP, name)(env)
@@ -94,11 +103,17 @@ def build_app(conf: config.Config, sync: bool = False) -> ApiApp:
     quotas = QuotasController(db, env.quota, policy) if "quotas" in owners else None
     extensions = [EXTENSIONS[alias] for alias in owners]
     router = Router(controllers, extensions, tags, quotas)
+    endpoints: dict[str, list[Any]] = {}
     for plugin in plugins:
         if sync:
             plugin.sync_database()
         plugin.start()
-    return ApiApp(router, authenticator, on_shutdown=db.dispose)
+        for topic, objects in plugin.rpc_endpoints().items():
+            endpoints.setdefault(topic, []).extend(objects)
+    # Every API worker also serves the agents' calls: the topic queues share
+    # them out between workers (and servers).
+    rpc = RpcService(bus, endpoints, config.host_name(conf))
+    return ApiApp(router, authenticator, on_shutdown=db.dispose, background=[rpc])
 
 
 def worker_app() -> ApiApp:

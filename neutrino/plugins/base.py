@@ -27,6 +27,8 @@ class Environment:
     quota: QuotaEngine
     # the core plugin, for service plugins (set once it is built)
     core: Any = None
+    # the message bus, to notify agents (started with the server's event loop)
+    bus: Any = None
 
 
 class Plugin:
@@ -46,6 +48,10 @@ class Plugin:
 
     #: collection -> query parameters accepted beyond the resource attributes
     extra_filters: ClassVar[dict[str, tuple[str, ...]]] = {}
+
+    def rpc_endpoints(self) -> dict[str, list[Any]]:
+        """topic -> objects whose methods agents call over the bus."""
+        return {}
 
     def sync_database(self) -> None:
         """Bring plugin-owned tables in line with the configuration; run once at

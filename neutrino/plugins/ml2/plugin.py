@@ -36,6 +36,7 @@ from neutrino.plugins.ml2 import bindings, segments
 from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.config import OPTION_GROUPS
 from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
+from neutrino.plugins.ml2.notifier import AgentNotifier
 from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
 from neutrino.services.secgroups.address_group_plugin import AddressGroupPlugin
 from neutrino.services.secgroups.plugin import SecurityGroupPlugin
@@ -87,6 +88,7 @@ class Ml2Plugin(Plugin):
         self.supported_extension_aliases = type(self).supported_extension_aliases + tuple(
             driver.extension_alias for driver in self.extension_drivers
             if driver.extension_alias)
+        self.notifier = AgentNotifier(env.bus)
         # plugins this one brings along, serving resources of their own
         self.companions: list[Plugin] = [SecurityGroupPlugin(env), AddressGroupPlugin(env)]
 
@@ -222,6 +224,7 @@ class Ml2Plugin(Plugin):
         original, current = self.db.write(work)
         self.mechanisms.call("update_network_postcommit",
                              NetworkContext(None, ctx, current, original), keep_going=True)
+        self.notifier.network_update(current)
         return current
 
     def delete_network(self, ctx: Context, network_id: str,
@@ -239,6 +242,7 @@ class Ml2Plugin(Plugin):
         context = self.db.write(work)
         context.conn = None
         self._postcommit_quietly("delete_network_postcommit", context)
+        self.notifier.network_delete(network_id)
 
     def _postcommit_quietly(self, method: str, context: Any) -> None:
         """What is committed stands; a driver failing after it is only logged."""
@@ -376,14 +380,17 @@ class Ml2Plugin(Plugin):
 
     def update_port(self, ctx: Context, port_id: str, data: dict[str, Any],
                     if_revision: int | None = None) -> dict[str, Any]:
-        def work(conn: Connection) -> tuple[PortContext, bool]:
-            return self._change_port(conn, ctx, port_id, data, if_revision)
+        def work(conn: Connection) -> tuple[PortContext, bool, list]:
+            context, rebind = self._change_port(conn, ctx, port_id, data, if_revision)
+            network_id = context.current["network_id"]
+            return context, rebind, segments.of_networks(conn, [network_id]).get(network_id, [])
 
-        context, rebind = self.db.write(work)
+        context, rebind, segs = self.db.write(work)
         context.conn = None
         self.mechanisms.call("update_port_postcommit", context, keep_going=True)
         if rebind and context.current[HOST_ID]:
             self._bind(ctx, context.current)
+        self.notifier.port_update(context.current, segs[0] if segs else None)
         return context.current
 
     def _change_port(self, conn: Connection, ctx: Context, port_id: str,
@@ -405,7 +412,9 @@ class Ml2Plugin(Plugin):
             self.env.hooks.run(self.env.hooks.before_port_delete, conn, ctx, port_id)
             return self._remove_port(conn, ctx, port_id, if_revision)
 
-        self.port_deleted(self.db.write(work))
+        context = self.db.write(work)
+        self.port_deleted(context)
+        self.notifier.port_delete(port_id, context.current["network_id"])
 
     def _remove_port(self, conn: Connection, ctx: Context, port_id: str,
                      if_revision: int | None) -> PortContext:

@@ -1,0 +1,153 @@
+"""What every agent shares: its RPC server, its heartbeat, its reconcile loop.
+
+An agent is an idempotent reconciler (DESIGN.md): the server's database is the
+desired state, the host is the applied state. ``sync(full, dirty)`` makes the
+host match: everything when ``full`` (at start, after the bus reconnects, when
+the server says the agent was taken for dead, and every ``resync_interval``),
+else only the ``dirty`` items that notifications or host events marked. A lost
+notification therefore costs latency, never correctness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+from typing import Any, ClassVar
+
+from neutrino import config
+from neutrino.config import Opt, OptGroup, int_range
+from neutrino.rpc import topics
+from neutrino.rpc.bus import Bus
+from neutrino.rpc.client import RpcClient
+from neutrino.rpc.errors import RpcError
+from neutrino.rpc.server import RpcServer
+
+LOG = logging.getLogger(__name__)
+
+AGENT_OPTIONS = OptGroup("agent", [
+    Opt("report_interval", int_range(1), 30,
+        "Seconds between the agent's state reports (heartbeats)."),
+    Opt("resync_interval", int_range(1), 300,
+        "Seconds between full resyncs with the server."),
+])
+
+
+class Agent:
+    agent_type: ClassVar[str] = ""
+    binary: ClassVar[str] = ""
+    #: the topic this agent's own RPC server listens on (``topic`` and ``topic.host``)
+    topic: ClassVar[str] = ""
+    #: notification topics it also listens to (fanouts from the server)
+    notification_topics: ClassVar[tuple[str, ...]] = ()
+    option_groups: ClassVar[tuple[OptGroup, ...]] = ()
+
+    def __init__(self, conf: config.Config, bus: Bus):
+        self.conf = conf
+        self.bus = bus
+        self.host = config.host_name(conf)
+        self.context = {"request_id": None, "project_id": None, "is_admin": True}
+        self._reports = RpcClient(bus, topics.REPORTS, "1.0")
+        self._first_report = True
+        self._full = True
+        self._dirty: set[Any] = set()
+        self._wakeup = asyncio.Event()
+        self.resources_synced = False
+        bus.transport.on_connection_lost(lambda error: self.request_full_sync())
+
+    # --- what a concrete agent says and does -------------------------------------------
+
+    def configurations(self) -> dict[str, Any]:
+        """What the agent reports about itself (mappings, tunnel types, ...)."""
+        return {}
+
+    def endpoints(self) -> list[Any]:
+        """Objects whose public methods the server calls on this agent."""
+        return []
+
+    async def sync(self, full: bool, dirty: set[Any]) -> None:
+        """Make the host match the server's desired state (see the module docstring)."""
+
+    # --- events --------------------------------------------------------------------------
+
+    def mark_dirty(self, *items: Any) -> None:
+        self._dirty.update(items)
+        self._wakeup.set()
+
+    def request_full_sync(self) -> None:
+        self._full = True
+        self._wakeup.set()
+
+    # --- heartbeat -----------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        state = {"agent_type": self.agent_type, "binary": self.binary, "host": self.host,
+                 "topic": self.topic or "N/A", "configurations": self.configurations(),
+                 "resources_synced": self.resources_synced}
+        if self._first_report:
+            state["start_flag"] = True
+        return state
+
+    async def report(self) -> None:
+        """One heartbeat; a server that had taken us for dead gets a full resync."""
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
+        try:
+            status = await self._reports.call(
+                self.context, "report_state", agent_state={"agent_state": self.state()},
+                time=now, timeout=self.conf.agent.report_interval)
+        except RpcError as error:
+            LOG.warning("state report failed: %s", error)
+            return
+        self._first_report = False
+        if status == "revived":
+            LOG.info("the server had taken this agent for dead: full resync")
+            self.request_full_sync()
+
+    async def _heartbeat(self) -> None:
+        while True:
+            await self.report()
+            await asyncio.sleep(self.conf.agent.report_interval)
+
+    # --- the loop ------------------------------------------------------------------------
+
+    async def _periodic_resync(self) -> None:
+        while True:
+            await asyncio.sleep(self.conf.agent.resync_interval)
+            self.request_full_sync()
+
+    async def _reconcile(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup.clear()
+            full, self._full = self._full, False
+            dirty, self._dirty = self._dirty, set()
+            try:
+                await self.sync(full, dirty)
+                if full:
+                    self.resources_synced = True
+            except Exception:
+                LOG.exception("sync failed; a full resync follows")
+                self.resources_synced = False
+                self._full = True
+                await asyncio.sleep(1)
+                self._wakeup.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Serve, report and reconcile until ``stop`` is set."""
+        await self.bus.start()
+        objects = self.endpoints()
+        for topic in (self.topic, *self.notification_topics):
+            if topic and objects:
+                await RpcServer(self.bus, topic, self.host, objects).start()
+        self._wakeup.set()  # the first, full sync
+        tasks = [asyncio.create_task(work()) for work in (
+            self._heartbeat, self._reconcile, self._periodic_resync)]
+        LOG.info("%s on %s started", self.agent_type, self.host)
+        try:
+            await stop.wait()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await self.bus.close()
+            LOG.info("%s on %s stopped", self.agent_type, self.host)

@@ -1,0 +1,44 @@
+"""The caller's side of one RPC API: a topic, a version, a namespace."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from neutrino.rpc import envelope
+from neutrino.rpc.bus import Bus
+
+
+class RpcClient:
+    """``call`` waits for the answer; ``cast`` does not; ``fanout`` reaches every
+    listener of the topic. ``host`` sends to one host's queue."""
+
+    def __init__(self, bus: Bus, topic: str, version: str = "1.0",
+                 namespace: str | None = None):
+        self.bus = bus
+        self.topic = topic
+        self.version = version
+        self.namespace = namespace
+
+    def _request(self, ctx: dict[str, Any], method: str, version: str | None,
+                 args: dict[str, Any]) -> envelope.Request:
+        return envelope.Request(method=method, version=version or self.version, args=args,
+                                context=ctx, namespace=self.namespace)
+
+    def _queue(self, host: str | None) -> str:
+        return self.topic if host is None else f"{self.topic}.{host}"
+
+    async def call(self, ctx: dict[str, Any], method: str, *, host: str | None = None,
+                   timeout: float | None = None, version: str | None = None,
+                   **args: Any) -> Any:
+        return await self.bus.call(self._queue(host), self._request(ctx, method, version, args),
+                                   timeout)
+
+    async def cast(self, ctx: dict[str, Any], method: str, *, host: str | None = None,
+                   version: str | None = None, **args: Any) -> None:
+        request = self._request(ctx, method, version, args)
+        await self.bus.transport.send(self._queue(host), envelope.encode(request))
+
+    async def fanout(self, ctx: dict[str, Any], method: str, *, version: str | None = None,
+                     **args: Any) -> None:
+        request = self._request(ctx, method, version, args)
+        await self.bus.transport.fanout(self.topic, envelope.encode(request))

@@ -1,0 +1,257 @@
+"""The RabbitMQ transport (``rabbit://`` or ``amqp://user:password@host:port/vhost``).
+
+The broker layout, with a topic ``t`` and a host ``h``:
+
+- queue ``t``, shared by every listener of the topic (the broker hands each
+  message to one of them, round robin), and queue ``t.h``. Both are
+  non-durable and not auto-delete: they outlive their listeners, so a
+  restarting server finds what was sent while it was away (a broker restart
+  loses them; the listeners declare them again when they reconnect).
+- every queue is reached through the default exchange by its name: ``send``
+  needs no bindings, and there are none to restore after a reconnection.
+  A message for a queue that nobody has declared is dropped (a call then
+  times out).
+- fanout exchange ``t_fanout``, and per listener an exclusive auto-delete
+  queue ``t_fanout_<uuid>`` bound to it.
+- per ``reply_queue()`` call an exclusive auto-delete queue ``reply_<uuid>``.
+  Queues are named here, not by the broker, so that the same names can be
+  declared again after a broker restart (the broker refuses ``amq.*`` names).
+
+Messages from the topic and host queues are acknowledged after ``deliver``
+returns, or raises (a failure is logged and the message is dropped, never
+redelivered): delivery is at least once, so a listener that dies or loses its
+connection mid-way leaves the message to another, and a listener has at most
+``prefetch`` messages in hand, so a busy server does not hoard the topic's
+work. Fanout and reply queues are exclusive, nobody else could take their
+messages, so they are consumed without acknowledgements.
+
+aio-pika's robust connection reconnects by itself (every ``reconnect_interval``
+seconds, 1 unless the URL's query says otherwise) and declares the queues,
+exchanges, bindings and consumers again. When the connection drops,
+``on_connection_lost`` callbacks run at once, so the bus fails the calls in
+flight. While it is down, ``send`` and ``fanout`` fail at once with
+``TransportError``: they never wait for the broker to come back (the caller
+retries if it wants, as it must for a call that the drop failed). A send that
+the broker does not confirm within ``send_timeout`` seconds fails too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import re
+import uuid
+from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
+
+import aio_pika
+from aio_pika.abc import (
+    AbstractExchange,
+    AbstractIncomingMessage,
+    AbstractRobustChannel,
+    AbstractRobustConnection,
+)
+from aio_pika.exceptions import CONNECTION_EXCEPTIONS
+from yarl import URL
+
+from neutrino.rpc.errors import TransportError
+from neutrino.rpc.transport import Deliver, Transport
+
+LOG = logging.getLogger(__name__)
+
+# what aio-pika and aiormq raise when the broker or the connection fails
+_FAILURES = (*CONNECTION_EXCEPTIONS, TimeoutError)
+
+
+def _one_line(error: BaseException) -> str:
+    text = " ".join(str(error).split())
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+class RabbitTransport(Transport):
+    def __init__(self, url: str, *, connect_timeout: float = 5.0, send_timeout: float = 5.0,
+                 prefetch: int = 64):
+        super().__init__()
+        self.url = url
+        self.connect_timeout = connect_timeout
+        self.send_timeout = send_timeout
+        self.prefetch = prefetch
+        self._connection: AbstractRobustConnection | None = None
+        self._publisher: AbstractRobustChannel | None = None
+        self._consumer: AbstractRobustChannel | None = None
+        self._fanouts: dict[str, AbstractExchange] = {}
+        self._connecting = asyncio.Lock()
+
+    def __repr__(self) -> str:
+        return f"<RabbitTransport {_masked(self.url)}>"
+
+    # --- connection ----------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        async with self._connecting:
+            if self._connection is not None:
+                return
+            url = _amqp_url(self.url)
+            where = _masked(self.url)
+            kwargs = {} if "reconnect_interval" in _url_query(url) else {"reconnect_interval": 1}
+            connection = aio_pika.RobustConnection(URL(url), **kwargs)
+            try:
+                await asyncio.wait_for(connection.connect(timeout=self.connect_timeout),
+                                       self.connect_timeout)
+            except _FAILURES as error:
+                await connection.close()  # stops its reconnecting
+                raise TransportError(f"cannot connect to {where}: "
+                                     f"{_connect_failure(error, url)}") from None
+            try:
+                publisher = await connection.channel(publisher_confirms=True)
+                consumer = await connection.channel(publisher_confirms=False)
+                await consumer.set_qos(prefetch_count=self.prefetch)
+            except _FAILURES as error:
+                await connection.close()
+                raise TransportError(f"cannot open channels on {where}: "
+                                     f"{_one_line(error)}") from None
+            connection.close_callbacks.add(self._on_close)
+            connection.reconnect_callbacks.add(self._on_reconnect)
+            self._connection, self._publisher, self._consumer = connection, publisher, consumer
+            LOG.info("connected to %s", where)
+
+    async def close(self) -> None:
+        async with self._connecting:
+            connection, self._connection = self._connection, None
+            self._publisher = self._consumer = None
+            self._fanouts.clear()
+            if connection is not None:
+                # deliveries in progress are cancelled; the broker gives their
+                # unacknowledged messages to the topic's other listeners
+                await connection.close()
+
+    def _on_close(self, connection: AbstractRobustConnection,
+                  error: BaseException | None) -> None:
+        if connection is not self._connection:
+            return  # our own close()
+        LOG.warning("lost the connection to %s (%s); reconnecting", _masked(self.url),
+                    _one_line(error) if error is not None else "closed")
+        self._connection_lost(
+            error if isinstance(error, Exception) else TransportError("connection closed"))
+
+    def _on_reconnect(self, connection: AbstractRobustConnection) -> None:
+        if connection is self._connection:
+            LOG.info("reconnected to %s", _masked(self.url))
+
+    def _channels(self) -> tuple[AbstractRobustChannel, AbstractRobustChannel]:
+        connection = self._connection
+        if connection is None or self._publisher is None or self._consumer is None:
+            raise TransportError(f"not connected to {_masked(self.url)}")
+        if not connection.connected.is_set():
+            raise TransportError(f"not connected to {_masked(self.url)}: the connection "
+                                 "was lost and is being re-established")
+        return self._publisher, self._consumer
+
+    # --- listening -----------------------------------------------------------------------
+
+    async def listen(self, topic: str, host: str | None, deliver: Deliver) -> None:
+        _, channel = self._channels()
+        try:
+            for name in (topic, f"{topic}.{host}") if host is not None else (topic,):
+                queue = await channel.declare_queue(name, durable=False, auto_delete=False)
+                await queue.consume(functools.partial(self._on_message, deliver))
+            exchange = await self._fanout_exchange(channel, topic)
+            queue = await channel.declare_queue(f"{topic}_fanout_{uuid.uuid4().hex}",
+                                                exclusive=True, auto_delete=True)
+            await queue.bind(exchange)
+            await queue.consume(functools.partial(self._on_message, deliver), no_ack=True)
+        except _FAILURES as error:
+            raise TransportError(f"cannot listen on {topic}: {_one_line(error)}") from None
+
+    async def reply_queue(self, deliver: Deliver) -> str:
+        _, channel = self._channels()
+        name = f"reply_{uuid.uuid4().hex}"
+        try:
+            queue = await channel.declare_queue(name, exclusive=True, auto_delete=True)
+            await queue.consume(functools.partial(self._on_message, deliver), no_ack=True)
+        except _FAILURES as error:
+            raise TransportError(f"cannot make a reply queue: {_one_line(error)}") from None
+        return name
+
+    @staticmethod
+    async def _on_message(deliver: Deliver, message: AbstractIncomingMessage) -> None:
+        try:
+            await deliver(message.body)
+        except Exception:
+            LOG.exception("a message from %s failed; it is dropped", message.routing_key)
+        finally:
+            if not message.processed and message.delivery_tag is not None:
+                try:
+                    await message.ack()
+                except Exception as error:  # the channel went away with the connection
+                    LOG.debug("could not acknowledge a message from %s: %s",
+                              message.routing_key, error)
+
+    # --- sending -------------------------------------------------------------------------
+
+    async def send(self, queue: str, body: bytes) -> None:
+        publisher, _ = self._channels()
+        await self._publish(publisher.default_exchange, queue, body)
+
+    async def fanout(self, topic: str, body: bytes) -> None:
+        publisher, _ = self._channels()
+        exchange = self._fanouts.get(topic)
+        if exchange is None:
+            try:
+                exchange = await asyncio.wait_for(self._fanout_exchange(publisher, topic),
+                                                  self.send_timeout)
+            except _FAILURES as error:
+                raise TransportError(f"cannot fan out on {topic}: {_one_line(error)}") from None
+            self._fanouts[topic] = exchange
+        await self._publish(exchange, "", body)
+
+    @staticmethod
+    async def _fanout_exchange(channel: AbstractRobustChannel, topic: str) -> AbstractExchange:
+        # not auto-delete: a sender may hold it while its last listener goes
+        return await channel.declare_exchange(f"{topic}_fanout", aio_pika.ExchangeType.FANOUT,
+                                              durable=False, auto_delete=False)
+
+    async def _publish(self, exchange: AbstractExchange, routing_key: str, body: bytes) -> None:
+        message = aio_pika.Message(body, content_type="application/json",
+                                   delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT)
+        target = routing_key or exchange.name
+        try:
+            await asyncio.wait_for(
+                exchange.publish(message, routing_key, mandatory=False), self.send_timeout)
+        except TimeoutError:
+            raise TransportError(f"the broker did not take a message for {target} within "
+                                 f"{self.send_timeout:g}s") from None
+        except _FAILURES as error:
+            raise TransportError(f"cannot send to {target}: {_one_line(error)}") from None
+
+
+def _connect_failure(error: BaseException, url: str) -> str:
+    if "Connection.OpenOk" in str(error):  # the broker closed instead of opening the vhost
+        vhost = unquote(urlsplit(url).path[1:]) or "/"
+        return f"the broker refused vhost {vhost!r} (is it there, may this user use it?)"
+    return _one_line(error)
+
+
+def _url_query(url: str) -> dict[str, str]:
+    return dict(parse_qsl(urlsplit(url).query))
+
+
+def _amqp_url(url: str) -> str:
+    """``rabbit://`` as aio-pika's ``amqp://``; a bad URL is a TransportError."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("rabbit", "amqp"):
+        raise TransportError(f"transport_url {_masked(url)}: not a rabbit:// URL")
+    if "," in parts.netloc:
+        raise TransportError(f"transport_url {_masked(url)}: one broker per URL is supported")
+    try:
+        parts.port  # noqa: B018 - validates the port
+    except ValueError as error:
+        raise TransportError(f"transport_url {_masked(url)}: {error}") from None
+    if not parts.hostname:
+        raise TransportError(f"transport_url {_masked(url)}: no broker host")
+    return urlunsplit(("amqp", *parts[1:]))
+
+
+def _masked(url: str) -> str:
+    """The URL without its passwords, for messages and logs."""
+    return re.sub(r"([/,][^:@/,]*):[^@/,]*@", r"\1:***@", url)

@@ -1,0 +1,14 @@
+"""Topic names shared by the server and the agents (Neutron's names)."""
+
+REPORTS = "q-reports-plugin"  # agents -> server: report_state
+PLUGIN = "q-plugin"  # L2 agents -> server: device details, device up/down
+
+# server -> every L2 agent (fanout)
+PORT_UPDATE = "q-agent-notifier-port-update"
+PORT_DELETE = "q-agent-notifier-port-delete"
+NETWORK_UPDATE = "q-agent-notifier-network-update"
+NETWORK_DELETE = "q-agent-notifier-network-delete"
+L2_NOTIFICATIONS = (PORT_UPDATE, PORT_DELETE, NETWORK_UPDATE, NETWORK_DELETE)
+
+DHCP_AGENT = "dhcp_agent"
+L3_AGENT = "l3_agent"
