@@ -37,7 +37,9 @@ from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.config import OPTION_GROUPS
 from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
 from neutrino.plugins.ml2.notifier import AgentNotifier
+from neutrino.plugins.ml2.rpc import Ml2RpcCallbacks
 from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
+from neutrino.rpc import topics
 from neutrino.services.secgroups.address_group_plugin import AddressGroupPlugin
 from neutrino.services.secgroups.plugin import SecurityGroupPlugin
 
@@ -369,6 +371,16 @@ class Ml2Plugin(Plugin):
 
     def _port(self, conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]:
         return self._extend_ports(conn, [ports.get(conn, ctx, port_id)])[0]
+
+    def ports_by_id(self, conn: Connection, port_ids: list[str]) -> list[dict[str, Any]]:
+        """Full views of ``port_ids`` (as admin), for the agents' calls."""
+        if not port_ids:
+            return []
+        query = CollectionQuery(filters={"id": list(port_ids)})
+        return self._extend_ports(conn, ports.list_(conn, Context.admin(), query))
+
+    def rpc_endpoints(self) -> dict[str, list[Any]]:
+        return {topics.PLUGIN: [Ml2RpcCallbacks(self)]}
 
     def get_port(self, ctx: Context, port_id: str) -> dict[str, Any]:
         return self._read(lambda conn: self._port(conn, ctx, port_id))

@@ -1,0 +1,177 @@
+"""What L2 agents ask of ML2 over the bus (topic ``q-plugin``).
+
+Agents name devices as they find them on the host: a port id, or a tap
+device (``tap`` + the first 11 characters of the port id). Details come in one
+read for a whole list; statuses are written in one transaction per call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import or_, select, update
+from sqlalchemy.engine import Connection
+
+from neutrino.context import Context
+from neutrino.db import models
+from neutrino.db.util import now
+from neutrino.plugins.ml2 import segments
+
+TAP_PREFIX = "tap"
+ADMIN = Context.admin()
+P = models.ports
+
+
+def port_id_prefix(device: str) -> str:
+    """The port id, or the part of it a device name carries."""
+    return device[len(TAP_PREFIX):] if device.startswith(TAP_PREFIX) else device
+
+
+class Ml2RpcCallbacks:
+    rpc_version = "1.9"
+
+    def __init__(self, plugin: Any):
+        self.plugin = plugin
+        self.db = plugin.db
+
+    # --- finding ports -----------------------------------------------------------------
+
+    @staticmethod
+    def _resolve(conn: Connection, devices: Iterable[str]) -> dict[str, str]:
+        """device -> port id, for the devices that name exactly one port."""
+        wanted = {device: port_id_prefix(device) for device in devices}
+        if not wanted:
+            return {}
+        clauses = [P.c.id.startswith(prefix, autoescape=True) for prefix in set(wanted.values())
+                   if prefix]
+        if not clauses:
+            return {}
+        ids = list(conn.execute(select(P.c.id).where(or_(*clauses))).scalars())
+        found = {}
+        for device, prefix in wanted.items():
+            matches = [port_id for port_id in ids if port_id.startswith(prefix)]
+            if len(matches) == 1:
+                found[device] = matches[0]
+        return found
+
+    def _details(self, conn: Connection, devices: list[str]) -> dict[str, dict[str, Any]]:
+        by_device = self._resolve(conn, devices)
+        views = {view["id"]: view for view in self.plugin.ports_by_id(
+            conn, list(set(by_device.values())))}
+        network_ids = list({view["network_id"] for view in views.values()})
+        segs = segments.of_networks(conn, network_ids) if network_ids else {}
+        mtus = dict(conn.execute(select(models.networks.c.id, models.networks.c.mtu).where(
+            models.networks.c.id.in_(network_ids))).all()) if network_ids else {}
+        details = {}
+        for device, port_id in by_device.items():
+            port = views.get(port_id)
+            if port is None:
+                continue
+            segment = (segs.get(port["network_id"]) or [{}])[0]
+            details[device] = {
+                "device": device, "port_id": port["id"], "network_id": port["network_id"],
+                "mac_address": port["mac_address"], "admin_state_up": port["admin_state_up"],
+                "network_type": segment.get("network_type"),
+                "segmentation_id": segment.get("segmentation_id"),
+                "physical_network": segment.get("physical_network"),
+                "mtu": mtus.get(port["network_id"]), "fixed_ips": port["fixed_ips"],
+                "device_owner": port["device_owner"],
+                "allowed_address_pairs": port.get("allowed_address_pairs", []),
+                "port_security_enabled": port.get("port_security_enabled", True),
+                "security_groups": port.get("security_groups", []),
+                "profile": port.get("binding:profile", {}),
+            }
+        return details
+
+    # --- the agent's calls -------------------------------------------------------------
+
+    def get_device_details(self, context: dict, device: str, agent_id: str = "",
+                           host: str | None = None, **_: Any) -> dict[str, Any]:
+        return self.get_devices_details_list(context, [device], agent_id, host)[0]
+
+    def get_devices_details_list(self, context: dict, devices: list[str], agent_id: str = "",
+                                 host: str | None = None, **_: Any) -> list[dict[str, Any]]:
+        with self.db.reader() as conn:
+            details = self._details(conn, devices)
+        return [details.get(device, {"device": device}) for device in devices]
+
+    def get_devices_details_list_and_failed_devices(
+            self, context: dict, devices: list[str], agent_id: str = "",
+            host: str | None = None, **_: Any) -> dict[str, list]:
+        return {"devices": self.get_devices_details_list(context, devices, agent_id, host),
+                "failed_devices": []}
+
+    def _set_status(self, devices: list[str], status: str, host: str | None) -> list[str]:
+        """Mark the ports ``status``; those bound elsewhere are left alone (the port
+        has moved). The devices whose port exists."""
+        def work(conn: Connection) -> list[str]:
+            by_device = self._resolve(conn, devices)
+            ids = list(set(by_device.values()))
+            if not ids:
+                return []
+            b = models.port_bindings
+            moved = set()
+            if host:
+                moved = set(conn.execute(select(b.c.port_id).where(
+                    b.c.port_id.in_(ids), b.c.status == "ACTIVE", b.c.host != host,
+                    b.c.host != "")).scalars())
+            changing = [port_id for port_id in ids if port_id not in moved]
+            if changing:
+                conn.execute(update(P).where(P.c.id.in_(changing), P.c.status != status)
+                             .values(status=status, updated_at=now(),
+                                     revision_number=P.c.revision_number + 1))
+            return list(by_device)
+
+        return self.db.write(work)
+
+    def update_device_up(self, context: dict, device: str, agent_id: str = "",
+                         host: str | None = None, **_: Any) -> None:
+        self._set_status([device], "ACTIVE", host)
+
+    def update_device_down(self, context: dict, device: str, agent_id: str = "",
+                           host: str | None = None, **_: Any) -> dict[str, Any]:
+        known = self._set_status([device], "DOWN", host)
+        return {"device": device, "exists": device in known}
+
+    def update_device_list(self, context: dict, devices_up: list[str], devices_down: list[str],
+                           agent_id: str = "", host: str | None = None,
+                           **_: Any) -> dict[str, list[str]]:
+        up = self._set_status(devices_up, "ACTIVE", host) if devices_up else []
+        down = self._set_status(devices_down, "DOWN", host) if devices_down else []
+        return {"devices_up": up, "failed_devices_up": [],
+                "devices_down": down, "failed_devices_down": []}
+
+    def security_group_info_for_devices(self, context: dict, devices: list[str],
+                                        **_: Any) -> dict[str, Any]:
+        """The devices' ports, the rules of their groups, and the addresses of the
+        members of every group a rule names as its remote group."""
+        s = models.security_group_rules
+        b = models.security_group_port_bindings
+        ia = models.ip_allocations
+        with self.db.reader() as conn:
+            details = self._details(conn, devices)
+            group_ids = sorted({g for d in details.values() for g in d["security_groups"]})
+            rules = conn.execute(select(s).where(s.c.security_group_id.in_(group_ids))
+                                 ).all() if group_ids else []
+            remotes = sorted({r.remote_group_id for r in rules if r.remote_group_id})
+            members: dict[str, dict[str, list[str]]] = {
+                g: {"IPv4": [], "IPv6": []} for g in remotes}
+            if remotes:
+                for group_id, address in conn.execute(
+                        select(b.c.security_group_id, ia.c.ip_address)
+                        .join(ia, ia.c.port_id == b.c.port_id)
+                        .where(b.c.security_group_id.in_(remotes))
+                        .order_by(ia.c.ip_address)):
+                    members[group_id]["IPv6" if ":" in address else "IPv4"].append(address)
+        by_group: dict[str, list[dict[str, Any]]] = {g: [] for g in group_ids}
+        for rule in rules:
+            by_group[rule.security_group_id].append({
+                "direction": rule.direction, "ethertype": rule.ethertype,
+                "protocol": rule.protocol, "port_range_min": rule.port_range_min,
+                "port_range_max": rule.port_range_max,
+                "remote_ip_prefix": rule.remote_ip_prefix,
+                "remote_group_id": rule.remote_group_id,
+                "security_group_id": rule.security_group_id})
+        return {"devices": {d["port_id"]: d for d in details.values()},
+                "security_groups": by_group, "sg_member_ips": members}
