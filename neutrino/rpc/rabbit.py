@@ -31,8 +31,18 @@ exchanges, bindings and consumers again. When the connection drops,
 ``on_connection_lost`` callbacks run at once, so the bus fails the calls in
 flight. While it is down, ``send`` and ``fanout`` fail at once with
 ``TransportError``: they never wait for the broker to come back (the caller
-retries if it wants, as it must for a call that the drop failed). A send that
-the broker does not confirm within ``send_timeout`` seconds fails too.
+retries if it wants, as it must for a call that the drop failed). ``send``
+returns once the broker has confirmed the message (publisher confirms); one
+it does not confirm within ``send_timeout`` seconds fails too, and so does a
+declaration (``listen``, ``reply_queue``). A broker that vanishes without
+closing the connection is noticed by the AMQP heartbeat (after a few missed
+beats; 60 s apart unless the URL's ``heartbeat`` says otherwise); until then
+calls wait for their own timeout.
+
+A malformed URL is a ``TransportURLError`` from the constructor (so from
+``get_transport``, as an unknown scheme is: a configuration error); failing to
+reach or log in to the broker is a one-line ``TransportError`` from
+``connect``. Passwords are masked in every message.
 """
 
 from __future__ import annotations
@@ -42,6 +52,8 @@ import functools
 import logging
 import re
 import uuid
+from collections.abc import Awaitable
+from typing import TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import aio_pika
@@ -55,9 +67,10 @@ from aio_pika.exceptions import CONNECTION_EXCEPTIONS
 from yarl import URL
 
 from neutrino.rpc.errors import TransportError
-from neutrino.rpc.transport import Deliver, Transport
+from neutrino.rpc.transport import Deliver, Transport, TransportURLError
 
 LOG = logging.getLogger(__name__)
+T = TypeVar("T")
 
 # what aio-pika and aiormq raise when the broker or the connection fails
 _FAILURES = (*CONNECTION_EXCEPTIONS, TimeoutError)
@@ -73,6 +86,7 @@ class RabbitTransport(Transport):
                  prefetch: int = 64):
         super().__init__()
         self.url = url
+        self._amqp_url = _amqp_url(url)
         self.connect_timeout = connect_timeout
         self.send_timeout = send_timeout
         self.prefetch = prefetch
@@ -81,6 +95,7 @@ class RabbitTransport(Transport):
         self._consumer: AbstractRobustChannel | None = None
         self._fanouts: dict[str, AbstractExchange] = {}
         self._connecting = asyncio.Lock()
+        self._down = False  # lost the connection, not yet back
 
     def __repr__(self) -> str:
         return f"<RabbitTransport {_masked(self.url)}>"
@@ -91,7 +106,7 @@ class RabbitTransport(Transport):
         async with self._connecting:
             if self._connection is not None:
                 return
-            url = _amqp_url(self.url)
+            url = self._amqp_url
             where = _masked(self.url)
             kwargs = {} if "reconnect_interval" in _url_query(url) else {"reconnect_interval": 1}
             connection = aio_pika.RobustConnection(URL(url), **kwargs)
@@ -113,6 +128,7 @@ class RabbitTransport(Transport):
             connection.close_callbacks.add(self._on_close)
             connection.reconnect_callbacks.add(self._on_reconnect)
             self._connection, self._publisher, self._consumer = connection, publisher, consumer
+            self._down = False
             LOG.info("connected to %s", where)
 
     async def close(self) -> None:
@@ -129,13 +145,18 @@ class RabbitTransport(Transport):
                   error: BaseException | None) -> None:
         if connection is not self._connection:
             return  # our own close()
-        LOG.warning("lost the connection to %s (%s); reconnecting", _masked(self.url),
-                    _one_line(error) if error is not None else "closed")
-        self._connection_lost(
-            error if isinstance(error, Exception) else TransportError("connection closed"))
+        # this runs again for every failed attempt to reconnect: say it once,
+        # but fail the calls every time (one may have started in between)
+        reason = _one_line(error) if error is not None else "closed"
+        if not self._down:
+            LOG.warning("lost the connection to %s (%s); reconnecting", _masked(self.url),
+                        reason)
+        self._down = True
+        self._connection_lost(error if isinstance(error, Exception) else TransportError(reason))
 
     def _on_reconnect(self, connection: AbstractRobustConnection) -> None:
         if connection is self._connection:
+            self._down = False
             LOG.info("reconnected to %s", _masked(self.url))
 
     def _channels(self) -> tuple[AbstractRobustChannel, AbstractRobustChannel]:
@@ -151,26 +172,29 @@ class RabbitTransport(Transport):
 
     async def listen(self, topic: str, host: str | None, deliver: Deliver) -> None:
         _, channel = self._channels()
-        try:
+        on_message = functools.partial(self._on_message, deliver)
+
+        async def declare() -> None:
             for name in (topic, f"{topic}.{host}") if host is not None else (topic,):
                 queue = await channel.declare_queue(name, durable=False, auto_delete=False)
-                await queue.consume(functools.partial(self._on_message, deliver))
+                await queue.consume(on_message)
             exchange = await self._fanout_exchange(channel, topic)
             queue = await channel.declare_queue(f"{topic}_fanout_{uuid.uuid4().hex}",
                                                 exclusive=True, auto_delete=True)
             await queue.bind(exchange)
-            await queue.consume(functools.partial(self._on_message, deliver), no_ack=True)
-        except _FAILURES as error:
-            raise TransportError(f"cannot listen on {topic}: {_one_line(error)}") from None
+            await queue.consume(on_message, no_ack=True)
+
+        await self._bounded(declare(), f"cannot listen on {topic}")
 
     async def reply_queue(self, deliver: Deliver) -> str:
         _, channel = self._channels()
         name = f"reply_{uuid.uuid4().hex}"
-        try:
+
+        async def declare() -> None:
             queue = await channel.declare_queue(name, exclusive=True, auto_delete=True)
             await queue.consume(functools.partial(self._on_message, deliver), no_ack=True)
-        except _FAILURES as error:
-            raise TransportError(f"cannot make a reply queue: {_one_line(error)}") from None
+
+        await self._bounded(declare(), "cannot make a reply queue")
         return name
 
     @staticmethod
@@ -179,13 +203,13 @@ class RabbitTransport(Transport):
             await deliver(message.body)
         except Exception:
             LOG.exception("a message from %s failed; it is dropped", message.routing_key)
-        finally:
-            if not message.processed and message.delivery_tag is not None:
-                try:
-                    await message.ack()
-                except Exception as error:  # the channel went away with the connection
-                    LOG.debug("could not acknowledge a message from %s: %s",
-                              message.routing_key, error)
+        # not reached when the delivery is cancelled (close): the broker keeps the message
+        if not message.processed:  # no_ack messages count as processed
+            try:
+                await message.ack()
+            except Exception as error:  # the channel went away with the connection
+                LOG.debug("could not acknowledge a message from %s: %s",
+                          message.routing_key, error)
 
     # --- sending -------------------------------------------------------------------------
 
@@ -197,11 +221,8 @@ class RabbitTransport(Transport):
         publisher, _ = self._channels()
         exchange = self._fanouts.get(topic)
         if exchange is None:
-            try:
-                exchange = await asyncio.wait_for(self._fanout_exchange(publisher, topic),
-                                                  self.send_timeout)
-            except _FAILURES as error:
-                raise TransportError(f"cannot fan out on {topic}: {_one_line(error)}") from None
+            exchange = await self._bounded(self._fanout_exchange(publisher, topic),
+                                           f"cannot fan out on {topic}")
             self._fanouts[topic] = exchange
         await self._publish(exchange, "", body)
 
@@ -214,15 +235,21 @@ class RabbitTransport(Transport):
     async def _publish(self, exchange: AbstractExchange, routing_key: str, body: bytes) -> None:
         message = aio_pika.Message(body, content_type="application/json",
                                    delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT)
-        target = routing_key or exchange.name
+        await self._bounded(exchange.publish(message, routing_key, mandatory=False),
+                            f"cannot send to {routing_key or exchange.name}")
+
+    async def _bounded(self, work: Awaitable[T], failed: str) -> T:
+        """``work`` within ``send_timeout``; a broker failure is a TransportError.
+
+        Robust channels wait for the connection to come back: never for long here.
+        """
         try:
-            await asyncio.wait_for(
-                exchange.publish(message, routing_key, mandatory=False), self.send_timeout)
+            return await asyncio.wait_for(work, self.send_timeout)
         except TimeoutError:
-            raise TransportError(f"the broker did not take a message for {target} within "
+            raise TransportError(f"{failed}: no answer from the broker within "
                                  f"{self.send_timeout:g}s") from None
         except _FAILURES as error:
-            raise TransportError(f"cannot send to {target}: {_one_line(error)}") from None
+            raise TransportError(f"{failed}: {_one_line(error)}") from None
 
 
 def _connect_failure(error: BaseException, url: str) -> str:
@@ -237,18 +264,18 @@ def _url_query(url: str) -> dict[str, str]:
 
 
 def _amqp_url(url: str) -> str:
-    """``rabbit://`` as aio-pika's ``amqp://``; a bad URL is a TransportError."""
+    """``rabbit://`` as aio-pika's ``amqp://``; a bad one is a configuration error."""
     parts = urlsplit(url)
     if parts.scheme not in ("rabbit", "amqp"):
-        raise TransportError(f"transport_url {_masked(url)}: not a rabbit:// URL")
+        raise TransportURLError(f"transport_url {_masked(url)}: not a rabbit:// URL")
     if "," in parts.netloc:
-        raise TransportError(f"transport_url {_masked(url)}: one broker per URL is supported")
+        raise TransportURLError(f"transport_url {_masked(url)}: one broker per URL is supported")
     try:
         parts.port  # noqa: B018 - validates the port
     except ValueError as error:
-        raise TransportError(f"transport_url {_masked(url)}: {error}") from None
+        raise TransportURLError(f"transport_url {_masked(url)}: {error}") from None
     if not parts.hostname:
-        raise TransportError(f"transport_url {_masked(url)}: no broker host")
+        raise TransportURLError(f"transport_url {_masked(url)}: no broker host")
     return urlunsplit(("amqp", *parts[1:]))
 
 
