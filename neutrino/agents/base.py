@@ -30,6 +30,7 @@ AGENT_OPTIONS = OptGroup("agent", [
         "Seconds between the agent's state reports (heartbeats)."),
     Opt("resync_interval", int_range(1), 300,
         "Seconds between full resyncs with the server."),
+    Opt("availability_zone", str, "nova", "The availability zone this agent is in."),
 ])
 
 
@@ -83,7 +84,8 @@ class Agent:
     def state(self) -> dict[str, Any]:
         state = {"agent_type": self.agent_type, "binary": self.binary, "host": self.host,
                  "topic": self.topic or "N/A", "configurations": self.configurations(),
-                 "resources_synced": self.resources_synced}
+                 "resources_synced": self.resources_synced,
+                 "availability_zone": self.conf.agent.availability_zone}
         if self._first_report:
             state["start_flag"] = True
         return state

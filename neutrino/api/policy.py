@@ -121,6 +121,12 @@ DEFAULT_RULES: dict[str, str] = {
     "create_port:allowed_address_pairs": "rule:admin_or_network_owner",
     "update_port:allowed_address_pairs": "rule:admin_or_network_owner",
 
+    # --- agents and the availability zones they make (reads included: others see none)
+    "get_agent": "rule:admin_only",
+    "update_agent": "rule:admin_only",
+    "delete_agent": "rule:admin_only",
+    "get_availability_zone": "rule:admin_only",
+
     "update_tags": "rule:admin_or_owner and rule:not_reader",
     "get_quota": "rule:admin_or_owner",
     "update_quota": "rule:admin_only",

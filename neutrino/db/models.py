@@ -204,7 +204,7 @@ agents = Table(
     Column("host", String(255), nullable=False, index=True),
     Column("availability_zone", String(255)),
     Column("admin_state_up", Boolean, nullable=False, default=True),
-    Column("description", String(255), nullable=False, default=""),
+    Column("description", String(255)),  # null until an admin sets one, as in Neutron
     Column("configurations", JSON, nullable=False),
     Column("resources_synced", Boolean),
     Column("created_at", DateTime, nullable=False),
@@ -376,4 +376,22 @@ network_dns_domains = Table(
     Column("network_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"),
            primary_key=True),
     Column("dns_domain", String(255), nullable=False),
+)
+
+# --- agents and availability zones ------------------------------------------------------
+
+# The availability_zone_hints of a network or router that was given some, as the
+# JSON text of the list (Neutron keeps that text, and limits it to 255 characters).
+network_availability_zone_hints = Table(
+    "network_availability_zone_hints", metadata,
+    Column("network_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("hints", String(255), nullable=False),
+)
+
+router_availability_zone_hints = Table(
+    "router_availability_zone_hints", metadata,
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("hints", String(255), nullable=False),
 )

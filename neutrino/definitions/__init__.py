@@ -6,7 +6,9 @@ plugins claim; nothing here is loaded or imported by name elsewhere.
 
 from neutrino.definitions import (
     address_group,
+    agent,
     allowed_address_pairs,
+    availability_zone,
     dns,
     external_net,
     extra_dhcp_opt,
@@ -56,5 +58,7 @@ EXTENSIONS: dict[str, Extension] = {
         *flags.FLAGS,
         *l3.EXTENSIONS,
         *port_forwarding.EXTENSIONS,
+        *agent.EXTENSIONS,
+        *availability_zone.EXTENSIONS,
     )
 }

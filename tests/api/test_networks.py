@@ -8,7 +8,8 @@ TIMESTAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$")
 NETWORK_KEYS = {
     "id", "name", "tenant_id", "project_id", "admin_state_up", "mtu", "status", "subnets",
     "shared", "router:external", "description", "tags", "created_at", "updated_at",
-    "revision_number", "port_security_enabled",
+    "revision_number", "port_security_enabled", "availability_zone_hints",
+    "availability_zones",
 }
 
 

@@ -11,6 +11,7 @@ from tests.harness import ApiClient, expect_error
 ROUTER_KEYS = {
     "id", "name", "description", "project_id", "tenant_id", "admin_state_up", "status",
     "external_gateway_info", "routes", "tags", "created_at", "updated_at", "revision_number",
+    "availability_zone_hints", "availability_zones",
 }
 MISSING = "00000000-0000-0000-0000-000000000000"
 

@@ -40,6 +40,7 @@ from neutrino.plugins.ml2.notifier import AgentNotifier
 from neutrino.plugins.ml2.rpc import Ml2RpcCallbacks
 from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
 from neutrino.rpc import topics
+from neutrino.services.agents.plugin import AgentsPlugin
 from neutrino.services.secgroups.address_group_plugin import AddressGroupPlugin
 from neutrino.services.secgroups.plugin import SecurityGroupPlugin
 
@@ -50,7 +51,7 @@ T = TypeVar("T")
 # Extension drivers ML2 always loads after the configured ones: the port
 # attributes Neutron's ML2 offers without configuration.
 BUILTIN_EXTENSION_DRIVERS: tuple[str, ...] = ("allowed_address_pairs", "extra_dhcp_opt",
-                                              "security_group")
+                                              "security_group", "network_availability_zone")
 
 
 class Ml2Plugin(Plugin):
@@ -93,6 +94,8 @@ class Ml2Plugin(Plugin):
         self.notifier = AgentNotifier(env.bus)
         # plugins this one brings along, serving resources of their own
         self.companions: list[Plugin] = [SecurityGroupPlugin(env), AddressGroupPlugin(env)]
+        # /v2.0/agents and /v2.0/availability_zones, as Neutron's ML2 serves them
+        self.companions.append(AgentsPlugin(env))
 
     def sync_database(self) -> None:
         self.db.write(self.types.sync_allocations)

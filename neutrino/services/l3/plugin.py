@@ -23,6 +23,7 @@ from neutrino.db.query import CollectionQuery
 from neutrino.db.util import bump
 from neutrino.definitions import l3
 from neutrino.definitions import validators as v
+from neutrino.definitions.availability_zone import AZ_HINTS
 from neutrino.definitions.l3 import (
     DHCP,
     FLOATINGIP,
@@ -34,6 +35,7 @@ from neutrino.definitions.l3 import (
 from neutrino.definitions.port_forwarding import FipInUseByPortForwarding
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import networks, ports, subnets
+from neutrino.services.agents import db as agents_db
 from neutrino.services.l3 import floatingips, portforwardings, routers
 
 T = TypeVar("T")
@@ -77,7 +79,8 @@ def _v4(address: str) -> bool:
 
 class L3RouterPlugin(Plugin):
     supported_extension_aliases = ("router", "ext-gw-mode", "extraroute", "extraroute-atomic",
-                                   "fip-port-details", "floatingip-pools")
+                                   "fip-port-details", "floatingip-pools",
+                                   "router_availability_zone")
 
     def __init__(self, env: Environment):
         super().__init__(env)
@@ -117,10 +120,16 @@ class L3RouterPlugin(Plugin):
 
     def create_router(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         gateway = data.get("external_gateway_info") or None
+        # as Neutron: the hints sorted, or the configured default zones
+        zone_hints = (sorted(data.get(AZ_HINTS) or [])
+                      or list(self.settings.default_availability_zones))
 
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             self.env.quota.check(conn, data["project_id"], "router")
+            agents_db.check_zones(conn, "router", zone_hints)
             router_id = routers.insert(conn, data, self._snat(gateway))
+            agents_db.add_hints(conn, models.router_availability_zone_hints, router_id,
+                                zone_hints)
             if gateway:
                 self._add_gateway(conn, ctx, changes, router_id, gateway)
             if data.get("tags"):

@@ -12,8 +12,10 @@ from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import now, timestamp
+from neutrino.definitions.availability_zone import AVAILABILITY_ZONES, AZ_HINTS
 from neutrino.definitions.l3 import ROUTER_INTERFACE, RouterNotFound
 from neutrino.definitions.validators import new_uuid
+from neutrino.services.agents import db as agents_db
 
 R = models.routers
 RP = models.router_ports
@@ -86,8 +88,14 @@ def views(conn: Connection, rows: Sequence[Row]) -> list[dict[str, Any]]:
     gateways = _gateways(conn, rows)
     routes = routes_of(conn, ids)
     tag_map = tags.load(conn, ids) if ids else {}
-    return [view(row, gateways.get(row.id), routes.get(row.id, []), tag_map.get(row.id, []))
-            for row in rows]
+    hints = agents_db.load_hints(conn, models.router_availability_zone_hints, ids)
+    found = [view(row, gateways.get(row.id), routes.get(row.id, []), tag_map.get(row.id, []))
+             for row in rows]
+    for item in found:
+        item[AZ_HINTS] = hints.get(item["id"], [])
+        # the zones of the L3 agents hosting the router: none, until routers are scheduled
+        item[AVAILABILITY_ZONES] = []
+    return found
 
 
 def get(conn: Connection, ctx: Context, router_id: str) -> dict[str, Any]:
