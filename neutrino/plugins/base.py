@@ -8,13 +8,18 @@ methods by name: ``<action>_<resource>`` with a Context first.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
+
+from sqlalchemy.engine import Connection
 
 from neutrino.config import Config, OptGroup
 from neutrino.db.engine import Database
 from neutrino.db.quota import QuotaEngine
 from neutrino.plugins.hooks import Hooks
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -41,6 +46,11 @@ class Plugin:
         self.env = env
         self.conf = env.conf
         self.db = env.db
+
+    def _read(self, work: Callable[[Connection], T]) -> T:
+        """``work`` on a read-only connection."""
+        with self.db.reader() as conn:
+            return work(conn)
 
     def taggable_tables(self) -> dict[str, Any]:
         """collection -> table whose rows can carry tags."""

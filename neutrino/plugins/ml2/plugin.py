@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar
 
 from sqlalchemy.engine import Connection
 
@@ -45,8 +45,6 @@ from neutrino.services.secgroups.address_group_plugin import AddressGroupPlugin
 from neutrino.services.secgroups.plugin import SecurityGroupPlugin
 
 LOG = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 # Extension drivers ML2 always loads after the configured ones: the port
 # attributes Neutron's ML2 offers without configuration.
@@ -105,10 +103,6 @@ class Ml2Plugin(Plugin):
                 "ports": models.ports, "subnetpools": models.subnetpools}
 
     # --- plumbing ------------------------------------------------------------------
-
-    def _read(self, work: Callable[[Connection], T]) -> T:
-        with self.db.reader() as conn:
-            return work(conn)
 
     def _create(self, ctx: Context, resource: str, items: list[dict[str, Any]],
                 make: Callable[[Connection, dict[str, Any]], dict[str, Any]],

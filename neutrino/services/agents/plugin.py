@@ -10,10 +10,7 @@ and zones at all (Neutron's get_agent and get_availability_zone policies).
 from __future__ import annotations
 
 import datetime
-from collections.abc import Callable
-from typing import Any, TypeVar
-
-from sqlalchemy.engine import Connection
+from typing import Any
 
 from neutrino import exceptions as exc
 from neutrino.context import Context
@@ -24,8 +21,6 @@ from neutrino.plugins.base import Environment, Plugin
 from neutrino.rpc import topics
 from neutrino.services.agents import db as agents_db
 from neutrino.services.agents.rpc import ReportStateEndpoint
-
-T = TypeVar("T")
 
 
 class AgentsPlugin(Plugin):
@@ -39,10 +34,6 @@ class AgentsPlugin(Plugin):
     def rpc_endpoints(self) -> dict[str, list[Any]]:
         """The agents' state reports, on ``q-reports-plugin``."""
         return {topics.REPORTS: [ReportStateEndpoint(self.db, self.conf)]}
-
-    def _read(self, work: Callable[[Connection], T]) -> T:
-        with self.db.reader() as conn:
-            return work(conn)
 
     def _alive_since(self) -> datetime.datetime:
         return agents_db.cutoff(now(), self.down_time)

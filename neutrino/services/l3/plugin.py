@@ -93,10 +93,6 @@ class L3RouterPlugin(Plugin):
     def taggable_tables(self) -> dict[str, Any]:
         return {"routers": models.routers, "floatingips": models.floatingips}
 
-    def _read(self, work: Callable[[Connection], T]) -> T:
-        with self.db.reader() as conn:
-            return work(conn)
-
     def _write(self, work: Callable[[Connection, PortChanges], T]) -> T:
         """Run ``work`` in one transaction; then the port drivers' postcommit."""
         changes = PortChanges(self.core)

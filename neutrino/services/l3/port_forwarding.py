@@ -9,8 +9,7 @@ requests on one floating IP run one after another; unique keys back them.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -28,7 +27,6 @@ from neutrino.plugins.core import ports
 from neutrino.services.l3 import floatingips, routers
 from neutrino.services.l3 import portforwardings as store
 
-T = TypeVar("T")
 Range = tuple[int, int]
 
 
@@ -54,10 +52,6 @@ class PortForwardingPlugin(Plugin):
     def __init__(self, env: Environment):
         super().__init__(env)
         env.hooks.before_port_delete.append(self._before_port_delete)
-
-    def _read(self, work: Callable[[Connection], T]) -> T:
-        with self.db.reader() as conn:
-            return work(conn)
 
     def get_floatingip_port_forwardings(self, ctx: Context, fip_id: str,
                                         query: CollectionQuery) -> list[dict[str, Any]]:

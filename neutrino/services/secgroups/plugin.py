@@ -7,8 +7,7 @@ Every call is one short write transaction, retried on conflict.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from sqlalchemy.engine import Connection
 
@@ -19,8 +18,6 @@ from neutrino.db.util import bump
 from neutrino.definitions import securitygroup as sg
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.services.secgroups import address_groups, checks, groups, rules
-
-T = TypeVar("T")
 
 
 class SecurityGroupPlugin(Plugin):
@@ -37,10 +34,6 @@ class SecurityGroupPlugin(Plugin):
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"security_groups": groups.G}
-
-    def _read(self, work: Callable[[Connection], T]) -> T:
-        with self.db.reader() as conn:
-            return work(conn)
 
     def ensure_default(self, project_id: str | None) -> None:
         """Give the project its default group unless it has one (a write only then)."""
