@@ -50,6 +50,7 @@ class Agent:
         self.context = {"request_id": None, "project_id": None, "is_admin": True}
         self._reports = RpcClient(bus, topics.REPORTS, "1.0")
         self._first_report = True
+        self._report_failed = False
         self._full = True
         self._dirty: set[Any] = set()
         self._wakeup = asyncio.Event()
@@ -91,7 +92,9 @@ class Agent:
         return state
 
     async def report(self) -> None:
-        """One heartbeat; a server that had taken us for dead gets a full resync."""
+        """One heartbeat; a full resync when the server had taken us for dead, or
+        answers again after failed reports (it, or the bus, was away: what it sent
+        or meant to send meanwhile may be lost, even if it never took us for dead)."""
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
         try:
             status = await self._reports.call(
@@ -99,10 +102,15 @@ class Agent:
                 time=now, timeout=self.conf.agent.report_interval)
         except RpcError as error:
             LOG.warning("state report failed: %s", error)
+            self._report_failed = True
             return
         self._first_report = False
+        failed, self._report_failed = self._report_failed, False
         if status == "revived":
             LOG.info("the server had taken this agent for dead: full resync")
+            self.request_full_sync()
+        elif failed:
+            LOG.info("state reported again after a failure: full resync")
             self.request_full_sync()
 
     async def _heartbeat(self) -> None:
@@ -123,6 +131,8 @@ class Agent:
             self._wakeup.clear()
             full, self._full = self._full, False
             dirty, self._dirty = self._dirty, set()
+            if full:
+                LOG.info("full sync")
             try:
                 await self.sync(full, dirty)
                 if full:

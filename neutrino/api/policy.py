@@ -126,6 +126,15 @@ DEFAULT_RULES: dict[str, str] = {
     "update_agent": "rule:admin_only",
     "delete_agent": "rule:admin_only",
     "get_availability_zone": "rule:admin_only",
+    # which agents host which networks and routers
+    "get_dhcp-networks": "rule:admin_only",
+    "create_dhcp-network": "rule:admin_only",
+    "delete_dhcp-network": "rule:admin_only",
+    "get_dhcp-agents": "rule:admin_only",
+    "get_l3-routers": "rule:admin_only",
+    "create_l3-router": "rule:admin_only",
+    "delete_l3-router": "rule:admin_only",
+    "get_l3-agents": "rule:admin_only",
 
     "update_tags": "rule:admin_or_owner and rule:not_reader",
     "get_quota": "rule:admin_or_owner",

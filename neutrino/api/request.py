@@ -44,13 +44,19 @@ class Request:
         return f"{self.base_url}{path}{query}"
 
 
+# A body of JSON ``null``, what Neutron answers for actions that return nothing.
+JSON_NULL = object()
+
+
 @dataclass
 class Response:
     status: int = 200
-    body: Any = None  # JSON-able, or None for an empty body
+    body: Any = None  # JSON-able, None for an empty body, or JSON_NULL
     headers: dict[str, str] = field(default_factory=dict)
 
     def encoded(self) -> bytes:
         if self.body is None:
             return b""
+        if self.body is JSON_NULL:
+            return b"null"
         return orjson.dumps(self.body)

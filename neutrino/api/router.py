@@ -14,12 +14,12 @@ Handler = Callable[..., Response]
 CORE_COLLECTIONS = ("networks", "subnets", "subnetpools", "ports")
 
 
-
-
 class Router:
     def __init__(self, controllers: dict[str, ResourceController],
-                 extensions: list[Extension], tags: Any, quotas: Any | None):
+                 extensions: list[Extension], tags: Any, quotas: Any | None,
+                 scheduler: Any | None = None):
         self.controllers = controllers
+        self.scheduler = scheduler
         self.extensions = {e.alias: e for e in extensions}
         self.tags = tags
         self.quotas = quotas
@@ -52,6 +52,8 @@ class Router:
                 raise exc.HTTPNotFound()
             return self.tags.dispatch(req, controller, rest[0], rest[2] if len(rest) == 3
                                       else None)
+        if len(rest) >= 2 and self.scheduler and self.scheduler.serves(collection, rest[1]):
+            return self.scheduler.dispatch(req, collection, rest[0], rest[1], rest[2:])
         if len(rest) >= 2 and f"{collection}/{rest[1]}" in self.controllers:
             sub = self.controllers[f"{collection}/{rest[1]}"]
             return self._resource(req, sub, rest[2:], parent=rest[0])

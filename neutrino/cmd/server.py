@@ -13,6 +13,7 @@ import uvicorn
 from sqlalchemy.exc import SQLAlchemyError
 
 from neutrino import config
+from neutrino.api.agent_scheduler import AgentSchedulerController
 from neutrino.api.app import ApiApp
 from neutrino.api.auth import make_authenticator
 from neutrino.api.controller import ResourceController
@@ -29,6 +30,7 @@ from neutrino.definitions import EXTENSIONS
 from neutrino.plugins import loader
 from neutrino.plugins.base import Environment
 from neutrino.plugins.hooks import Hooks
+from neutrino.plugins.periodic import PeriodicTasks
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.service import RpcService
 from neutrino.rpc.transport import TransportURLError, get_transport
@@ -77,7 +79,8 @@ def build_app(conf: config.Config, sync: bool = False) -> ApiApp:
     env.core = core
     services = [loader.find(loader.SERVICE_GROUP, name)(env)
                 for name in conf.DEFAULT.service_plugins]
-    plugins = [core, *getattr(core, "companions", []), *services]
+    plugins = [plugin for top in (core, *services)
+               for plugin in (top, *getattr(top, "companions", []))]
     owners = claimed(plugins)
     policy = Policy()
     max_limit = int(conf.DEFAULT.pagination_max_limit)
@@ -102,18 +105,22 @@ def build_app(conf: config.Config, sync: bool = False) -> ApiApp:
     tags = TagsController(db, tables, policy) if "standard-attr-tag" in owners else None
     quotas = QuotasController(db, env.quota, policy) if "quotas" in owners else None
     extensions = [EXTENSIONS[alias] for alias in owners]
-    router = Router(controllers, extensions, tags, quotas)
+    router = Router(controllers, extensions, tags, quotas,
+                    AgentSchedulerController(owners, policy))
     endpoints: dict[str, list[Any]] = {}
+    periodic = []
     for plugin in plugins:
         if sync:
             plugin.sync_database()
         plugin.start()
         for topic, objects in plugin.rpc_endpoints().items():
             endpoints.setdefault(topic, []).extend(objects)
+        periodic.extend(plugin.periodic_tasks())
     # Every API worker also serves the agents' calls: the topic queues share
     # them out between workers (and servers).
     rpc = RpcService(bus, endpoints, config.host_name(conf))
-    return ApiApp(router, authenticator, on_shutdown=db.dispose, background=[rpc])
+    return ApiApp(router, authenticator, on_shutdown=db.dispose,
+                  background=[rpc, PeriodicTasks(periodic)])
 
 
 def worker_app() -> ApiApp:

@@ -395,3 +395,30 @@ router_availability_zone_hints = Table(
            primary_key=True),
     Column("hints", String(255), nullable=False),
 )
+
+# --- scheduling: which agents host which networks and routers ---------------------------
+
+# A network served by DHCP agents, a router by L3 agents. ``binding_index`` is
+# unique per resource, so two servers scheduling the same resource at once cannot
+# give it more agents than wanted: one of the inserts fails and is retried.
+network_dhcp_agent_bindings = Table(
+    "network_dhcp_agent_bindings", metadata,
+    Column("network_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("dhcp_agent_id", UUID, ForeignKey("agents.id", ondelete="CASCADE"),
+           primary_key=True, index=True),
+    Column("binding_index", Integer, nullable=False),
+    UniqueConstraint("network_id", "binding_index",
+                     name="uq_network_dhcp_agent_bindings_network_id_binding_index"),
+)
+
+router_l3_agent_bindings = Table(
+    "router_l3_agent_bindings", metadata,
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("l3_agent_id", UUID, ForeignKey("agents.id", ondelete="CASCADE"),
+           primary_key=True, index=True),
+    Column("binding_index", Integer, nullable=False),
+    UniqueConstraint("router_id", "binding_index",
+                     name="uq_router_l3_agent_bindings_router_id_binding_index"),
+)

@@ -7,6 +7,7 @@ plugins claim; nothing here is loaded or imported by name elsewhere.
 from neutrino.definitions import (
     address_group,
     agent,
+    agent_scheduler,
     allowed_address_pairs,
     availability_zone,
     dns,
@@ -59,6 +60,7 @@ EXTENSIONS: dict[str, Extension] = {
         *l3.EXTENSIONS,
         *port_forwarding.EXTENSIONS,
         *agent.EXTENSIONS,
+        *agent_scheduler.EXTENSIONS,
         *availability_zone.EXTENSIONS,
     )
 }

@@ -67,5 +67,9 @@ class Plugin:
         """Bring plugin-owned tables in line with the configuration; run once at
         start-up, before the API serves (idempotent, safe with many servers)."""
 
+    def periodic_tasks(self) -> list[tuple[float, Callable[[], None]]]:
+        """(interval in seconds, work) to run in the server while it serves."""
+        return []
+
     def start(self) -> None:
         """Called once the API is assembled (after migrations)."""

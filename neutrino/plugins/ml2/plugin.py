@@ -40,6 +40,8 @@ from neutrino.plugins.ml2.notifier import AgentNotifier
 from neutrino.plugins.ml2.rpc import Ml2RpcCallbacks
 from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
 from neutrino.rpc import topics
+from neutrino.rpc.notifier import Notifier
+from neutrino.services.agents.dhcp_scheduler import DhcpSchedulerPlugin
 from neutrino.services.agents.plugin import AgentsPlugin
 from neutrino.services.secgroups.address_group_plugin import AddressGroupPlugin
 from neutrino.services.secgroups.plugin import SecurityGroupPlugin
@@ -89,11 +91,14 @@ class Ml2Plugin(Plugin):
         self.supported_extension_aliases = type(self).supported_extension_aliases + tuple(
             driver.extension_alias for driver in self.extension_drivers
             if driver.extension_alias)
-        self.notifier = AgentNotifier(env.bus)
+        self.notifier = AgentNotifier(Notifier(env.bus))
         # plugins this one brings along, serving resources of their own
         self.companions: list[Plugin] = [SecurityGroupPlugin(env), AddressGroupPlugin(env)]
         # /v2.0/agents and /v2.0/availability_zones, as Neutron's ML2 serves them
         self.companions.append(AgentsPlugin(env))
+        # which DHCP agents serve which networks; they hear of every change
+        self.dhcp = DhcpSchedulerPlugin(env)
+        self.companions.append(self.dhcp)
 
     def sync_database(self) -> None:
         self.db.write(self.types.sync_allocations)
@@ -224,10 +229,13 @@ class Ml2Plugin(Plugin):
         self.mechanisms.call("update_network_postcommit",
                              NetworkContext(None, ctx, current, original), keep_going=True)
         self.notifier.network_update(current)
+        self.dhcp.notify("network_update_end", {"network": current}, network_id)
         return current
 
     def delete_network(self, ctx: Context, network_id: str,
                        if_revision: int | None = None) -> None:
+        dhcp_hosts = self.dhcp.hosts_of(network_id)  # the delete takes the bindings
+
         def work(conn: Connection) -> NetworkContext:
             self.env.hooks.run(self.env.hooks.before_network_delete, conn, ctx, network_id)
             context = NetworkContext(conn, ctx, self._network(conn, ctx, network_id))
@@ -242,6 +250,7 @@ class Ml2Plugin(Plugin):
         context.conn = None
         self._postcommit_quietly("delete_network_postcommit", context)
         self.notifier.network_delete(network_id)
+        self.dhcp.notify("network_delete_end", {}, network_id, hosts=dhcp_hosts)
 
     def _postcommit_quietly(self, method: str, context: Any) -> None:
         """What is committed stands; a driver failing after it is only logged."""
@@ -266,10 +275,13 @@ class Ml2Plugin(Plugin):
         return view
 
     def _subnet_creator(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
-        return self._create(
+        created = self._create(
             ctx, "subnet", items, lambda conn, d: self._make_subnet(conn, ctx, d),
             postcommit=lambda view: SubnetContext(None, ctx, view),
             undo=lambda view: self._undo(self.delete_subnet, view))
+        for view in created:
+            self.dhcp.notify("subnet_create_end", {"subnet": view}, view["network_id"])
+        return created
 
     def create_subnet(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         return self._subnet_creator(ctx, [data])[0]
@@ -295,6 +307,8 @@ class Ml2Plugin(Plugin):
         context = self.db.write(work)
         context.conn = None
         self.mechanisms.call("update_subnet_postcommit", context, keep_going=True)
+        self.dhcp.notify("subnet_update_end", {"subnet": context.current},
+                         context.current["network_id"])
         return context.current
 
     def delete_subnet(self, ctx: Context, subnet_id: str,
@@ -309,6 +323,8 @@ class Ml2Plugin(Plugin):
         context = self.db.write(work)
         context.conn = None
         self._postcommit_quietly("delete_subnet_postcommit", context)
+        self.dhcp.notify("subnet_delete_end", {"subnet_id": subnet_id},
+                         context.current["network_id"])
 
     # --- ports ---------------------------------------------------------------------
 
@@ -330,7 +346,16 @@ class Ml2Plugin(Plugin):
         for view in created:
             if view[HOST_ID]:
                 self._bind(ctx, view)
+            self._dhcp_port("port_create_end", view)
         return created
+
+    def _dhcp_port(self, method: str, port: dict[str, Any]) -> None:
+        self.dhcp.notify(method, {"port": port}, port["network_id"])
+
+    def _dhcp_port_gone(self, port: dict[str, Any]) -> None:
+        self.dhcp.notify("port_delete_end", {"port_id": port["id"],
+                                             "fixed_ips": port["fixed_ips"]},
+                         port["network_id"])
 
     def _bind(self, ctx: Context, view: dict[str, Any]) -> None:
         """Ask the mechanism drivers to bind the port on its host; store the outcome.
@@ -400,6 +425,7 @@ class Ml2Plugin(Plugin):
         if rebind and context.current[HOST_ID]:
             self._bind(ctx, context.current)
         self.notifier.port_update(context.current, segs[0] if segs else None)
+        self._dhcp_port("port_update_end", context.current)
         return context.current
 
     def _change_port(self, conn: Connection, ctx: Context, port_id: str,
@@ -442,6 +468,7 @@ class Ml2Plugin(Plugin):
 
     def port_created(self, ctx: Context, view: dict[str, Any]) -> None:
         self._postcommit_quietly("create_port_postcommit", PortContext(None, ctx, view))
+        self._dhcp_port("port_create_end", view)
 
     def update_port_in(self, conn: Connection, ctx: Context, port_id: str,
                        data: dict[str, Any]) -> PortContext:
@@ -450,6 +477,7 @@ class Ml2Plugin(Plugin):
     def port_updated(self, context: PortContext) -> None:
         context.conn = None
         self._postcommit_quietly("update_port_postcommit", context)
+        self._dhcp_port("port_update_end", context.current)
 
     def delete_port_in(self, conn: Connection, ctx: Context, port_id: str) -> PortContext:
         """Delete a port its owner (a service plugin) no longer needs: no veto hooks."""
@@ -458,6 +486,7 @@ class Ml2Plugin(Plugin):
     def port_deleted(self, context: PortContext) -> None:
         context.conn = None
         self._postcommit_quietly("delete_port_postcommit", context)
+        self._dhcp_port_gone(context.current)
 
     # --- a port's bindings on several hosts (binding-extended) -------------------------
 
