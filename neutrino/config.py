@@ -119,6 +119,8 @@ CORE_GROUPS = [
         Opt("bind_host", parse_host, "127.0.0.1", "Address the API listens on."),
         Opt("bind_port", int_range(1, 65535), 9696, "Port the API listens on."),
         Opt("api_workers", int_range(1, 64), 1, "API worker processes."),
+        Opt("rpc_workers", int_range(0, 64), 0,
+            "Processes serving the agents' calls; 0: the API workers serve them."),
         Opt("auth_strategy", choice("noauth", "trusted_headers", "keystone"), "noauth",
             "How requests are authenticated."),
         Opt("core_plugin", str, "ml2", "Core plugin, by entry point name or dotted path."),

@@ -14,7 +14,7 @@ import uuid
 
 import pytest
 
-from tests.harness import ApiClient, Server, create_database, start_server
+from tests.harness import ApiClient, Server, create_database, rabbit_vhost, start_server
 
 ALL_BACKENDS = ("sqlite", "postgresql", "mysql")
 BACKENDS = tuple(b for b in os.environ.get("NEUTRINO_TEST_BACKENDS", ",".join(ALL_BACKENDS))
@@ -62,3 +62,11 @@ def user(server: Server, project: str) -> ApiClient:
 @pytest.fixture
 def other(server: Server, other_project: str) -> ApiClient:
     return server.client(other_project, roles=("member",))
+
+
+@pytest.fixture(scope="session")
+def rabbit_url() -> str:
+    """A RabbitMQ vhost for this test worker's servers and agents, one deployment
+    at a time (a server stopped drops the stale reports left in its queues)."""
+    with rabbit_vhost() as url:
+        yield url

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,25 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def rabbit_vhost() -> Iterator[str]:
+    """A RabbitMQ virtual host of the test's own on the shared broker: its URL.
+
+    Servers on one vhost share their topic queues (that is how several servers
+    serve one deployment), so each test deployment gets its own vhost, as two
+    clouds on one broker would."""
+    vhost = f"neutrino-test-{uuid.uuid4().hex[:12]}"
+    for args in (["add_vhost", vhost], ["set_permissions", "-p", vhost, "guest", ".*", ".*",
+                                        ".*"]):
+        subprocess.run(["rabbitmqctl", "-q", *args], check=True, capture_output=True,
+                       timeout=60)
+    try:
+        yield f"rabbit://guest:guest@127.0.0.1:5672/{vhost}"
+    finally:
+        subprocess.run(["rabbitmqctl", "-q", "delete_vhost", vhost], capture_output=True,
+                       timeout=60)
 
 
 def create_database(backend: str, tmp: Path) -> tuple[str, Callable[[], None]]:

@@ -105,6 +105,8 @@ class Agent:
             self._report_failed = True
             return
         self._first_report = False
+        if status is None:
+            return  # sent before the server (re)started: dropped, not recorded
         failed, self._report_failed = self._report_failed, False
         if status == "revived":
             LOG.info("the server had taken this agent for dead: full resync")

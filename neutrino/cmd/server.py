@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import logging
+import multiprocessing
 import os
+import signal
 import sys
 from typing import Any
 
@@ -60,8 +63,11 @@ def load_config(files: list[str]) -> config.Config:
     return conf
 
 
-def build_app(conf: config.Config, sync: bool = False) -> ApiApp:
-    """The API for ``conf``; ``sync`` also brings plugin tables in line (once, at start)."""
+def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -> ApiApp:
+    """The API for ``conf``; ``sync`` also brings plugin tables in line (once, at start).
+
+    ``serve_rpc``: the process serves the agents' topics and runs the periodic
+    tasks; otherwise its bus only sends (rpc workers serve)."""
     try:
         authenticator = make_authenticator(conf.DEFAULT.auth_strategy)
     except ValueError as error:
@@ -116,8 +122,10 @@ def build_app(conf: config.Config, sync: bool = False) -> ApiApp:
         for topic, objects in plugin.rpc_endpoints().items():
             endpoints.setdefault(topic, []).extend(objects)
         periodic.extend(plugin.periodic_tasks())
-    # Every API worker also serves the agents' calls: the topic queues share
-    # them out between workers (and servers).
+    # The topic queues share the agents' calls out between the processes that
+    # serve them (and between servers).
+    if not serve_rpc:
+        endpoints, periodic = {}, []
     rpc = RpcService(bus, endpoints, config.host_name(conf))
     return ApiApp(router, authenticator, on_shutdown=db.dispose,
                   background=[rpc, PeriodicTasks(periodic)])
@@ -128,7 +136,55 @@ def worker_app() -> ApiApp:
     files = json.loads(os.environ.get(CONFIG_ENV, "[]"))
     conf = load_config(files)
     _logging(conf)
-    return build_app(conf)
+    return build_app(conf, serve_rpc=conf.DEFAULT.rpc_workers == 0)
+
+
+def rpc_worker(files: list[str], parent: int) -> None:
+    """Entry for each rpc worker process: the agents' topics and the periodic
+    tasks, no HTTP; until SIGTERM, or until the server process is gone (uvicorn
+    ends it with the signal it caught, before any clean-up of ours could run)."""
+    conf = load_config(files)
+    _logging(conf)
+    app = build_app(conf)
+
+    async def orphaned(stop: asyncio.Event) -> None:
+        while os.getppid() == parent:
+            await asyncio.sleep(1)
+        stop.set()
+
+    async def serve() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        watch = asyncio.create_task(orphaned(stop))
+        for service in app.background:
+            await service.start()
+        await stop.wait()
+        watch.cancel()
+        for service in reversed(app.background):
+            await service.stop()
+
+    asyncio.run(serve())
+    app.on_shutdown()
+
+
+def start_rpc_workers(count: int, files: list[str]) -> list[multiprocessing.Process]:
+    context = multiprocessing.get_context("spawn")
+    workers = [context.Process(target=rpc_worker, args=(files, os.getpid()),
+                               name=f"rpc-worker-{n}") for n in range(count)]
+    for worker in workers:
+        worker.start()
+    return workers
+
+
+def stop_rpc_workers(workers: list[multiprocessing.Process]) -> None:
+    for worker in workers:
+        worker.terminate()  # SIGTERM: a graceful stop
+    for worker in workers:
+        worker.join(10)
+        if worker.is_alive():
+            worker.kill()
 
 
 def _logging(conf: config.Config) -> None:
@@ -150,6 +206,10 @@ def prepare(files: list[str]) -> config.Config:
         reason = str(error).strip().splitlines()[0]
         raise StartupError(f"cannot use the database of "
                            f"{conf.source('database', 'connection')}: {reason}") from None
+    if conf.DEFAULT.rpc_workers and conf.DEFAULT.transport_url.startswith("memory:"):
+        raise StartupError(f"rpc_workers = {conf.DEFAULT.rpc_workers} needs a message broker "
+                           "(transport_url = rabbit://...): memory:// reaches only its own "
+                           f"process, set by {conf.source('DEFAULT', 'transport_url')}")
     try:
         # Validates plugins and extensions before any worker starts.
         build_app(conf, sync=True).on_shutdown()
@@ -173,12 +233,19 @@ def main(argv: list[str] | None = None) -> None:
              opts.bind_host, opts.bind_port, opts.api_workers)
     common = {"host": opts.bind_host, "port": opts.bind_port, "access_log": False,
               "log_level": "warning", "timeout_graceful_shutdown": 5}
-    if opts.api_workers == 1:
-        uvicorn.run(build_app(conf), **common)
-    else:
-        os.environ[CONFIG_ENV] = json.dumps([os.path.abspath(f) for f in args.config_file])
-        uvicorn.run("neutrino.cmd.server:worker_app", factory=True, workers=opts.api_workers,
-                    **common)
+    files = [os.path.abspath(f) for f in args.config_file]
+    rpc_workers = start_rpc_workers(opts.rpc_workers, files)
+    if rpc_workers:
+        LOG.info("serving the agents' calls in %d rpc worker(s)", len(rpc_workers))
+    try:
+        if opts.api_workers == 1:
+            uvicorn.run(build_app(conf, serve_rpc=not rpc_workers), **common)
+        else:
+            os.environ[CONFIG_ENV] = json.dumps(files)
+            uvicorn.run("neutrino.cmd.server:worker_app", factory=True,
+                        workers=opts.api_workers, **common)
+    finally:
+        stop_rpc_workers(rpc_workers)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ from neutrino.rpc.bus import Bus
 
 class RpcClient:
     """``call`` waits for the answer; ``cast`` does not; ``fanout`` reaches every
-    listener of the topic. ``host`` sends to one host's queue."""
+    listener of the topic. ``server`` sends to one host's queue (not ``host``:
+    many RPC APIs have an argument of that name)."""
 
     def __init__(self, bus: Bus, topic: str, version: str = "1.0",
                  namespace: str | None = None):
@@ -24,19 +25,19 @@ class RpcClient:
         return envelope.Request(method=method, version=version or self.version, args=args,
                                 context=ctx, namespace=self.namespace)
 
-    def _queue(self, host: str | None) -> str:
-        return self.topic if host is None else f"{self.topic}.{host}"
+    def _queue(self, server: str | None) -> str:
+        return self.topic if server is None else f"{self.topic}.{server}"
 
-    async def call(self, ctx: dict[str, Any], method: str, *, host: str | None = None,
+    async def call(self, ctx: dict[str, Any], method: str, *, server: str | None = None,
                    timeout: float | None = None, version: str | None = None,
                    **args: Any) -> Any:
-        return await self.bus.call(self._queue(host), self._request(ctx, method, version, args),
+        return await self.bus.call(self._queue(server), self._request(ctx, method, version, args),
                                    timeout)
 
-    async def cast(self, ctx: dict[str, Any], method: str, *, host: str | None = None,
+    async def cast(self, ctx: dict[str, Any], method: str, *, server: str | None = None,
                    version: str | None = None, **args: Any) -> None:
         request = self._request(ctx, method, version, args)
-        await self.bus.transport.send(self._queue(host), envelope.encode(request))
+        await self.bus.transport.send(self._queue(server), envelope.encode(request))
 
     async def fanout(self, ctx: dict[str, Any], method: str, *, version: str | None = None,
                      **args: Any) -> None:

@@ -48,4 +48,4 @@ class Notifier:
 
     def cast(self, topic: str, host: str, method: str, **args: Any) -> None:
         """To the agent of ``topic`` on ``host``."""
-        self._send(lambda bus: RpcClient(bus, topic).cast(CONTEXT, method, host=host, **args))
+        self._send(lambda bus: RpcClient(bus, topic).cast(CONTEXT, method, server=host, **args))

@@ -2,6 +2,7 @@
 
 REPORTS = "q-reports-plugin"  # agents -> server: report_state
 PLUGIN = "q-plugin"  # L2 agents -> server: device details, device up/down
+L3_PLUGIN = "q-l3-plugin"  # L3 agents -> server: routers' sync data, statuses
 
 # server -> every L2 agent (fanout)
 PORT_UPDATE = "q-agent-notifier-port-update"

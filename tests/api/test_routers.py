@@ -60,7 +60,11 @@ def test_create_with_defaults(user):
     assert created["status"] == "ACTIVE"
     assert created["external_gateway_info"] is None and created["routes"] == []
     assert created["project_id"] == user.project_id
-    assert user.show("routers", created["id"]) == created
+    shown = user.show("routers", created["id"])
+    # an alive L3 agent left by another test on a shared database may have taken
+    # the router after the create answered, which is when scheduling happens
+    assert created["availability_zones"] == [] and len(shown.pop("availability_zones")) <= 1
+    assert shown == {k: v for k, v in created.items() if k != "availability_zones"}
     listed = user.get("/v2.0/routers", params={"name": "r1"}).json()["routers"]
     assert [r["id"] for r in listed] == [created["id"]]
 

@@ -75,12 +75,12 @@ def test_call_cast_and_host_queues(url):
         await RpcServer(server_bus, topic, "host-a", [a]).start()
         await RpcServer(server_bus, topic, "host-b", [b]).start()
         client = RpcClient(client_bus, topic, version="1.1")
-        result = await client.call(CTX, "echo", host="host-b", x=1)
+        result = await client.call(CTX, "echo", server="host-b", x=1)
         assert result == {"by": "b", "args": {"x": 1}, "ctx": CTX}
         # calls to the topic go round to the listeners
         by = {(await client.call(CTX, "echo"))["by"] for _ in range(6)}
         assert by == {"a", "b"}
-        await client.cast(CTX, "note", host="host-a", value=7)
+        await client.cast(CTX, "note", server="host-a", value=7)
         await _settle(lambda: ("note", {"value": 7}) in a.seen)
         assert ("note", {"value": 7}) not in b.seen
         await server_bus.close()
@@ -137,7 +137,7 @@ def test_messages_wait_for_a_listener(url):
         late = Echo("late")
         server = RpcServer(bus, topic, "h", [late])
         await server.start()  # declare the queues, as a server that ran before would
-        call = asyncio.ensure_future(client.call(CTX, "echo", host="h", n=1, timeout=5))
+        call = asyncio.ensure_future(client.call(CTX, "echo", server="h", n=1, timeout=5))
         assert (await call)["by"] == "late"
         await bus.close()
 

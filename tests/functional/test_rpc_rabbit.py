@@ -1,24 +1,16 @@
 """What only the RabbitMQ transport has: connection errors, acknowledgements, and
 surviving a broker restart.
 
-The restart test restarts a RabbitMQ node of its own (started here in a temp
-dir, on free ports, and always stopped), never the shared one on 5672 that
-the other tests, in other xdist workers, are using at the same time.
+The restart test restarts a RabbitMQ node of its own (``rabbit_node``: started
+in a temp dir, on free ports, and always stopped), never the shared one on
+5672 that the other tests, in other xdist workers, are using at the same time.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
-import pwd
-import shutil
-import signal
-import socket
-import subprocess
-import tempfile
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 
@@ -28,6 +20,7 @@ from neutrino.rpc.errors import MessagingTimeout, TransportError
 from neutrino.rpc.rabbit import RabbitTransport
 from neutrino.rpc.server import RpcServer
 from neutrino.rpc.transport import TransportURLError, get_transport
+from tests.functional.rabbit_node import PrivateRabbit, private_node
 from tests.functional.test_rpc_bus import CTX, RABBIT, Echo, _settle
 from tests.harness import free_port
 
@@ -174,73 +167,10 @@ def test_each_reply_queue_is_its_own():
 # --- a broker restart ---------------------------------------------------------------------
 
 
-class PrivateRabbit:
-    """A RabbitMQ node of the test's own: data, logs and ports in a temp dir."""
-
-    def __init__(self) -> None:
-        self.port, self.dist_port = free_port(), free_port()
-        self.node = f"neutrino-test-{os.getpid()}-{uuid.uuid4().hex[:6]}@localhost"
-        self.url = f"rabbit://guest:guest@127.0.0.1:{self.port}/"
-        self.dir = Path(tempfile.mkdtemp(prefix="neutrino-rabbit-"))
-
-    def _env(self) -> dict[str, str]:
-        return {**os.environ,
-                "RABBITMQ_NODENAME": self.node,
-                "RABBITMQ_NODE_PORT": str(self.port),
-                "RABBITMQ_DIST_PORT": str(self.dist_port),
-                "RABBITMQ_MNESIA_BASE": str(self.dir / "mnesia"),
-                "RABBITMQ_LOG_BASE": str(self.dir / "log"),
-                "RABBITMQ_PID_FILE": str(self.dir / "pid"),
-                "RABBITMQ_CONFIG_FILE": str(self.dir / "rabbitmq.conf"),
-                "RABBITMQ_ENABLED_PLUGINS_FILE": str(self.dir / "enabled_plugins")}
-
-    def start(self) -> None:
-        (self.dir / "rabbitmq.conf").write_text(f"listeners.tcp.local = 127.0.0.1:{self.port}\n")
-        (self.dir / "enabled_plugins").write_text("[].\n")
-        if os.geteuid() == 0:  # the rabbitmq-server wrapper runs the node as rabbitmq
-            user = pwd.getpwnam("rabbitmq")
-            for path in (self.dir, *self.dir.iterdir()):
-                os.chown(path, user.pw_uid, user.pw_gid)
-        subprocess.run(["rabbitmq-server", "-detached"], env=self._env(), check=True,
-                       timeout=30, capture_output=True)
-        self.wait_for_port()
-
-    def wait_for_port(self, seconds: float = 30) -> None:
-        deadline = time.monotonic() + seconds
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise RuntimeError(f"RabbitMQ node {self.node} did not start; see "
-                                       f"{self.dir / 'log'}") from None
-                time.sleep(0.1)
-
-    def ctl(self, *args: str) -> list[str]:
-        return ["rabbitmqctl", "-n", self.node, *args]
-
-    def stop(self) -> None:
-        try:
-            subprocess.run(self.ctl("stop"), env=self._env(), timeout=30, capture_output=True)
-        finally:
-            try:
-                os.kill(int((self.dir / "pid").read_text()), signal.SIGKILL)
-            except (OSError, ValueError):
-                pass  # gone, as it should be
-            shutil.rmtree(self.dir, ignore_errors=True)
-
-
 @pytest.fixture
 def private_rabbit():
-    if shutil.which("rabbitmq-server") is None or shutil.which("rabbitmqctl") is None:
-        pytest.skip("RabbitMQ's server is not installed")
-    node = PrivateRabbit()
-    try:
-        node.start()
+    with private_node() as node:
         yield node
-    finally:
-        node.stop()
 
 
 async def _ctl(node: PrivateRabbit, *args: str) -> None:
@@ -264,7 +194,7 @@ async def _until_answered(client: RpcClient, host: str, seconds: float = 20) -> 
     deadline = asyncio.get_running_loop().time() + seconds
     while True:
         try:
-            await client.call(CTX, "echo", host=host, timeout=0.5)
+            await client.call(CTX, "echo", server=host, timeout=0.5)
             return
         except (TransportError, MessagingTimeout):
             if asyncio.get_running_loop().time() > deadline:
@@ -283,11 +213,11 @@ def test_a_broker_restart_fails_calls_in_flight_then_everything_works_again(priv
         await RpcServer(bus_a, topic, "host-a", [a]).start()
         await RpcServer(bus_b, topic, "host-b", [b]).start()
         client = RpcClient(client_bus, topic, "1.0")
-        assert (await client.call(CTX, "echo", host="host-a"))["by"] == "a"
+        assert (await client.call(CTX, "echo", server="host-a"))["by"] == "a"
         await client.fanout(CTX, "note", value="before")  # the sender knows the exchange
         await _settle(lambda: all(("note", {"value": "before"}) in e.seen for e in (a, b)))
 
-        in_flight = asyncio.ensure_future(client.call(CTX, "hang", host="host-a", timeout=60))
+        in_flight = asyncio.ensure_future(client.call(CTX, "hang", server="host-a", timeout=60))
         await asyncio.wait_for(a.started.wait(), 5)
         await _ctl(private_rabbit, "stop_app")
         stopped = asyncio.get_running_loop().time()
@@ -298,9 +228,9 @@ def test_a_broker_restart_fails_calls_in_flight_then_everything_works_again(priv
         # while the broker is away, sends fail at once rather than wait
         started = asyncio.get_running_loop().time()
         with pytest.raises(TransportError, match="not connected"):
-            await client.cast(CTX, "note", host="host-a", value="lost")
+            await client.cast(CTX, "note", server="host-a", value="lost")
         with pytest.raises(TransportError):
-            await client.call(CTX, "echo", host="host-a")
+            await client.call(CTX, "echo", server="host-a")
         with pytest.raises(TransportError):
             await client.fanout(CTX, "note", value="lost")
         assert asyncio.get_running_loop().time() - started < 1
@@ -311,17 +241,17 @@ def test_a_broker_restart_fails_calls_in_flight_then_everything_works_again(priv
         # nothing is made again: the same buses, servers and reply queues
         await _until_answered(client, "host-a")
         await _until_answered(client, "host-b")
-        assert (await client.call(CTX, "echo", host="host-b", n=2))["by"] == "b"
+        assert (await client.call(CTX, "echo", server="host-b", n=2))["by"] == "b"
         by = {(await client.call(CTX, "echo"))["by"] for _ in range(8)}
         assert by == {"a", "b"}
-        await client.cast(CTX, "note", host="host-b", value="cast")
+        await client.cast(CTX, "note", server="host-b", value="cast")
         await _settle(lambda: ("note", {"value": "cast"}) in b.seen)
         assert ("note", {"value": "cast"}) not in a.seen
         await client.fanout(CTX, "note", value="after")
         await _settle(lambda: all(("note", {"value": "after"}) in e.seen for e in (a, b)))
         # the servers answer calls too: their own publishers came back
         server_client = RpcClient(bus_a, topic, "1.0")
-        assert (await server_client.call(CTX, "echo", host="host-b"))["by"] == "b"
+        assert (await server_client.call(CTX, "echo", server="host-b"))["by"] == "b"
         assert ("note", {"value": "lost"}) not in a.seen + b.seen
         for bus in (bus_a, bus_b, client_bus):
             await bus.close()

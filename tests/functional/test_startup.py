@@ -231,6 +231,15 @@ def test_unknown_plugin_stops_the_server(tmp_path, line, message):
     assert message in error and f"{option} in [DEFAULT] of {conf}" in error
 
 
+def test_rpc_workers_need_a_broker(tmp_path):
+    conf = write(tmp_path / "rpc.conf", "[DEFAULT]\nrpc_workers = 2\n")
+    code, output = fail_to_start(tmp_path, base_conf(tmp_path), conf)
+    assert code != 0
+    error = one_error_line(output)
+    assert "rpc_workers = 2 needs a message broker" in error
+    assert "transport_url in [DEFAULT] (default)" in error
+
+
 @pytest.mark.parametrize("url", [
     "nosuchdialect://user@host/db",
     "postgresql+psycopg2://nobody@127.0.0.1:1/neutrino",  # nothing listens on port 1

@@ -35,6 +35,7 @@ from neutrino.plugins.core import networks, ports, subnetpools, subnets
 from neutrino.plugins.ml2 import bindings, segments
 from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.config import OPTION_GROUPS
+from neutrino.plugins.ml2.dhcp_rpc import DhcpRpcCallback
 from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
 from neutrino.plugins.ml2.notifier import AgentNotifier
 from neutrino.plugins.ml2.rpc import Ml2RpcCallbacks
@@ -402,7 +403,7 @@ class Ml2Plugin(Plugin):
         return self._extend_ports(conn, ports.list_(conn, Context.admin(), query))
 
     def rpc_endpoints(self) -> dict[str, list[Any]]:
-        return {topics.PLUGIN: [Ml2RpcCallbacks(self)]}
+        return {topics.PLUGIN: [Ml2RpcCallbacks(self), DhcpRpcCallback(self)]}
 
     def get_port(self, ctx: Context, port_id: str) -> dict[str, Any]:
         return self._read(lambda conn: self._port(conn, ctx, port_id))

@@ -77,9 +77,15 @@ def hosted_by(conn: Connection, kind: Hosting, agent_id: str) -> list[str]:
 
 def zones_of(conn: Connection, kind: Hosting, resource_ids: Sequence[str]
              ) -> dict[str, list[str]]:
-    """resource id -> the sorted zones of the agents hosting it."""
-    return {rid: sorted({row.availability_zone for row in rows if row.availability_zone})
-            for rid, rows in agents_hosting(conn, kind, resource_ids).items()}
+    """resource id -> the sorted zones of the agents hosting it (every id is a key)."""
+    found: dict[str, set[str]] = {rid: set() for rid in resource_ids}
+    for chunk in chunked(list(resource_ids)):
+        for resource_id, zone in conn.execute(
+                select(kind.resource, AG.c.availability_zone)
+                .join(AG, AG.c.id == kind.agent).where(kind.resource.in_(chunk))):
+            if zone:
+                found[resource_id].add(zone)
+    return {rid: sorted(zones) for rid, zones in found.items()}
 
 
 def loads(conn: Connection, kind: Hosting, agent_ids: Sequence[str]) -> dict[str, int]:

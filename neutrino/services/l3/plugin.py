@@ -35,8 +35,11 @@ from neutrino.definitions.l3 import (
 from neutrino.definitions.port_forwarding import FipInUseByPortForwarding
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import networks, ports, subnets
+from neutrino.rpc import topics
 from neutrino.services.agents import db as agents_db
 from neutrino.services.l3 import floatingips, portforwardings, routers
+from neutrino.services.l3.agent_scheduler import L3AgentSchedulerPlugin
+from neutrino.services.l3.rpc import L3RpcCallback
 
 T = TypeVar("T")
 ADMIN = Context.admin()
@@ -44,13 +47,14 @@ ADMIN = Context.admin()
 
 class PortChanges:
     """Ports made, changed and removed in a transaction: their drivers' postcommit
-    runs once it has committed."""
+    runs once it has committed; and the routers it changed, whose agents are told."""
 
     def __init__(self, core: Any):
         self.core = core
         self.created: list[dict[str, Any]] = []
         self.updated: list[Any] = []
         self.deleted: list[Any] = []
+        self.routers: set[str] = set()
 
     def create(self, conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
         port = self.core.create_port_in(conn, ADMIN, {
@@ -89,9 +93,16 @@ class L3RouterPlugin(Plugin):
         env.quota.register("router", models.routers)
         env.quota.register("floatingip", models.floatingips)
         env.hooks.before_port_delete.append(self._before_port_delete)
+        # which L3 agents serve which routers; they hear of every change
+        self.scheduler = L3AgentSchedulerPlugin(env, self)
+        self.companions = [self.scheduler]
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"routers": models.routers, "floatingips": models.floatingips}
+
+    def rpc_endpoints(self) -> dict[str, list[Any]]:
+        """The L3 agents' calls, on ``q-l3-plugin``."""
+        return {topics.L3_PLUGIN: [L3RpcCallback(self)]}
 
     def _write(self, work: Callable[[Connection, PortChanges], T]) -> T:
         """Run ``work`` in one transaction; then the port drivers' postcommit."""
@@ -104,6 +115,9 @@ class L3RouterPlugin(Plugin):
 
         result = self.db.write(attempt)
         changes.committed()
+        changes.routers.discard(None)
+        if changes.routers:
+            self.scheduler.routers_updated(sorted(changes.routers))
         return result
 
     # --- routers ----------------------------------------------------------------------
@@ -124,6 +138,7 @@ class L3RouterPlugin(Plugin):
             self.env.quota.check(conn, data["project_id"], "router")
             agents_db.check_zones(conn, "router", zone_hints)
             router_id = routers.insert(conn, data, self._snat(gateway))
+            changes.routers.add(router_id)
             agents_db.add_hints(conn, models.router_availability_zone_hints, router_id,
                                 zone_hints)
             if gateway:
@@ -143,6 +158,7 @@ class L3RouterPlugin(Plugin):
                       if_revision: int | None = None) -> dict[str, Any]:
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             row = routers.get_row(conn, ctx, router_id, for_update=True)
+            changes.routers.add(router_id)
             values = {k: data[k] for k in ("name", "description", "admin_state_up")
                       if k in data}
             bump(conn, models.routers, router_id, if_revision, values)
@@ -167,7 +183,9 @@ class L3RouterPlugin(Plugin):
             self._remove_gateway(conn, changes, row)
             routers.delete_row(conn, router_id)
 
+        hosts = self.scheduler.hosts_of(router_id)  # the delete takes the bindings
         self._write(work)
+        self.scheduler.router_deleted(router_id, hosts)
 
     # --- the gateway ------------------------------------------------------------------
 
@@ -273,6 +291,7 @@ class L3RouterPlugin(Plugin):
 
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             router = routers.get_row(conn, ctx, router_id, for_update=True)
+            changes.routers.add(router_id)
             bump(conn, models.routers, router_id)
             if subnet_id is not None:
                 port, added = self._port_for_subnet(conn, ctx, changes, router, subnet_id)
@@ -356,6 +375,7 @@ class L3RouterPlugin(Plugin):
 
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             router = routers.get_row(conn, ctx, router_id, for_update=True)
+            changes.routers.add(router_id)
             bump(conn, models.routers, router_id)
             addresses = routers.interface_ips(conn, router_id)
             if port_id is not None:
@@ -442,6 +462,7 @@ class L3RouterPlugin(Plugin):
 
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             routers.get_row(conn, ctx, router_id, for_update=True)
+            changes.routers.add(router_id)
             bump(conn, models.routers, router_id)
             current = routers.routes_of(conn, [router_id]).get(router_id, [])
             if adding:
@@ -490,7 +511,9 @@ class L3RouterPlugin(Plugin):
                                 data["port_id"], data.get("fixed_ip_address"))
             if data.get("tags"):
                 tags.replace(conn, fip_id, data["tags"])
-            return floatingips.get(conn, ADMIN, fip_id)
+            created = floatingips.get(conn, ADMIN, fip_id)
+            changes.routers.add(created["router_id"])
+            return created
 
         return self._write(work)
 
@@ -539,7 +562,9 @@ class L3RouterPlugin(Plugin):
                 if data["port_id"] is not None:
                     self._associate(conn, ctx, row, data["port_id"],
                                     data.get("fixed_ip_address"))
-            return floatingips.get(conn, ADMIN, fip_id)
+            updated = floatingips.get(conn, ADMIN, fip_id)
+            changes.routers.update((row.router_id, updated["router_id"]))
+            return updated
 
         return self._write(work)
 
@@ -552,6 +577,7 @@ class L3RouterPlugin(Plugin):
                 raise FipInUseByPortForwarding(id=fip_id)
             floatingips.delete_row(conn, fip_id)
             changes.delete(conn, row.floating_port_id)
+            changes.routers.add(row.router_id)
 
         self._write(work)
 

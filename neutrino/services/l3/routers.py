@@ -16,6 +16,7 @@ from neutrino.definitions.availability_zone import AVAILABILITY_ZONES, AZ_HINTS
 from neutrino.definitions.l3 import ROUTER_INTERFACE, RouterNotFound
 from neutrino.definitions.validators import new_uuid
 from neutrino.services.agents import db as agents_db
+from neutrino.services.agents import scheduling
 
 R = models.routers
 RP = models.router_ports
@@ -89,12 +90,12 @@ def views(conn: Connection, rows: Sequence[Row]) -> list[dict[str, Any]]:
     routes = routes_of(conn, ids)
     tag_map = tags.load(conn, ids) if ids else {}
     hints = agents_db.load_hints(conn, models.router_availability_zone_hints, ids)
+    zones = scheduling.zones_of(conn, scheduling.L3, ids)
     found = [view(row, gateways.get(row.id), routes.get(row.id, []), tag_map.get(row.id, []))
              for row in rows]
     for item in found:
         item[AZ_HINTS] = hints.get(item["id"], [])
-        # the zones of the L3 agents hosting the router: none, until routers are scheduled
-        item[AVAILABILITY_ZONES] = []
+        item[AVAILABILITY_ZONES] = zones[item["id"]]  # of the L3 agents hosting it
     return found
 
 

@@ -2,9 +2,8 @@
 
 ``availability_zone_hints`` (given at create, checked against the zones of the
 DHCP agents) are kept for the DHCP scheduler; ``availability_zones`` are the
-zones of the DHCP agents hosting the network. Networks are not scheduled to
-DHCP agents yet, so that list is empty. ML2 always loads this driver, as
-Neutron's ML2 always offers the extension.
+zones of the DHCP agents hosting the network. ML2 always loads this driver,
+as Neutron's ML2 always offers the extension.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from neutrino.db import models
 from neutrino.definitions.availability_zone import AVAILABILITY_ZONES, AZ_HINTS
 from neutrino.plugins.ml2.api import ExtensionDriver
 from neutrino.services.agents import db as agents_db
+from neutrino.services.agents import scheduling
 
 HINTS = models.network_availability_zone_hints
 
@@ -33,7 +33,9 @@ class NetworkAvailabilityZoneExtensionDriver(ExtensionDriver):
         view[AVAILABILITY_ZONES] = []
 
     def extend_networks(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        found = agents_db.load_hints(conn, HINTS, [v["id"] for v in views])
+        ids = [v["id"] for v in views]
+        found = agents_db.load_hints(conn, HINTS, ids)
+        zones = scheduling.zones_of(conn, scheduling.DHCP, ids)
         for view in views:
             view[AZ_HINTS] = found.get(view["id"], [])
-            view[AVAILABILITY_ZONES] = []
+            view[AVAILABILITY_ZONES] = zones[view["id"]]
