@@ -1,7 +1,10 @@
 """The DHCP, L3 and metadata agents' commands.
 
 They register, report and hear the server's notifications (each marks what it
-names dirty); the host side of their sync comes with their dataplanes.
+names dirty), and their sync fetches from the server what they are to serve:
+the networks scheduled to a DHCP agent, the routers scheduled to an L3 agent
+(counted in the state they report). Programming the host from it comes with
+their dataplanes.
 """
 
 from __future__ import annotations
@@ -10,8 +13,17 @@ from typing import Any
 
 from neutrino.agents.base import Agent
 from neutrino.agents.cmd import main
-from neutrino.config import Opt, OptGroup, parse_bool
+from neutrino.config import Config, Opt, OptGroup, parse_bool
 from neutrino.rpc import topics
+from neutrino.rpc.bus import Bus
+from neutrino.rpc.client import RpcClient
+
+#: routers asked for per sync_routers call: thousands must not make one huge answer
+ROUTERS_PER_CALL = 64
+
+
+def _named(dirty: set[Any], kind: str) -> set[str]:
+    return {item[1] for item in dirty if isinstance(item, tuple) and item[0] == kind}
 
 
 class DhcpNotifications:
@@ -90,12 +102,44 @@ class DhcpAgent(Agent):
             "Serve metadata in the DHCP namespace of networks without a router."),
     ]),)
 
+    def __init__(self, conf: Config, bus: Bus):
+        super().__init__(conf, bus)
+        self._plugin = RpcClient(bus, topics.PLUGIN, "1.8", namespace="dhcp")
+        #: the networks this agent serves, as the server gave them (with subnets, ports)
+        self.networks: dict[str, dict[str, Any]] = {}
+
     def configurations(self) -> dict[str, Any]:
-        return {"dhcp_driver": "dnsmasq", "networks": 0, "subnets": 0, "ports": 0,
+        nets = self.networks.values()
+        return {"dhcp_driver": "dnsmasq", "networks": len(nets),
+                "subnets": sum(len(net["subnets"]) for net in nets),
+                "ports": sum(len(net["ports"]) for net in nets),
                 "enable_isolated_metadata": self.conf.dhcp.enable_isolated_metadata}
 
     def endpoints(self) -> list[Any]:
         return [DhcpNotifications(self)]
+
+    async def sync(self, full: bool, dirty: set[Any]) -> None:
+        """All the networks scheduled here, or the dirty ones again (dropping those
+        no longer scheduled here: moved to another agent, or deleted)."""
+        if full:
+            found = await self._plugin.call(self.context, "get_active_networks_info",
+                                            host=self.host)
+            self.networks = {net["id"]: net for net in found}
+            return
+        changed = _named(dirty, "network")
+        if not changed:
+            return
+        hosted = set(await self._plugin.call(self.context, "get_active_networks",
+                                             host=self.host))
+        for network_id in changed:
+            info = None
+            if network_id in hosted:
+                info = await self._plugin.call(self.context, "get_network_info",
+                                               network_id=network_id, host=self.host)
+            if info is None:
+                self.networks.pop(network_id, None)
+            else:
+                self.networks[network_id] = info
 
 
 class L3Agent(Agent):
@@ -107,13 +151,46 @@ class L3Agent(Agent):
             "Also serve routers without an external gateway."),
     ]),)
 
+    def __init__(self, conf: Config, bus: Bus):
+        super().__init__(conf, bus)
+        self._plugin = RpcClient(bus, topics.L3_PLUGIN, "1.12")
+        #: the routers this agent serves, as sync_routers gave them
+        self.routers: dict[str, dict[str, Any]] = {}
+
     def configurations(self) -> dict[str, Any]:
-        return {"agent_mode": "legacy", "routers": 0, "ex_gw_ports": 0,
-                "interfaces": 0, "floating_ips": 0,
+        routers = self.routers.values()
+        return {"agent_mode": "legacy", "routers": len(routers),
+                "ex_gw_ports": sum(1 for r in routers if r.get("gw_port")),
+                "interfaces": sum(len(r.get("_interfaces", ())) for r in routers),
+                "floating_ips": sum(len(r.get("_floatingips", ())) for r in routers),
                 "handle_internal_only_routers": self.conf.l3.handle_internal_only_routers}
 
     def endpoints(self) -> list[Any]:
         return [L3Notifications(self)]
+
+    async def _sync_routers(self, router_ids: list[str]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(router_ids), ROUTERS_PER_CALL):
+            chunk = router_ids[start:start + ROUTERS_PER_CALL]
+            for router in await self._plugin.call(self.context, "sync_routers",
+                                                  host=self.host, router_ids=chunk):
+                found[router["id"]] = router
+        return found
+
+    async def sync(self, full: bool, dirty: set[Any]) -> None:
+        """All the routers scheduled here, in chunks, or the dirty ones again
+        (dropping those that went, or went to another agent)."""
+        if full:
+            ids = await self._plugin.call(self.context, "get_router_ids", host=self.host)
+            self.routers = await self._sync_routers(sorted(ids))
+            return
+        changed = sorted(_named(dirty, "router"))
+        found = await self._sync_routers(changed)
+        for router_id in changed:
+            if router_id in found:
+                self.routers[router_id] = found[router_id]
+            else:
+                self.routers.pop(router_id, None)
 
 
 class MetadataAgent(Agent):

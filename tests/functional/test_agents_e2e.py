@@ -16,7 +16,6 @@ import pytest
 from tests.harness import create_database, start_server
 
 BIN = Path(sys.executable).parent
-RABBIT = "rabbit://guest:guest@127.0.0.1:5672/"
 
 
 def wait_for(check, seconds: float = 20.0, what: str = "condition"):
@@ -26,22 +25,23 @@ def wait_for(check, seconds: float = 20.0, what: str = "condition"):
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
+            raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
         time.sleep(0.2)
 
 
 @pytest.fixture
-def deployment(tmp_path):
+def deployment(tmp_path, rabbit_url):
     """A server on RabbitMQ with a short agent_down_time, and a way to start agents."""
     url, drop = create_database("sqlite", tmp_path)
-    # a vhost-free way to keep this test's agents apart: hosts named uniquely
-    extra = f"transport_url = {RABBIT}\nagent_down_time = 3\n"
-    server = start_server(tmp_path, url, auth="noauth", extra=extra)
+    server = start_server(tmp_path, url, auth="noauth",
+                          extra=f"transport_url = {rabbit_url}\nagent_down_time = 3\n"
+                                "allow_automatic_l3agent_failover = true\n")
+    server.rabbit = rabbit_url
     agents: list[subprocess.Popen] = []
 
     def start_agent(binary: str, host: str, more: str = "") -> subprocess.Popen:
         conf = tmp_path / f"{host}.conf"
-        conf.write_text(f"[DEFAULT]\nhost = {host}\ntransport_url = {RABBIT}\n"
+        conf.write_text(f"[DEFAULT]\nhost = {host}\ntransport_url = {rabbit_url}\n"
                         f"[agent]\nreport_interval = 1\n{more}")
         log = (tmp_path / f"{host}.log").open("wb")
         proc = subprocess.Popen([str(BIN / binary), "--config-file", str(conf)],
@@ -126,12 +126,12 @@ def test_port_changes_reach_an_l2_agent(deployment, tmp_path):
 
     path = tmp_path / "inproc.conf"
     path.write_text(f"[DEFAULT]\nhost = inproc-{uuid.uuid4().hex[:8]}\n"
-                    f"transport_url = {RABBIT}\n[agent]\nreport_interval = 1\n")
+                    f"transport_url = {server.rabbit}\n[agent]\nreport_interval = 1\n")
     conf = config.load([str(path)])
     conf.register((AGENT_OPTIONS, *LinuxBridgeAgent.option_groups))
 
     async def scenario():
-        agent = Recording(conf, Bus(get_transport(RABBIT), timeout=5))
+        agent = Recording(conf, Bus(get_transport(server.rabbit), timeout=5))
         stop = asyncio.Event()
         running = asyncio.create_task(agent.run(stop))
         loop = asyncio.get_running_loop()
@@ -152,3 +152,105 @@ def test_port_changes_reach_an_l2_agent(deployment, tmp_path):
         await running
 
     asyncio.run(scenario())
+
+
+def test_rpc_workers_serve_the_agents(tmp_path, rabbit_url):
+    """With rpc_workers the agents' calls are served by processes of their own,
+    started and stopped with the server."""
+    url, drop = create_database("sqlite", tmp_path)
+    server = start_server(tmp_path, url, auth="noauth", extra=(
+        f"transport_url = {rabbit_url}\nrpc_workers = 2\n"))
+    proc = None
+    try:
+        children = wait_for(lambda: _children(server.proc.pid) if len(
+            _children(server.proc.pid)) >= 2 else None, what="two rpc workers")
+        host = f"e2e-{uuid.uuid4().hex[:8]}"
+        conf = tmp_path / "agent.conf"
+        conf.write_text(f"[DEFAULT]\nhost = {host}\ntransport_url = {rabbit_url}\n"
+                        "[agent]\nreport_interval = 1\n")
+        proc = subprocess.Popen([str(BIN / "neutrino-l3-agent"), "--config-file", str(conf)],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        [agent] = wait_for(lambda: agents_on(server, host), what="the agent to register")
+        assert agent["alive"] is True
+    finally:
+        if proc is not None:
+            proc.kill()
+            proc.wait()
+        server.stop()
+        drop()
+    # the workers go with the server
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in children), 15,
+             "the rpc workers to stop")
+
+
+def _children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (multiprocessing's helpers included)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            found.append(int(stat.parent.name))
+    return found
+
+
+def _configurations(server, host: str) -> dict:
+    found = agents_on(server, host)
+    return found[0]["configurations"] if found and found[0]["alive"] else {}
+
+
+def test_networks_and_routers_follow_their_agents(deployment):
+    """DHCP and L3 agent processes are given what is scheduled to them (the counts
+    they report show it), and take over what a dead agent had."""
+    server, start_agent = deployment
+    client = server.client(None)
+    tag = uuid.uuid4().hex[:8]
+    first = {"dhcp": f"dhcp-a-{tag}", "l3": f"l3-a-{tag}"}
+    procs = {first["dhcp"]: start_agent("neutrino-dhcp-agent", first["dhcp"]),
+             first["l3"]: start_agent("neutrino-l3-agent", first["l3"])}
+    for host in first.values():
+        wait_for(lambda h=host: agents_on(server, h), what=f"{host} to register")
+
+    net = client.network()
+    subnet = client.subnet(net["id"], "10.0.0.0/24")
+    client.port(net["id"])
+    resp = client.post("/v2.0/routers", json={"router": {"name": "r"}})
+    assert resp.status_code == 201, resp.text
+    router = resp.json()["router"]
+    resp = client.put(f"/v2.0/routers/{router['id']}/add_router_interface",
+                      json={"subnet_id": subnet["id"]})
+    assert resp.status_code == 200, resp.text
+
+    last: dict[str, dict] = {}
+
+    def serves(host: str, **counts: int) -> bool:
+        last[host] = conf = _configurations(server, host)
+        return all(conf.get(key) == value for key, value in counts.items())
+
+    # the instance port and the router interface (the DHCP port comes with the dataplane)
+    wait_for(lambda: serves(first["dhcp"], networks=1, subnets=1, ports=2), 20,
+             lambda: f"the DHCP agent to serve the network ({last})")
+    wait_for(lambda: serves(first["l3"], routers=1, interfaces=1), 20,
+             lambda: f"the L3 agent to serve the router ({last})")
+
+    second = {"dhcp": f"dhcp-b-{tag}", "l3": f"l3-b-{tag}"}
+    start_agent("neutrino-dhcp-agent", second["dhcp"])
+    start_agent("neutrino-l3-agent", second["l3"])
+    for host in second.values():
+        wait_for(lambda h=host: agents_on(server, h), what=f"{host} to register")
+    assert serves(second["dhcp"], networks=0) and serves(second["l3"], routers=0)
+
+    for proc in procs.values():
+        proc.kill()
+        proc.wait()
+    # silent for twice agent_down_time (3 s), then moved; the new agents are told
+    wait_for(lambda: serves(second["dhcp"], networks=1, subnets=1), 30,
+             lambda: f"the network to move to the second DHCP agent ({last})")
+    wait_for(lambda: serves(second["l3"], routers=1, interfaces=1), 30,
+             lambda: f"the router to move to the second L3 agent ({last})")
+    hosting = client.get(f"/v2.0/networks/{net['id']}/dhcp-agents").json()["agents"]
+    assert [agent["host"] for agent in hosting] == [second["dhcp"]]
+    hosting = client.get(f"/v2.0/routers/{router['id']}/l3-agents").json()["agents"]
+    assert [agent["host"] for agent in hosting] == [second["l3"]]
