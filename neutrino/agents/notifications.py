@@ -28,3 +28,11 @@ class L2Notifications:
 
     async def network_delete(self, context: dict, network_id: str) -> None:
         self._agent.mark_dirty(("network", network_id))
+
+    async def security_groups_rule_updated(self, context: dict, security_groups: list[str]
+                                           ) -> None:
+        self._agent.mark_dirty(*(("security_group", g) for g in security_groups))
+
+    async def security_groups_member_updated(self, context: dict,
+                                             security_groups: list[str]) -> None:
+        self._agent.mark_dirty(*(("security_group", g) for g in security_groups))

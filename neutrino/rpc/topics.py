@@ -9,7 +9,9 @@ PORT_UPDATE = "q-agent-notifier-port-update"
 PORT_DELETE = "q-agent-notifier-port-delete"
 NETWORK_UPDATE = "q-agent-notifier-network-update"
 NETWORK_DELETE = "q-agent-notifier-network-delete"
-L2_NOTIFICATIONS = (PORT_UPDATE, PORT_DELETE, NETWORK_UPDATE, NETWORK_DELETE)
+SECURITY_GROUP_UPDATE = "q-agent-notifier-securitygroup-update"
+L2_NOTIFICATIONS = (PORT_UPDATE, PORT_DELETE, NETWORK_UPDATE, NETWORK_DELETE,
+                    SECURITY_GROUP_UPDATE)
 
 DHCP_AGENT = "dhcp_agent"
 L3_AGENT = "l3_agent"

@@ -103,7 +103,9 @@ def test_every_agent_command_registers(deployment):
 
 
 def test_port_changes_reach_an_l2_agent(deployment, tmp_path):
-    """The server fans port updates and deletes out; an agent marks them dirty."""
+    """The server fans port updates and deletes out, and security group changes
+    (rules; members: ports joining, leaving, changing addresses); an agent marks
+    what they name dirty."""
     import asyncio
 
     from neutrino import config
@@ -139,15 +141,34 @@ def test_port_changes_reach_an_l2_agent(deployment, tmp_path):
             lambda: agents_on(server, agent.host), what="registration"))
         await loop.run_in_executor(None, lambda: client.put(
             f"/v2.0/ports/{port['id']}", json={"port": {"name": "renamed"}}))
-        deadline = loop.time() + 10
-        while ("port", port["id"]) not in agent.seen:
-            assert loop.time() < deadline, agent.seen
-            await asyncio.sleep(0.05)
-        agent.seen.clear()
+
+        async def told(*items, seconds=10):
+            deadline = loop.time() + seconds
+            while not set(items) <= agent.seen:
+                assert loop.time() < deadline, (items, agent.seen)
+                await asyncio.sleep(0.05)
+            agent.seen.clear()
+
+        await told(("port", port["id"]))
+        [default] = port["security_groups"]
+        other = client.post("/v2.0/security-groups", json={"security_group": {
+            "name": "other"}}).json()["security_group"]
+        rule = await loop.run_in_executor(None, lambda: client.post(
+            "/v2.0/security-group-rules", json={"security_group_rule": {
+                "security_group_id": other["id"], "direction": "ingress",
+                "protocol": "tcp", "port_range_min": 22, "port_range_max": 22}}))
+        assert rule.status_code == 201, rule.text
+        await told(("security_group", other["id"]))
+        # the port leaves the default group for the other: both hear of it
+        await loop.run_in_executor(None, lambda: client.put(
+            f"/v2.0/ports/{port['id']}", json={"port": {"security_groups": [other["id"]]}}))
+        await told(("port", port["id"]), ("security_group", default),
+                   ("security_group", other["id"]))
+        await loop.run_in_executor(None, lambda: client.delete(
+            f"/v2.0/security-group-rules/{rule.json()['security_group_rule']['id']}"))
+        await told(("security_group", other["id"]))
         await loop.run_in_executor(None, lambda: client.delete(f"/v2.0/ports/{port['id']}"))
-        while ("port", port["id"]) not in agent.seen:
-            assert loop.time() < deadline + 10, agent.seen
-            await asyncio.sleep(0.05)
+        await told(("port", port["id"]), ("security_group", other["id"]))
         stop.set()
         await running
 

@@ -1,4 +1,5 @@
-"""Port and network changes fanned out to the L2 agents, once committed."""
+"""Port, network and security group changes fanned out to the L2 agents, once
+committed."""
 
 from __future__ import annotations
 
@@ -27,3 +28,16 @@ class AgentNotifier:
 
     def network_delete(self, network_id: str) -> None:
         self._fanout(topics.NETWORK_DELETE, "network_delete", network_id=network_id)
+
+    def security_groups_rule_updated(self, group_ids: set[str]) -> None:
+        """The rules of these groups changed (or what they mean: ``stateful``)."""
+        if group_ids:
+            self._fanout(topics.SECURITY_GROUP_UPDATE, "security_groups_rule_updated",
+                         security_groups=sorted(group_ids))
+
+    def security_groups_member_updated(self, group_ids: set[str]) -> None:
+        """Ports joined or left these groups, or their addresses changed: rules
+        whose remote group is one of them mean other addresses now."""
+        if group_ids:
+            self._fanout(topics.SECURITY_GROUP_UPDATE, "security_groups_member_updated",
+                         security_groups=sorted(group_ids))

@@ -94,7 +94,8 @@ class Ml2Plugin(Plugin):
             if driver.extension_alias)
         self.notifier = AgentNotifier(Notifier(env.bus))
         # plugins this one brings along, serving resources of their own
-        self.companions: list[Plugin] = [SecurityGroupPlugin(env), AddressGroupPlugin(env)]
+        self.companions: list[Plugin] = [
+            SecurityGroupPlugin(env, self.notifier), AddressGroupPlugin(env)]
         # /v2.0/agents and /v2.0/availability_zones, as Neutron's ML2 serves them
         self.companions.append(AgentsPlugin(env))
         # which DHCP agents serve which networks; they hear of every change
@@ -348,7 +349,23 @@ class Ml2Plugin(Plugin):
             if view[HOST_ID]:
                 self._bind(ctx, view)
             self._dhcp_port("port_create_end", view)
+            self._members_changed(None, view)
         return created
+
+    def _members_changed(self, before: dict[str, Any] | None,
+                         after: dict[str, Any] | None) -> None:
+        """Tell the agents of the groups a port joined or left, or in which its
+        addresses changed (rules with them as remote group now mean other IPs)."""
+        def groups(port: dict[str, Any] | None) -> set[str]:
+            return set(port.get("security_groups") or ()) if port else set()
+
+        def addresses(port: dict[str, Any] | None) -> Any:
+            if port is None:
+                return None
+            return (port["mac_address"], port["fixed_ips"], port.get("allowed_address_pairs"))
+
+        if groups(before) != groups(after) or addresses(before) != addresses(after):
+            self.notifier.security_groups_member_updated(groups(before) | groups(after))
 
     def _dhcp_port(self, method: str, port: dict[str, Any]) -> None:
         self.dhcp.notify(method, {"port": port}, port["network_id"])
@@ -425,9 +442,13 @@ class Ml2Plugin(Plugin):
         self.mechanisms.call("update_port_postcommit", context, keep_going=True)
         if rebind and context.current[HOST_ID]:
             self._bind(ctx, context.current)
+        self._tell_agents_of_update(context, segs)
+        return context.current
+
+    def _tell_agents_of_update(self, context: PortContext, segs: list[dict[str, Any]]) -> None:
         self.notifier.port_update(context.current, segs[0] if segs else None)
         self._dhcp_port("port_update_end", context.current)
-        return context.current
+        self._members_changed(context.original, context.current)
 
     def _change_port(self, conn: Connection, ctx: Context, port_id: str,
                      data: dict[str, Any], if_revision: int | None
@@ -448,9 +469,7 @@ class Ml2Plugin(Plugin):
             self.env.hooks.run(self.env.hooks.before_port_delete, conn, ctx, port_id)
             return self._remove_port(conn, ctx, port_id, if_revision)
 
-        context = self.db.write(work)
-        self.port_deleted(context)
-        self.notifier.port_delete(port_id, context.current["network_id"])
+        self.port_deleted(self.db.write(work))
 
     def _remove_port(self, conn: Connection, ctx: Context, port_id: str,
                      if_revision: int | None) -> PortContext:
@@ -470,6 +489,7 @@ class Ml2Plugin(Plugin):
     def port_created(self, ctx: Context, view: dict[str, Any]) -> None:
         self._postcommit_quietly("create_port_postcommit", PortContext(None, ctx, view))
         self._dhcp_port("port_create_end", view)
+        self._members_changed(None, view)
 
     def update_port_in(self, conn: Connection, ctx: Context, port_id: str,
                        data: dict[str, Any]) -> PortContext:
@@ -478,7 +498,10 @@ class Ml2Plugin(Plugin):
     def port_updated(self, context: PortContext) -> None:
         context.conn = None
         self._postcommit_quietly("update_port_postcommit", context)
-        self._dhcp_port("port_update_end", context.current)
+        network_id = context.current["network_id"]
+        with self.db.reader() as conn:
+            segs = segments.of_networks(conn, [network_id]).get(network_id, [])
+        self._tell_agents_of_update(context, segs)
 
     def delete_port_in(self, conn: Connection, ctx: Context, port_id: str) -> PortContext:
         """Delete a port its owner (a service plugin) no longer needs: no veto hooks."""
@@ -488,6 +511,8 @@ class Ml2Plugin(Plugin):
         context.conn = None
         self._postcommit_quietly("delete_port_postcommit", context)
         self._dhcp_port_gone(context.current)
+        self.notifier.port_delete(context.current["id"], context.current["network_id"])
+        self._members_changed(context.current, None)
 
     # --- a port's bindings on several hosts (binding-extended) -------------------------
 

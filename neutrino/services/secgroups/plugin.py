@@ -17,6 +17,7 @@ from neutrino.db.query import CollectionQuery
 from neutrino.db.util import bump
 from neutrino.definitions import securitygroup as sg
 from neutrino.plugins.base import Environment, Plugin
+from neutrino.plugins.ml2.notifier import AgentNotifier
 from neutrino.services.secgroups import address_groups, checks, groups, rules
 
 
@@ -26,8 +27,9 @@ class SecurityGroupPlugin(Plugin):
         "security-groups-shared-filtering", "security-groups-remote-address-group",
     )
 
-    def __init__(self, env: Environment):
+    def __init__(self, env: Environment, notifier: AgentNotifier):
         super().__init__(env)
+        self.notifier = notifier
         self.quota = env.quota
         self.quota.register("security_group", groups.G)
         self.quota.register("security_group_rule", rules.R)
@@ -90,11 +92,15 @@ class SecurityGroupPlugin(Plugin):
             groups.update(conn, ctx, group_id, data, if_revision)
             return groups.get(conn, ctx, group_id)
 
-        return self.db.write(work)
+        updated = self.db.write(work)
+        if "stateful" in data:  # the same rules, filtered with or without conntrack
+            self.notifier.security_groups_rule_updated({group_id})
+        return updated
 
     def delete_security_group(self, ctx: Context, group_id: str,
                               if_revision: int | None = None) -> None:
         self.db.write(lambda conn: groups.delete_(conn, ctx, group_id, if_revision))
+        # no notification: a group that ports use cannot be deleted
 
     # --- rules -------------------------------------------------------------------------
 
@@ -120,7 +126,9 @@ class SecurityGroupPlugin(Plugin):
             bump(conn, groups.G, group.id)  # a group's revision follows its rules
             return made
 
-        return self.db.write(work)
+        made = self.db.write(work)
+        self.notifier.security_groups_rule_updated({group_id})
+        return made
 
     def create_security_group_rule(self, ctx: Context, data: dict[str, Any]
                                    ) -> dict[str, Any]:
@@ -140,8 +148,9 @@ class SecurityGroupPlugin(Plugin):
 
     def delete_security_group_rule(self, ctx: Context, rule_id: str,
                                    if_revision: int | None = None) -> None:
-        def work(conn: Connection) -> None:
+        def work(conn: Connection) -> str:
             group_id = rules.delete_(conn, ctx, rule_id, if_revision)
             bump(conn, groups.G, group_id)
+            return group_id
 
-        self.db.write(work)
+        self.notifier.security_groups_rule_updated({self.db.write(work)})
