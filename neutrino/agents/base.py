@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from neutrino import config
@@ -31,6 +32,8 @@ AGENT_OPTIONS = OptGroup("agent", [
     Opt("resync_interval", int_range(1), 300,
         "Seconds between full resyncs with the server."),
     Opt("availability_zone", str, "nova", "The availability zone this agent is in."),
+    Opt("polling_interval", int_range(1), 2,
+        "Seconds between an L2 agent's scans for devices that came or went."),
 ])
 
 
@@ -65,6 +68,10 @@ class Agent:
 
     def endpoints(self) -> list[Any]:
         """Objects whose public methods the server calls on this agent."""
+        return []
+
+    def background(self) -> list[Callable[[], Awaitable[None]]]:
+        """More work to run beside the loop (watching the host, say)."""
         return []
 
     async def sync(self, full: bool, dirty: set[Any]) -> None:
@@ -155,7 +162,7 @@ class Agent:
                 await RpcServer(self.bus, topic, self.host, objects).start()
         self._wakeup.set()  # the first, full sync
         tasks = [asyncio.create_task(work()) for work in (
-            self._heartbeat, self._reconcile, self._periodic_resync)]
+            self._heartbeat, self._reconcile, self._periodic_resync, *self.background())]
         LOG.info("%s on %s started", self.agent_type, self.host)
         try:
             await stop.wait()

@@ -1,8 +1,8 @@
-"""The L2 agents' commands: Linux bridge and Open vSwitch.
+"""The Open vSwitch agent's command, and what the L2 agents share.
 
-They register, report their mappings (which ML2 binds ports by) and hear the
-server's port and network notifications; the host side of their sync comes
-with their dataplanes.
+It registers, reports its mappings (which ML2 binds ports by) and hears the
+server's port and network notifications; its host side comes with its
+dataplane. The Linux bridge agent is in ``linuxbridge``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from neutrino.agents.base import Agent
 from neutrino.agents.cmd import main
 from neutrino.agents.notifications import L2Notifications
-from neutrino.config import Opt, OptGroup, parse_bool, parse_list
+from neutrino.config import Opt, OptGroup, parse_list
 from neutrino.rpc.topics import L2_NOTIFICATIONS
 
 
@@ -25,35 +25,6 @@ def parse_mappings(text: str) -> dict[str, str]:
             raise ValueError(f"'{item}' is not <physical network>:<name>")
         mappings[name.strip()] = value.strip()
     return mappings
-
-
-class LinuxBridgeAgent(Agent):
-    agent_type = "Linux bridge agent"
-    binary = "neutrino-linuxbridge-agent"
-    notification_topics = L2_NOTIFICATIONS
-    option_groups = (
-        OptGroup("linux_bridge", [
-            Opt("physical_interface_mappings", parse_mappings, {},
-                "Physical networks and the host interfaces that carry them."),
-            Opt("bridge_mappings", parse_mappings, {},
-                "Physical networks and existing bridges that carry them."),
-        ]),
-        OptGroup("vxlan", [
-            Opt("enable_vxlan", parse_bool, True, "Carry VXLAN networks."),
-            Opt("local_ip", str, "", "This host's address for VXLAN."),
-            Opt("l2_population", parse_bool, False, "Learn peers from the server."),
-        ]),
-    )
-
-    def configurations(self) -> dict[str, Any]:
-        vxlan = self.conf.vxlan
-        return {"interface_mappings": self.conf.linux_bridge.physical_interface_mappings,
-                "bridge_mappings": self.conf.linux_bridge.bridge_mappings,
-                "tunnel_types": ["vxlan"] if vxlan.enable_vxlan else [],
-                "l2_population": vxlan.l2_population, "devices": 0}
-
-    def endpoints(self) -> list[Any]:
-        return [L2Notifications(self)]
 
 
 class OpenvswitchAgent(Agent):
@@ -79,10 +50,6 @@ class OpenvswitchAgent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [L2Notifications(self)]
-
-
-def linuxbridge() -> None:
-    main(LinuxBridgeAgent)
 
 
 def openvswitch() -> None:

@@ -10,6 +10,7 @@ PORT_DELETE = "q-agent-notifier-port-delete"
 NETWORK_UPDATE = "q-agent-notifier-network-update"
 NETWORK_DELETE = "q-agent-notifier-network-delete"
 SECURITY_GROUP_UPDATE = "q-agent-notifier-securitygroup-update"
+L2POPULATION = "q-agent-notifier-l2population-update"  # where other hosts' ports are
 L2_NOTIFICATIONS = (PORT_UPDATE, PORT_DELETE, NETWORK_UPDATE, NETWORK_DELETE,
                     SECURITY_GROUP_UPDATE)
 

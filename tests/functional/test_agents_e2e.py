@@ -110,7 +110,7 @@ def test_port_changes_reach_an_l2_agent(deployment, tmp_path):
 
     from neutrino import config
     from neutrino.agents.base import AGENT_OPTIONS
-    from neutrino.agents.l2 import LinuxBridgeAgent
+    from neutrino.agents.linuxbridge import LinuxBridgeAgent
     from neutrino.rpc.bus import Bus
     from neutrino.rpc.transport import get_transport
 

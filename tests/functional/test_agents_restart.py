@@ -28,7 +28,7 @@ import pytest
 
 from neutrino import config
 from neutrino.agents.base import AGENT_OPTIONS
-from neutrino.agents.l2 import LinuxBridgeAgent
+from neutrino.agents.linuxbridge import LinuxBridgeAgent
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.server import RpcServer
 from neutrino.rpc.topics import REPORTS

@@ -7,7 +7,8 @@ import uuid
 
 from neutrino import config
 from neutrino.agents.base import AGENT_OPTIONS
-from neutrino.agents.l2 import LinuxBridgeAgent, parse_mappings
+from neutrino.agents.l2 import parse_mappings
+from neutrino.agents.linuxbridge import LinuxBridgeAgent
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
 from neutrino.rpc.server import RpcServer

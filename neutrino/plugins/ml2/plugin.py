@@ -36,6 +36,7 @@ from neutrino.plugins.ml2 import bindings, segments
 from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.config import OPTION_GROUPS
 from neutrino.plugins.ml2.dhcp_rpc import DhcpRpcCallback
+from neutrino.plugins.ml2.l2pop import L2Population
 from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
 from neutrino.plugins.ml2.notifier import AgentNotifier
 from neutrino.plugins.ml2.rpc import Ml2RpcCallbacks
@@ -93,6 +94,8 @@ class Ml2Plugin(Plugin):
             driver.extension_alias for driver in self.extension_drivers
             if driver.extension_alias)
         self.notifier = AgentNotifier(Notifier(env.bus))
+        self.l2pop = (L2Population(Notifier(env.bus))
+                      if "l2population" in conf.ml2.mechanism_drivers else None)
         # plugins this one brings along, serving resources of their own
         self.companions: list[Plugin] = [
             SecurityGroupPlugin(env, self.notifier), AddressGroupPlugin(env)]
@@ -513,6 +516,9 @@ class Ml2Plugin(Plugin):
         self._dhcp_port_gone(context.current)
         self.notifier.port_delete(context.current["id"], context.current["network_id"])
         self._members_changed(context.current, None)
+        if self.l2pop and context.current["status"] == "ACTIVE" and context.current[HOST_ID]:
+            with self.db.reader() as conn:
+                self.l2pop.ports_down(conn, [context.current], context.current[HOST_ID])
 
     # --- a port's bindings on several hosts (binding-extended) -------------------------
 

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 from neutrino.context import Context
 from neutrino.db import models
 from neutrino.db.util import now
+from neutrino.definitions.portbindings import HOST_ID
 from neutrino.plugins.ml2 import segments
 
 TAP_PREFIX = "tap"
@@ -105,25 +106,41 @@ class Ml2RpcCallbacks:
     def _set_status(self, devices: list[str], status: str, host: str | None) -> list[str]:
         """Mark the ports ``status``; those bound elsewhere are left alone (the port
         has moved). The devices whose port exists."""
-        def work(conn: Connection) -> list[str]:
+        l2pop = self.plugin.l2pop
+        going_down: list[dict[str, Any]] = []
+
+        def work(conn: Connection) -> tuple[list[str], list[str]]:
             by_device = self._resolve(conn, devices)
             ids = list(set(by_device.values()))
             if not ids:
-                return []
+                return [], []
             b = models.port_bindings
             moved = set()
             if host:
                 moved = set(conn.execute(select(b.c.port_id).where(
                     b.c.port_id.in_(ids), b.c.status == "ACTIVE", b.c.host != host,
                     b.c.host != "")).scalars())
-            changing = [port_id for port_id in ids if port_id not in moved]
+            candidates = [port_id for port_id in ids if port_id not in moved]
+            changing = list(conn.execute(select(P.c.id).where(
+                P.c.id.in_(candidates), P.c.status != status)).scalars()) if candidates else []
             if changing:
-                conn.execute(update(P).where(P.c.id.in_(changing), P.c.status != status)
+                if l2pop and status != "ACTIVE":  # as they were, for their entries
+                    going_down[:] = self.plugin.ports_by_id(conn, changing)
+                conn.execute(update(P).where(P.c.id.in_(changing))
                              .values(status=status, updated_at=now(),
                                      revision_number=P.c.revision_number + 1))
-            return list(by_device)
+            return list(by_device), changing
 
-        return self.db.write(work)
+        known, changed = self.db.write(work)
+        if l2pop and changed:
+            with self.db.reader() as conn:
+                if status == "ACTIVE":
+                    l2pop.ports_up(conn, changed)
+                else:
+                    for port_host in {port[HOST_ID] for port in going_down if port[HOST_ID]}:
+                        l2pop.ports_down(conn, [p for p in going_down
+                                                if p[HOST_ID] == port_host], port_host)
+        return known
 
     def update_device_up(self, context: dict, device: str, agent_id: str = "",
                          host: str | None = None, **_: Any) -> None:
@@ -141,6 +158,14 @@ class Ml2RpcCallbacks:
         down = self._set_status(devices_down, "DOWN", host) if devices_down else []
         return {"devices_up": up, "failed_devices_up": [],
                 "devices_down": down, "failed_devices_down": []}
+
+    def get_fdb_entries(self, context: dict, network_ids: list[str], host: str | None = None,
+                        **_: Any) -> dict[str, Any]:
+        """Where the ports of these networks are (l2population; {} without it)."""
+        if self.plugin.l2pop is None or not network_ids:
+            return {}
+        with self.db.reader() as conn:
+            return self.plugin.l2pop.entries(conn, list(network_ids))
 
     def security_group_info_for_devices(self, context: dict, devices: list[str],
                                         **_: Any) -> dict[str, Any]:

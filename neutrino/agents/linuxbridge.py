@@ -1,0 +1,367 @@
+"""The Linux bridge L2 agent: instance taps into one bridge per network.
+
+A network is a bridge ``brq<network id[:11]>`` holding its segment's device
+(a VXLAN device ``vxlan-<vni>``, the physical interface of a flat network, a
+VLAN sub-interface ``<interface>.<vlan>``; nothing for a local network) and
+the taps of its ports on this host (``tap<port id[:11]>``, made by the
+hypervisor or ``neutrino-instance``). The agent finds taps as they come and go
+(a scan every ``polling_interval``), asks the server what they are, wires them,
+and reports them up or down; it filters them by their security groups, and
+with l2population it learns where the other hosts' ports are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from neutrino.agents.base import Agent
+from neutrino.agents.cmd import main
+from neutrino.agents.l2 import parse_mappings
+from neutrino.agents.notifications import L2Notifications
+from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
+from neutrino.linux.ip import FLOOD_MAC, IpNetns
+from neutrino.rpc import topics
+from neutrino.rpc.bus import Bus
+from neutrino.rpc.client import RpcClient
+
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+TAP = "tap"
+BRIDGE = "brq"
+VXLAN = "vxlan-"
+
+
+def bridge_name(network_id: str) -> str:
+    return BRIDGE + network_id[:11]
+
+
+def tap_name(port_id: str) -> str:
+    return TAP + port_id[:11]
+
+
+class L2PopulationNotifications:
+    """Where other hosts' ports are (topic ``L2POPULATION``): ``ports`` maps a
+    host's tunnel IP to [MAC, IP] pairs; the all-zero MAC means "flood there"."""
+
+    rpc_version = "1.0"
+
+    def __init__(self, agent: LinuxBridgeAgent):
+        self._agent = agent
+
+    async def add_fdb_entries(self, context: dict, fdb_entries: dict, host: str | None = None
+                              ) -> None:
+        await self._agent.fdb_changed(fdb_entries, add=True)
+
+    async def remove_fdb_entries(self, context: dict, fdb_entries: dict,
+                                 host: str | None = None) -> None:
+        await self._agent.fdb_changed(fdb_entries, add=False)
+
+    async def update_fdb_entries(self, context: dict, fdb_entries: dict,
+                                 host: str | None = None) -> None:
+        """IP changes of ports (``chg_ip``): nothing to do without ARP entries; a
+        full fetch keeps the agent right."""
+        self._agent.request_full_sync()
+
+
+class LinuxBridgeAgent(Agent):
+    agent_type = "Linux bridge agent"
+    binary = "neutrino-linuxbridge-agent"
+    notification_topics = (*topics.L2_NOTIFICATIONS, topics.L2POPULATION)
+    option_groups = (
+        OptGroup("linux_bridge", [
+            Opt("physical_interface_mappings", parse_mappings, {},
+                "Physical networks and the host interfaces that carry them."),
+            Opt("bridge_mappings", parse_mappings, {},
+                "Physical networks and existing bridges that carry them."),
+        ]),
+        OptGroup("vxlan", [
+            Opt("enable_vxlan", parse_bool, True, "Carry VXLAN networks."),
+            Opt("local_ip", str, "", "This host's address for VXLAN."),
+            Opt("l2_population", parse_bool, False,
+                "Learn where other hosts' ports are from the server (no multicast)."),
+            Opt("vxlan_group", str, "224.0.0.1",
+                "Multicast group of VXLAN devices without l2_population."),
+            Opt("ttl", int_range(1, 255), None, "TTL of VXLAN packets."),
+            Opt("tos", int_range(0, 255), None, "TOS of VXLAN packets."),
+        ]),
+        OptGroup("securitygroup", [
+            Opt("enable_security_group", parse_bool, True,
+                "Filter ports by their security groups."),
+            Opt("firewall_driver", str, "iptables", "iptables, or noop for none."),
+        ]),
+    )
+
+    def __init__(self, conf: Config, bus: Bus):
+        super().__init__(conf, bus)
+        self._plugin = RpcClient(bus, topics.PLUGIN, "1.9")
+        self._agent_id = f"lb-{self.host}"
+        #: tap -> the details the server gave for it, as wired
+        self.ports: dict[str, dict[str, Any]] = {}
+        #: network id -> {remote IP: {(mac, ip), ...}} from l2population
+        self.fdb: dict[str, dict[str, set[tuple[str, str]]]] = {}
+        self._ip: IpNetns | None = None
+        # netlink calls block, and pyroute2's must not run on a running event
+        # loop: all host work runs in this one thread, one step at a time
+        self._host = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host")
+        self._taps_seen: set[str] = set()
+        self._fresh: set[str] = set()  # networks whose VXLAN device was just made
+        self._firewall: Any = None
+
+    # --- what it says and serves ------------------------------------------------------
+
+    def configurations(self) -> dict[str, Any]:
+        vxlan = self.conf.vxlan
+        return {"interface_mappings": self.conf.linux_bridge.physical_interface_mappings,
+                "bridge_mappings": self.conf.linux_bridge.bridge_mappings,
+                "tunnel_types": ["vxlan"] if vxlan.enable_vxlan else [],
+                "tunneling_ip": vxlan.local_ip or None,
+                "l2_population": vxlan.l2_population, "devices": len(self.ports)}
+
+    def endpoints(self) -> list[Any]:
+        return [L2Notifications(self), L2PopulationNotifications(self)]
+
+    def background(self) -> list[Callable[[], Awaitable[None]]]:
+        return [self._scan]
+
+    async def on_host(self, work: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._host, work, *args)
+
+    @property
+    def ip(self) -> IpNetns:
+        if self._ip is None:
+            self._ip = IpNetns()
+        return self._ip
+
+    # --- finding taps ------------------------------------------------------------------------
+
+    def _taps(self) -> set[str]:
+        return {name for name in self.ip.links() if name.startswith(TAP)}
+
+    async def _scan(self) -> None:
+        """Mark the taps that came or went since the last scan."""
+        while True:
+            try:
+                taps = await self.on_host(self._taps)
+            except Exception:
+                LOG.exception("scanning for taps failed")
+            else:
+                changed = taps ^ self._taps_seen
+                self._taps_seen = taps
+                if changed:
+                    self.mark_dirty(*(("device", tap) for tap in changed))
+            await asyncio.sleep(self.conf.agent.polling_interval)
+
+    # --- the reconciling ---------------------------------------------------------------------
+
+    def _wanted(self, full: bool, dirty: set[Any], taps: set[str]) -> set[str]:
+        if full:
+            return taps | set(self.ports)
+        wanted = set()
+        networks = {item[1] for item in dirty if item[0] == "network"}
+        for kind, name in dirty:
+            if kind == "device":
+                wanted.add(name)
+            elif kind == "port":
+                wanted.add(tap_name(name))
+        wanted |= {tap for tap, port in self.ports.items() if port["network_id"] in networks}
+        return wanted
+
+    async def sync(self, full: bool, dirty: set[Any]) -> None:
+        taps = await self.on_host(self._taps)
+        wanted = self._wanted(full, dirty, taps)
+        present = sorted(wanted & taps)
+        details = await self._plugin.call(
+            self.context, "get_devices_details_list", devices=present,
+            agent_id=self._agent_id, host=self.host) if present else []
+        gone = wanted - taps
+        if full or details or gone or any(item[0] == "security_group" for item in dirty):
+            # filters first: a port is not wired before its filters are in place
+            ours = {port["device"] for port in details if "port_id" in port}
+            await self._filter(sorted((set(self.ports) - wanted) | ours))
+        up, down = await self.on_host(self._apply, details, gone)
+        if up or down:
+            await self._plugin.call(self.context, "update_device_list", devices_up=up,
+                                    devices_down=down, agent_id=self._agent_id,
+                                    host=self.host)
+        await self.on_host(self._remove_unused_bridges)
+        fresh, self._fresh = self._fresh, set()
+        if self.conf.vxlan.l2_population and (full or fresh):
+            await self._fetch_fdb(None if full else fresh)
+
+    def _apply(self, details: list[dict[str, Any]], gone: set[str]
+               ) -> tuple[list[str], list[str]]:
+        """Wire the ports of ``details``; forget the taps ``gone``. The taps now
+        up and down."""
+        up, down = [], []
+        for port in details:
+            tap = port["device"]
+            if "port_id" not in port:  # no port (any more): not ours to connect
+                if self.ports.pop(tap, None) is not None:
+                    self._unplug(tap)
+                continue
+            try:
+                self._wire(port)
+            except Exception:
+                LOG.exception("wiring %s for port %s failed", tap, port["port_id"])
+                continue
+            self.ports[tap] = port
+            (up if port["admin_state_up"] else down).append(tap)
+        for tap in gone:
+            if self.ports.pop(tap, None) is not None:
+                down.append(tap)
+        return up, down
+
+    # --- wiring -----------------------------------------------------------------------------
+
+    def _wire(self, port: dict[str, Any]) -> None:
+        """The network's bridge and segment device, the tap in it, MTU, state."""
+        tap, mtu = port["device"], port.get("mtu") or None
+        bridge = self._network_bridge(port)
+        self.ip.set(tap, mtu=mtu)
+        self.ip.set(tap, master=bridge, up=bool(port["admin_state_up"]))
+
+    def _network_bridge(self, port: dict[str, Any]) -> str:
+        network_type = port["network_type"]
+        physnet = port.get("physical_network")
+        mapped = self.conf.linux_bridge.bridge_mappings.get(physnet) if physnet else None
+        if network_type == "flat" and mapped:
+            return mapped  # an existing bridge carries the flat network
+        bridge = bridge_name(port["network_id"])
+        self.ip.add_bridge(bridge)
+        segment_device = self._segment_device(port)
+        mtu = port.get("mtu") or None
+        if segment_device:
+            self.ip.set(segment_device, mtu=mtu, master=bridge, up=True)
+        self.ip.set(bridge, mtu=mtu, up=True)
+        return bridge
+
+    def _segment_device(self, port: dict[str, Any]) -> str | None:
+        network_type, segmentation_id = port["network_type"], port.get("segmentation_id")
+        if network_type == "vxlan":
+            vxlan = self.conf.vxlan
+            if not vxlan.enable_vxlan or not vxlan.local_ip:
+                raise RuntimeError("VXLAN networks need [vxlan] enable_vxlan and local_ip")
+            name = f"{VXLAN}{segmentation_id}"
+            if not self.ip.exists(name):
+                self.ip.add_vxlan(
+                    name, segmentation_id, vxlan.local_ip,
+                    group=None if vxlan.l2_population else vxlan.vxlan_group,
+                    device=self._device_of(vxlan.local_ip), ttl=vxlan.ttl, tos=vxlan.tos)
+                self._fresh.add(port["network_id"])
+            return name
+        interface = self.conf.linux_bridge.physical_interface_mappings.get(
+            port.get("physical_network") or "")
+        if network_type == "flat":
+            if not interface:
+                raise RuntimeError(f"no interface for physical network "
+                                   f"{port.get('physical_network')}")
+            return interface
+        if network_type == "vlan":
+            if not interface:
+                raise RuntimeError(f"no interface for physical network "
+                                   f"{port.get('physical_network')}")
+            name = f"{interface[:10]}.{segmentation_id}"
+            self.ip.add_vlan(name, interface, segmentation_id)
+            return name
+        return None  # local: the bridge alone
+
+    def _device_of(self, address: str) -> str | None:
+        for name in self.ip.links():
+            if any(cidr.split("/")[0] == address for cidr in self.ip.addresses(name)):
+                return name
+        return None
+
+    def _unplug(self, tap: str) -> None:
+        if self.ip.exists(tap):
+            self.ip.unplug(tap)
+
+    def _remove_unused_bridges(self) -> None:
+        """Bridges (and their VXLAN devices) of networks without taps here."""
+        links = self.ip.links()
+        for name, link in links.items():
+            if not name.startswith(BRIDGE):
+                continue
+            members = [other for other in links.values() if other.master == link.index]
+            if any(member.name.startswith(TAP) for member in members):
+                continue
+            for member in members:
+                if member.name.startswith(VXLAN):
+                    self.ip.delete(member.name)
+                else:
+                    self.ip.unplug(member.name)
+            self.ip.delete(name)
+            LOG.info("removed bridge %s: no port of its network here", name)
+
+    # --- security groups ------------------------------------------------------------------------
+
+    async def _filter(self, devices: list[str]) -> None:
+        """Filter exactly ``devices`` (every port wired here), as their groups say."""
+        sg = self.conf.securitygroup
+        if not sg.enable_security_group or sg.firewall_driver == "noop":
+            return
+        if self._firewall is None:
+            from neutrino.linux.iptables_firewall import IptablesFirewall
+            self._firewall = IptablesFirewall()
+        info = await self._plugin.call(self.context, "security_group_info_for_devices",
+                                       devices=devices) if devices else {
+            "devices": {}, "security_groups": {}, "sg_member_ips": {}}
+        await self.on_host(self._firewall.apply, info)
+
+    # --- l2population ---------------------------------------------------------------------------
+
+    def _networks_here(self) -> dict[str, str]:
+        """network id -> its VXLAN device, for the VXLAN networks with taps here."""
+        return {port["network_id"]: f"{VXLAN}{port['segmentation_id']}"
+                for port in self.ports.values() if port["network_type"] == "vxlan"}
+
+    async def _fetch_fdb(self, only: set[str] | None) -> None:
+        """All the entries of the VXLAN networks here (of ``only``)."""
+        networks = self._networks_here()
+        wanted = sorted(set(networks) & only if only is not None else set(networks))
+        if not wanted:
+            return
+        entries = await self._plugin.call(self.context, "get_fdb_entries",
+                                          network_ids=wanted, host=self.host)
+        for network_id in wanted:
+            by_host = (entries.get(network_id) or {}).get("ports") or {}
+            self.fdb[network_id] = {ip: {tuple(e) for e in found}
+                                    for ip, found in by_host.items()}
+            await self.on_host(self._program_fdb, network_id, networks[network_id])
+
+    def _program_fdb(self, network_id: str, device: str) -> None:
+        """Make the device's forwarding entries what l2population says."""
+        if not self.conf.vxlan.l2_population or not self.ip.exists(device):
+            return
+        wanted = {(mac, remote) for remote, entries in self.fdb.get(network_id, {}).items()
+                  if remote != self.conf.vxlan.local_ip
+                  for mac, _ in entries | {(FLOOD_MAC, "")}}
+        have = self.ip.fdb(device)
+        for mac, remote in have - wanted:
+            self.ip.fdb_delete(device, mac, remote)
+        for mac, remote in wanted - have:
+            self.ip.fdb_add(device, mac, remote)
+
+    async def fdb_changed(self, entries: dict[str, Any], add: bool) -> None:
+        """add_fdb_entries / remove_fdb_entries from the server."""
+        networks = self._networks_here()
+        for network_id, value in entries.items():
+            known = self.fdb.setdefault(network_id, {})
+            for remote, found in (value.get("ports") or {}).items():
+                pairs = {tuple(e) for e in found}
+                if add:
+                    known.setdefault(remote, set()).update(pairs)
+                else:
+                    known.get(remote, set()).difference_update(pairs)
+                    if not known.get(remote) or pairs >= {(FLOOD_MAC, "0.0.0.0")}:
+                        known.pop(remote, None)
+            if network_id in networks:
+                await self.on_host(self._program_fdb, network_id, networks[network_id])
+
+
+def linuxbridge() -> None:
+    main(LinuxBridgeAgent)

@@ -1,0 +1,270 @@
+"""Links, addresses, routes, neighbours and bridge FDB entries, over netlink.
+
+One ``IpNetns`` holds one netlink socket (pyroute2) into one network
+namespace (``None``: the agent's own) and is reused for every call: no process
+per command on the agents' hot paths. Names are the kernel's (``IFNAMSIZ``:
+15 characters). Methods that remove things tolerate their absence, so that a
+reconciler can call them without looking first.
+"""
+
+from __future__ import annotations
+
+import errno
+import ipaddress
+import os
+from dataclasses import dataclass
+from typing import Any
+
+import pyroute2.config
+from pyroute2 import IPRoute, NetlinkError, NetNS, netns
+
+# pyroute2 forks a helper to open a socket in (or create) a named namespace and
+# stops it with SIGTERM; the helper inherits asyncio's signal wakeup fd, so
+# without this the agent's loop takes the helper's SIGTERM for its own, and stops.
+pyroute2.config.disable_mp_signal = True
+
+#: the most characters a link name may have
+IFNAMSIZ = 15
+#: the all-zero MAC: an FDB entry with it floods (broadcast, unknown unicast)
+FLOOD_MAC = "00:00:00:00:00:00"
+VXLAN_PORT = 4789
+
+
+@dataclass(frozen=True)
+class Link:
+    name: str
+    index: int
+    kind: str | None  # bridge, veth, vxlan, ... or None for a plain device
+    master: int | None  # the index of the bridge it is plugged into
+    mac: str
+    mtu: int
+    up: bool  # administratively
+
+
+def namespaces() -> list[str]:
+    return netns.listnetns()
+
+
+def add_namespace(name: str) -> None:
+    if name not in netns.listnetns():
+        netns.create(name)
+
+
+def delete_namespace(name: str) -> None:
+    if name in netns.listnetns():
+        netns.remove(name)
+
+
+def namespace_pids(name: str) -> list[int]:
+    """The processes whose network namespace is the named one (what must go
+    before the namespace can be gone for good)."""
+    try:
+        wanted = os.stat(os.path.join("/run/netns", name))
+    except OSError:
+        return []
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            seen = os.stat(f"/proc/{entry}/ns/net")
+        except OSError:
+            continue
+        if (seen.st_dev, seen.st_ino) == (wanted.st_dev, wanted.st_ino):
+            found.append(int(entry))
+    return sorted(found)
+
+
+def _missing(error: NetlinkError) -> bool:
+    return error.code in (errno.ENODEV, errno.ENOENT, errno.ESRCH, errno.EADDRNOTAVAIL)
+
+
+class IpNetns:
+    """The links of one network namespace, through one netlink socket."""
+
+    def __init__(self, namespace: str | None = None):
+        self.namespace = namespace
+        self._ip: IPRoute = NetNS(namespace) if namespace else IPRoute()
+
+    def close(self) -> None:
+        self._ip.close()
+
+    def __enter__(self) -> IpNetns:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- links ---------------------------------------------------------------------------
+
+    def links(self) -> dict[str, Link]:
+        found = {}
+        for msg in self._ip.get_links():
+            name = msg.get("ifname")
+            found[name] = Link(name=name, index=msg["index"],
+                               kind=msg.get_nested("IFLA_LINKINFO", "IFLA_INFO_KIND"),
+                               master=msg.get("master"), mac=msg.get("address") or "",
+                               mtu=msg.get("mtu") or 0, up=bool(msg["flags"] & 1))
+        return found
+
+    def index(self, name: str) -> int | None:
+        found = self._ip.link_lookup(ifname=name)
+        return found[0] if found else None
+
+    def _index(self, name: str) -> int:
+        index = self.index(name)
+        if index is None:
+            raise LookupError(f"no link {name} in namespace {self.namespace or '(own)'}")
+        return index
+
+    def exists(self, name: str) -> bool:
+        return self.index(name) is not None
+
+    def add_bridge(self, name: str) -> None:
+        """A bridge that forwards at once (no STP, no forwarding delay)."""
+        if not self.exists(name):
+            self._ip.link("add", ifname=name, kind="bridge", br_stp_state=0,
+                          br_forward_delay=0)
+
+    def add_veth(self, name: str, peer: str, peer_namespace: str | None = None) -> None:
+        """A veth pair; the ``peer`` end moved into ``peer_namespace`` when given."""
+        if self.exists(name):
+            return
+        self._ip.link("add", ifname=name, kind="veth", peer={"ifname": peer})
+        if peer_namespace:
+            self._ip.link("set", index=self._index(peer), net_ns_fd=peer_namespace)
+
+    def add_vxlan(self, name: str, vni: int, local_ip: str, *, group: str | None = None,
+                  device: str | None = None, port: int = VXLAN_PORT, ttl: int | None = None,
+                  tos: int | None = None, learning: bool = False) -> None:
+        """A VXLAN device: unicast (peers from FDB entries) unless ``group``."""
+        if self.exists(name):
+            return
+        spec: dict[str, Any] = {"ifname": name, "kind": "vxlan", "vxlan_id": vni,
+                                "vxlan_local": local_ip, "vxlan_port": port,
+                                "vxlan_learning": int(learning)}
+        if group:
+            spec["vxlan_group"] = group
+        if device:
+            spec["vxlan_link"] = self._index(device)
+        if ttl is not None:
+            spec["vxlan_ttl"] = ttl
+        if tos is not None:
+            spec["vxlan_tos"] = tos
+        self._ip.link("add", **spec)
+
+    def add_vlan(self, name: str, parent: str, vlan_id: int) -> None:
+        if not self.exists(name):
+            self._ip.link("add", ifname=name, kind="vlan", link=self._index(parent),
+                          vlan_id=vlan_id)
+
+    def set(self, name: str, *, up: bool | None = None, mtu: int | None = None,
+            master: str | None = None, mac: str | None = None) -> None:
+        changes: dict[str, Any] = {}
+        if mtu is not None:
+            changes["mtu"] = mtu
+        if master is not None:
+            changes["master"] = self._index(master)
+        if mac is not None:
+            changes["address"] = mac
+        if up is not None:
+            changes["state"] = "up" if up else "down"
+        if changes:
+            self._ip.link("set", index=self._index(name), **changes)
+
+    def rename(self, name: str, new_name: str) -> None:
+        """Rename a link (taken down first, as the kernel requires)."""
+        index = self._index(name)
+        self._ip.link("set", index=index, state="down")
+        self._ip.link("set", index=index, ifname=new_name)
+
+    def unplug(self, name: str) -> None:
+        """Take the link out of its bridge."""
+        self._ip.link("set", index=self._index(name), master=0)
+
+    def delete(self, name: str) -> None:
+        index = self.index(name)
+        if index is None:
+            return
+        try:
+            self._ip.link("del", index=index)
+        except NetlinkError as error:
+            if not _missing(error):
+                raise
+
+    def bridge_ports(self, bridge: str) -> list[str]:
+        index = self.index(bridge)
+        return sorted(link.name for link in self.links().values()
+                      if index is not None and link.master == index)
+
+    # --- addresses and routes ---------------------------------------------------------------
+
+    def addresses(self, name: str) -> list[str]:
+        """The link's addresses as ``address/prefixlen``."""
+        return sorted(f"{msg.get('IFA_ADDRESS')}/{msg['prefixlen']}"
+                      for msg in self._ip.get_addr(index=self._index(name)))
+
+    def set_addresses(self, name: str, wanted: list[str]) -> None:
+        """Make the link's addresses exactly ``wanted`` (IPv6 link-local kept)."""
+        index = self._index(name)
+        have = set(self.addresses(name))
+        for cidr in have - set(wanted):
+            if ipaddress.ip_interface(cidr).ip.is_link_local:
+                continue
+            address, prefix = cidr.split("/")
+            self._ip.addr("del", index=index, address=address, prefixlen=int(prefix))
+        for cidr in wanted:
+            if cidr not in have:
+                address, prefix = cidr.split("/")
+                self._ip.addr("add", index=index, address=address, prefixlen=int(prefix))
+
+    def replace_route(self, destination: str, gateway: str | None = None,
+                      device: str | None = None) -> None:
+        spec: dict[str, Any] = {"dst": destination}
+        if gateway:
+            spec["gateway"] = gateway
+        if device:
+            spec["oif"] = self._index(device)
+        self._ip.route("replace", **spec)
+
+    # --- neighbours and forwarding entries ------------------------------------------------------
+
+    def fdb(self, name: str) -> set[tuple[str, str]]:
+        """The (MAC, remote IP) entries of a VXLAN device."""
+        index = self._index(name)
+        return {(msg.get("NDA_LLADDR"), msg.get("NDA_DST"))
+                for msg in self._ip.fdb("dump", ifindex=index)
+                if msg["ifindex"] == index and msg.get("NDA_DST")}
+
+    def fdb_add(self, name: str, mac: str, remote_ip: str) -> None:
+        """Send frames for ``mac`` (the flood MAC: broadcasts too) to ``remote_ip``."""
+        try:
+            self._ip.fdb("append", ifindex=self._index(name), lladdr=mac, dst=remote_ip)
+        except NetlinkError as error:
+            if error.code != errno.EEXIST:
+                raise
+
+    def fdb_delete(self, name: str, mac: str, remote_ip: str) -> None:
+        index = self.index(name)
+        if index is None:
+            return
+        try:
+            self._ip.fdb("del", ifindex=index, lladdr=mac, dst=remote_ip)
+        except NetlinkError as error:
+            if not _missing(error):
+                raise
+
+    def neigh_replace(self, name: str, ip: str, mac: str) -> None:
+        """A permanent neighbour entry (ARP or NDP answered locally)."""
+        self._ip.neigh("replace", ifindex=self._index(name), dst=ip, lladdr=mac,
+                       state="permanent")
+
+    def neigh_delete(self, name: str, ip: str) -> None:
+        index = self.index(name)
+        if index is None:
+            return
+        try:
+            self._ip.neigh("del", ifindex=index, dst=ip)
+        except NetlinkError as error:
+            if not _missing(error):
+                raise

@@ -1,0 +1,124 @@
+"""Hosts emulated in network namespaces, for the dataplane's end-to-end tests.
+
+An ``underlay`` namespace holds a bridge; each host is a namespace with a veth
+``ul0`` on it carrying the host's ``local_ip`` (their VXLAN traffic crosses
+that bridge). The agents run inside their host's namespace (``ip netns
+exec``), as on a machine of their own; they reach the test's RabbitMQ vhost
+through a UNIX socket (namespaces share the file system, not the loopback):
+``socat`` on 127.0.0.1:5672 in each host, to a socket that a ``socat`` in the
+root namespace forwards to the broker. Everything is removed at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.dataplane import Sandbox, run, wait_until
+from tests.harness import Server, create_database, start_server
+
+BIN = Path(sys.executable).parent
+AMQP_PORT = 5672
+
+
+class Deployment:
+    """One server (SQLite, RabbitMQ) and emulated hosts with their agents."""
+
+    def __init__(self, box: Sandbox, tmp: Path, rabbit_url: str, server_extra: str = ""):
+        self.box = box
+        self.tmp = tmp
+        self.rabbit_url = rabbit_url
+        self.procs: list[subprocess.Popen] = []
+        self.hosts: dict[str, dict] = {}
+        self.underlay = box.namespace("ul")
+        run("ip", "link", "add", "br-ul", "type", "bridge", namespace=self.underlay)
+        run("ip", "link", "set", "br-ul", "up", namespace=self.underlay)
+        self.socket = tmp / "amqp.sock"
+        self._spawn(["socat", f"UNIX-LISTEN:{self.socket},fork",
+                     f"TCP:127.0.0.1:{AMQP_PORT}"], "amqp-forward")
+        wait_until(self.socket.exists, 10, "the AMQP forwarder")
+        db_url, self._drop = create_database("sqlite", tmp)
+        self.server: Server = start_server(tmp, db_url, auth="noauth", extra=(
+            f"transport_url = {rabbit_url}\nagent_down_time = 10\n"
+            "[ml2]\ntype_drivers = local,flat,vxlan\ntenant_network_types = vxlan\n"
+            "mechanism_drivers = linuxbridge,l2population\n"
+            "[ml2_type_vxlan]\nvni_ranges = 1000:1999\n" + server_extra))
+        self.api = self.server.client(None)
+
+    def _spawn(self, argv: list[str], name: str, namespace: str | None = None,
+               env: dict[str, str] | None = None) -> subprocess.Popen:
+        prefix = ["ip", "netns", "exec", namespace] if namespace else []
+        log = (self.tmp / f"{name}.log").open("wb")
+        proc = subprocess.Popen([*prefix, *argv], stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+        self.procs.append(proc)
+        return proc
+
+    def add_host(self, name: str, index: int) -> str:
+        """A host namespace on the underlay with its address and bus forwarder."""
+        ns = self.box.namespace(name)
+        local_ip = f"192.168.200.{index}"
+        run("ip", "link", "add", "ul0", "type", "veth", "peer", "name", f"ul-{name}",
+            namespace=ns)
+        run("ip", "link", "set", f"ul-{name}", "netns", self.underlay, namespace=ns)
+        run("ip", "link", "set", f"ul-{name}", "master", "br-ul", "up",
+            namespace=self.underlay)
+        run("ip", "addr", "add", f"{local_ip}/24", "dev", "ul0", namespace=ns)
+        run("ip", "link", "set", "ul0", "up", namespace=ns)
+        self._spawn(["socat", f"TCP-LISTEN:{AMQP_PORT},bind=127.0.0.1,fork,reuseaddr",
+                     f"UNIX-CONNECT:{self.socket}"], f"{name}-amqp", namespace=ns)
+        self.hosts[name] = {"namespace": ns, "local_ip": local_ip, "host": f"{ns}"}
+        return ns
+
+    def config(self, name: str, text: str) -> Path:
+        path = self.tmp / f"{name}.conf"
+        host = self.hosts[name]
+        path.write_text(f"[DEFAULT]\nhost = {host['host']}\ntransport_url = "
+                        f"{self.rabbit_url}\nstate_path = {self.tmp / name}\n"
+                        f"[agent]\nreport_interval = 1\npolling_interval = 1\n{text}")
+        return path
+
+    def start_agent(self, name: str, binary: str, text: str = "") -> subprocess.Popen:
+        conf = self.config(name, text)
+        return self._spawn([str(BIN / binary), "--config-file", str(conf)],
+                           f"{name}-{binary}", namespace=self.hosts[name]["namespace"])
+
+    def start_l2_agent(self, name: str, firewall: str = "iptables") -> subprocess.Popen:
+        host = self.hosts[name]
+        return self.start_agent(name, "neutrino-linuxbridge-agent", (
+            f"[vxlan]\nlocal_ip = {host['local_ip']}\nl2_population = true\n"
+            f"[securitygroup]\nfirewall_driver = {firewall}\n"))
+
+    def agent_alive(self, name: str, agent_type: str) -> bool:
+        found = self.api.get("/v2.0/agents", params={"host": self.hosts[name]["host"],
+                                                     "agent_type": agent_type})
+        agents = found.json()["agents"] if found.status_code == 200 else []
+        return bool(agents) and agents[0]["alive"]
+
+    def plug(self, name: str, port_id: str, dhcp: bool = False) -> str | None:
+        """``neutrino-instance plug`` on the host; its namespace is removed at the end."""
+        ns = f"inst-{port_id[:11]}"
+        self.box.adopt(ns)
+        argv = [str(BIN / "neutrino-instance"), "--url", self.server.url, "plug", port_id,
+                "--host", self.hosts[name]["host"], "--host-netns",
+                self.hosts[name]["namespace"]]
+        if not dhcp:
+            argv.append("--no-dhcp")
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=90)
+        assert done.returncode == 0, done.stderr
+        parts = done.stdout.split()
+        return parts[1] if len(parts) > 1 else None
+
+    def log(self, name: str) -> str:
+        path = self.tmp / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def close(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        self.server.stop()
+        self._drop()

@@ -1,0 +1,85 @@
+"""The Linux bridge agent end to end: two emulated hosts, instances on a VXLAN
+network reach each other, ports go ACTIVE, l2population entries come and go.
+Root only: everything happens in namespaces the tests make and remove."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.dataplane import pings, run, sandbox, skip_unless_root, wait_until
+from tests.functional.emulated_hosts import Deployment
+
+pytestmark = pytest.mark.slow
+
+LB = "Linux bridge agent"
+
+
+@pytest.fixture
+def deployment(tmp_path, rabbit_url):
+    skip_unless_root("ip", "socat", "ping")
+    with sandbox() as box:
+        deployment = Deployment(box, tmp_path, rabbit_url)
+        try:
+            yield deployment
+        finally:
+            deployment.close()
+
+
+def port_status(api, port_id: str) -> str:
+    return api.show("ports", port_id)["status"]
+
+
+def address_of(port: dict) -> str:
+    return port["fixed_ips"][0]["ip_address"]
+
+
+def configure(port: dict, prefix: int = 24) -> None:
+    """Give the instance of ``port`` its address by hand (no DHCP agent here)."""
+    run("ip", "addr", "add", f"{address_of(port)}/{prefix}", "dev", "eth0",
+        namespace=f"inst-{port['id'][:11]}")
+
+
+def fdb(deployment: Deployment, host: str, device: str) -> str:
+    """The VXLAN device's own entries (MAC -> remote host), not those the bridge learnt."""
+    shown = run("bridge", "fdb", "show", "dev", device, namespace=host, check=False).stdout
+    return "\n".join(line for line in shown.splitlines() if " dst " in line)
+
+
+def test_instances_on_two_hosts_reach_each_other(deployment):
+    api = deployment.api
+    h1, h2 = deployment.add_host("h1", 1), deployment.add_host("h2", 2)
+    deployment.start_l2_agent("h1", firewall="noop")
+    deployment.start_l2_agent("h2", firewall="noop")
+    for name in ("h1", "h2"):
+        wait_until(lambda n=name: deployment.agent_alive(n, LB), 30, f"the agent of {name}")
+
+    net = api.network()
+    assert net["provider:network_type"] == "vxlan"
+    vni = net["provider:segmentation_id"]
+    api.subnet(net["id"], "10.10.0.0/24")
+    port_a, port_b = api.port(net["id"]), api.port(net["id"])
+    deployment.plug("h1", port_a["id"])
+    deployment.plug("h2", port_b["id"])
+    configure(port_a)
+    configure(port_b)
+
+    for port in (port_a, port_b):
+        wait_until(lambda p=port: port_status(api, p["id"]) == "ACTIVE", 20,
+                   f"port {port['id']} to go ACTIVE")
+    # l2population: each host floods to the other and knows the other's MAC
+    wait_until(lambda: "192.168.200.2" in fdb(deployment, h1, f"vxlan-{vni}")
+               and port_b["mac_address"] in fdb(deployment, h1, f"vxlan-{vni}"), 15,
+               "h1's forwarding entries towards h2")
+    wait_until(lambda: port_a["mac_address"] in fdb(deployment, h2, f"vxlan-{vni}"), 15,
+               "h2's forwarding entries towards h1")
+    inst_a = f"inst-{port_a['id'][:11]}"
+    assert wait_until(lambda: pings(inst_a, address_of(port_b)), 15, "a ping across hosts")
+
+    # the port goes: h2 unplugs, its port is DOWN, and h1 forgets it
+    run("ip", "netns", "del", f"inst-{port_b['id'][:11]}")
+    wait_until(lambda: port_status(api, port_b["id"]) == "DOWN", 20, "port b DOWN")
+    wait_until(lambda: port_b["mac_address"] not in fdb(deployment, h1, f"vxlan-{vni}"),
+               15, "h1 to forget port b")
+    # and h2, with no port left on the network, removes its bridge
+    wait_until(lambda: f"brq{net['id'][:11]}" not in run(
+        "ip", "-o", "link", namespace=h2).stdout, 15, "h2's bridge to go")
