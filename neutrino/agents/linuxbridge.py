@@ -305,6 +305,8 @@ class LinuxBridgeAgent(Agent):
         if not sg.enable_security_group or sg.firewall_driver == "noop":
             return
         if self._firewall is None:
+            if not devices:
+                return  # nothing to filter: leave the host's tables alone
             from neutrino.linux.iptables_firewall import IptablesFirewall
             self._firewall = IptablesFirewall()
         info = await self._plugin.call(self.context, "security_group_info_for_devices",

@@ -44,6 +44,7 @@ class Deployment:
             f"transport_url = {rabbit_url}\nagent_down_time = 10\n"
             "[ml2]\ntype_drivers = local,flat,vxlan\ntenant_network_types = vxlan\n"
             "mechanism_drivers = linuxbridge,l2population\n"
+            "extension_drivers = port_security\n"
             "[ml2_type_vxlan]\nvni_ranges = 1000:1999\n" + server_extra))
         self.api = self.server.client(None)
 
