@@ -84,3 +84,25 @@ def test_security_group_info(plugin):
     members = info["sg_member_ips"][group]["IPv4"]
     assert port["fixed_ips"][0]["ip_address"] in members
     assert other["fixed_ips"][0]["ip_address"] in members
+
+
+def test_security_group_info_names_pairs_and_address_groups(plugin):
+    """Members' allowed address pairs count as the group's addresses, and the
+    addresses of an address group a rule names come along."""
+    _, port = make_port(plugin, allowed_address_pairs=[{"ip_address": "10.9.0.0/24"}])
+    [group] = port["security_groups"]
+    sg = next(c for c in plugin.companions if hasattr(c, "create_security_group_rule"))
+    ags = next(c for c in plugin.companions if hasattr(c, "create_address_group"))
+    ag = ags.create_address_group(ADMIN, {"project_id": "p1", "name": "ag",
+                                          "addresses": ["192.0.2.0/28", "2001:db8::/64"]})
+    sg.create_security_group_rule(ADMIN, {
+        "project_id": "p1", "security_group_id": group, "direction": "ingress",
+        "ethertype": "IPv4", "remote_address_group_id": ag["id"], "protocol": None,
+        "port_range_min": None, "port_range_max": None, "remote_ip_prefix": None,
+        "remote_group_id": None, "description": ""})
+    info = Ml2RpcCallbacks(plugin).security_group_info_for_devices(CTX, [port["id"]])
+    assert "10.9.0.0/24" in info["sg_member_ips"][group]["IPv4"]
+    assert info["address_group_ips"] == {ag["id"]: {"IPv4": ["192.0.2.0/28"],
+                                                    "IPv6": ["2001:db8::/64"]}}
+    assert any(rule["remote_address_group_id"] == ag["id"]
+               for rule in info["security_groups"][group])

@@ -29,6 +29,15 @@ def port_id_prefix(device: str) -> str:
     return device[len(TAP_PREFIX):] if device.startswith(TAP_PREFIX) else device
 
 
+def _by_version(ids: list[str], rows: Iterable[Any]) -> dict[str, dict[str, list[str]]]:
+    """{id: {"IPv4": [...], "IPv6": [...]}} from (id, address or CIDR) rows."""
+    found: dict[str, dict[str, set[str]]] = {i: {"IPv4": set(), "IPv6": set()} for i in ids}
+    for owner, address in rows:
+        found[owner]["IPv6" if ":" in address else "IPv4"].add(address)
+    return {owner: {version: sorted(values) for version, values in by.items()}
+            for owner, by in found.items()}
+
+
 class Ml2RpcCallbacks:
     rpc_version = "1.9"
 
@@ -169,26 +178,31 @@ class Ml2RpcCallbacks:
 
     def security_group_info_for_devices(self, context: dict, devices: list[str],
                                         **_: Any) -> dict[str, Any]:
-        """The devices' ports, the rules of their groups, and the addresses of the
-        members of every group a rule names as its remote group."""
+        """The devices' ports, the rules of their groups, the addresses of the
+        members (fixed IPs and allowed address pairs) of every group a rule names
+        as its remote group, and those of every address group a rule names."""
         s = models.security_group_rules
         b = models.security_group_port_bindings
-        ia = models.ip_allocations
+        ia, ap = models.ip_allocations, models.allowed_address_pairs
+        ag = models.address_group_addresses
         with self.db.reader() as conn:
             details = self._details(conn, devices)
             group_ids = sorted({g for d in details.values() for g in d["security_groups"]})
             rules = conn.execute(select(s).where(s.c.security_group_id.in_(group_ids))
                                  ).all() if group_ids else []
             remotes = sorted({r.remote_group_id for r in rules if r.remote_group_id})
-            members: dict[str, dict[str, list[str]]] = {
-                g: {"IPv4": [], "IPv6": []} for g in remotes}
-            if remotes:
-                for group_id, address in conn.execute(
-                        select(b.c.security_group_id, ia.c.ip_address)
-                        .join(ia, ia.c.port_id == b.c.port_id)
-                        .where(b.c.security_group_id.in_(remotes))
-                        .order_by(ia.c.ip_address)):
-                    members[group_id]["IPv6" if ":" in address else "IPv4"].append(address)
+            members = _by_version(remotes, conn.execute(
+                select(b.c.security_group_id, ia.c.ip_address)
+                .join(ia, ia.c.port_id == b.c.port_id)
+                .where(b.c.security_group_id.in_(remotes))
+                .union(select(b.c.security_group_id, ap.c.ip_address)
+                       .join(ap, ap.c.port_id == b.c.port_id)
+                       .where(b.c.security_group_id.in_(remotes)))) if remotes else [])
+            address_groups = sorted({r.remote_address_group_id for r in rules
+                                     if r.remote_address_group_id})
+            ag_addresses = _by_version(address_groups, conn.execute(
+                select(ag.c.address_group_id, ag.c.address)
+                .where(ag.c.address_group_id.in_(address_groups))) if address_groups else [])
         by_group: dict[str, list[dict[str, Any]]] = {g: [] for g in group_ids}
         for rule in rules:
             by_group[rule.security_group_id].append({
@@ -197,6 +211,8 @@ class Ml2RpcCallbacks:
                 "port_range_max": rule.port_range_max,
                 "remote_ip_prefix": rule.remote_ip_prefix,
                 "remote_group_id": rule.remote_group_id,
+                "remote_address_group_id": rule.remote_address_group_id,
                 "security_group_id": rule.security_group_id})
         return {"devices": {d["port_id"]: d for d in details.values()},
-                "security_groups": by_group, "sg_member_ips": members}
+                "security_groups": by_group, "sg_member_ips": members,
+                "address_group_ips": ag_addresses}
