@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
@@ -35,6 +36,11 @@ AGENT_OPTIONS = OptGroup("agent", [
     Opt("polling_interval", int_range(1), 2,
         "Seconds between an L2 agent's scans for devices that came or went."),
 ])
+
+
+def named(dirty: set[Any], kind: str) -> set[str]:
+    """The ids of the ``(kind, id)`` items among ``dirty``."""
+    return {item[1] for item in dirty if isinstance(item, tuple) and item[0] == kind}
 
 
 class Agent:
@@ -142,10 +148,12 @@ class Agent:
             dirty, self._dirty = self._dirty, set()
             if full:
                 LOG.info("full sync")
+            started = time.monotonic()
             try:
                 await self.sync(full, dirty)
                 if full:
                     self.resources_synced = True
+                    LOG.info("full sync done in %.3f s", time.monotonic() - started)
             except Exception:
                 LOG.exception("sync failed; a full resync follows")
                 self.resources_synced = False

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
-from neutrino.agents.base import Agent
+from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
 from neutrino.agents.l2 import parse_mappings
 from neutrino.agents.notifications import L2Notifications
@@ -161,15 +161,9 @@ class LinuxBridgeAgent(Agent):
     def _wanted(self, full: bool, dirty: set[Any], taps: set[str]) -> set[str]:
         if full:
             return taps | set(self.ports)
-        wanted = set()
-        networks = {item[1] for item in dirty if item[0] == "network"}
-        for kind, name in dirty:
-            if kind == "device":
-                wanted.add(name)
-            elif kind == "port":
-                wanted.add(tap_name(name))
-        wanted |= {tap for tap, port in self.ports.items() if port["network_id"] in networks}
-        return wanted
+        networks = named(dirty, "network")
+        return (named(dirty, "device") | {tap_name(port) for port in named(dirty, "port")}
+                | {tap for tap, port in self.ports.items() if port["network_id"] in networks})
 
     async def sync(self, full: bool, dirty: set[Any]) -> None:
         taps = await self.on_host(self._taps)
@@ -179,7 +173,7 @@ class LinuxBridgeAgent(Agent):
             self.context, "get_devices_details_list", devices=present,
             agent_id=self._agent_id, host=self.host) if present else []
         gone = wanted - taps
-        if full or details or gone or any(item[0] == "security_group" for item in dirty):
+        if full or details or gone or named(dirty, "security_group"):
             # filters first: a port is not wired before its filters are in place
             ours = {port["device"] for port in details if "port_id" in port}
             await self._filter(sorted((set(self.ports) - wanted) | ours))

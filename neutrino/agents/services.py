@@ -1,17 +1,16 @@
-"""The DHCP, L3 and metadata agents' commands.
+"""The L3 and metadata agents' commands (the DHCP agent is ``neutrino.agents.dhcp``).
 
 They register, report and hear the server's notifications (each marks what it
 names dirty), and their sync fetches from the server what they are to serve:
-the networks scheduled to a DHCP agent, the routers scheduled to an L3 agent
-(counted in the state they report). Programming the host from it comes with
-their dataplanes.
+the routers scheduled to an L3 agent (counted in the state it reports).
+Programming the host from it comes with their dataplanes.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from neutrino.agents.base import Agent
+from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
 from neutrino.config import Config, Opt, OptGroup, parse_bool
 from neutrino.rpc import topics
@@ -20,56 +19,6 @@ from neutrino.rpc.client import RpcClient
 
 #: routers asked for per sync_routers call: thousands must not make one huge answer
 ROUTERS_PER_CALL = 64
-
-
-def _named(dirty: set[Any], kind: str) -> set[str]:
-    return {item[1] for item in dirty if isinstance(item, tuple) and item[0] == kind}
-
-
-class DhcpNotifications:
-    """What the server tells DHCP agents (on ``dhcp_agent`` and ``dhcp_agent.host``)."""
-
-    rpc_version = "1.0"
-
-    def __init__(self, agent: Agent):
-        self._agent = agent
-
-    def _network(self, payload: dict[str, Any]) -> None:
-        for key in ("network", "subnet", "port"):
-            item = payload.get(key)
-            if isinstance(item, dict):
-                network_id = item.get("network_id") or item.get("id")
-                self._agent.mark_dirty(("network", network_id))
-                return
-        if "network_id" in payload:
-            self._agent.mark_dirty(("network", payload["network_id"]))
-
-    async def network_create_end(self, context: dict, payload: dict) -> None:
-        self._network(payload)
-
-    async def network_update_end(self, context: dict, payload: dict) -> None:
-        self._network(payload)
-
-    async def network_delete_end(self, context: dict, payload: dict) -> None:
-        self._network(payload)
-
-    async def subnet_create_end(self, context: dict, payload: dict) -> None:
-        self._network(payload)
-
-    async def subnet_update_end(self, context: dict, payload: dict) -> None:
-        self._network(payload)
-
-    async def subnet_delete_end(self, context: dict, payload: dict) -> None:
-        self._network(payload)
-
-    async def port_create_end(self, context: dict, payload: dict) -> None:
-        self._network(payload)
-
-    async def port_update_end(self, context: dict, payload: dict) -> None:
-        self._network(payload)
-
-    async def port_delete_end(self, context: dict, payload: dict) -> None:
-        self._network(payload)
 
 
 class L3Notifications:
@@ -91,55 +40,6 @@ class L3Notifications:
 
     async def router_removed_from_agent(self, context: dict, payload: dict) -> None:
         self._agent.mark_dirty(("router", payload["router_id"]))
-
-
-class DhcpAgent(Agent):
-    agent_type = "DHCP agent"
-    binary = "neutrino-dhcp-agent"
-    topic = topics.DHCP_AGENT
-    option_groups = (OptGroup("dhcp", [
-        Opt("enable_isolated_metadata", parse_bool, False,
-            "Serve metadata in the DHCP namespace of networks without a router."),
-    ]),)
-
-    def __init__(self, conf: Config, bus: Bus):
-        super().__init__(conf, bus)
-        self._plugin = RpcClient(bus, topics.PLUGIN, "1.8", namespace="dhcp")
-        #: the networks this agent serves, as the server gave them (with subnets, ports)
-        self.networks: dict[str, dict[str, Any]] = {}
-
-    def configurations(self) -> dict[str, Any]:
-        nets = self.networks.values()
-        return {"dhcp_driver": "dnsmasq", "networks": len(nets),
-                "subnets": sum(len(net["subnets"]) for net in nets),
-                "ports": sum(len(net["ports"]) for net in nets),
-                "enable_isolated_metadata": self.conf.dhcp.enable_isolated_metadata}
-
-    def endpoints(self) -> list[Any]:
-        return [DhcpNotifications(self)]
-
-    async def sync(self, full: bool, dirty: set[Any]) -> None:
-        """All the networks scheduled here, or the dirty ones again (dropping those
-        no longer scheduled here: moved to another agent, or deleted)."""
-        if full:
-            found = await self._plugin.call(self.context, "get_active_networks_info",
-                                            host=self.host)
-            self.networks = {net["id"]: net for net in found}
-            return
-        changed = _named(dirty, "network")
-        if not changed:
-            return
-        hosted = set(await self._plugin.call(self.context, "get_active_networks",
-                                             host=self.host))
-        for network_id in changed:
-            info = None
-            if network_id in hosted:
-                info = await self._plugin.call(self.context, "get_network_info",
-                                               network_id=network_id, host=self.host)
-            if info is None:
-                self.networks.pop(network_id, None)
-            else:
-                self.networks[network_id] = info
 
 
 class L3Agent(Agent):
@@ -184,7 +84,7 @@ class L3Agent(Agent):
             ids = await self._plugin.call(self.context, "get_router_ids", host=self.host)
             self.routers = await self._sync_routers(sorted(ids))
             return
-        changed = sorted(_named(dirty, "router"))
+        changed = sorted(named(dirty, "router"))
         found = await self._sync_routers(changed)
         for router_id in changed:
             if router_id in found:
@@ -196,10 +96,6 @@ class L3Agent(Agent):
 class MetadataAgent(Agent):
     agent_type = "Metadata agent"
     binary = "neutrino-metadata-agent"
-
-
-def dhcp() -> None:
-    main(DhcpAgent)
 
 
 def l3() -> None:

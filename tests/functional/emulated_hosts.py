@@ -12,8 +12,10 @@ root namespace forwards to the broker. Everything is removed at the end.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from tests.dataplane import Sandbox, run, wait_until
@@ -32,6 +34,7 @@ class Deployment:
         self.rabbit_url = rabbit_url
         self.procs: list[subprocess.Popen] = []
         self.hosts: dict[str, dict] = {}
+        self._remove: list[Path] = []
         self.underlay = box.namespace("ul")
         run("ip", "link", "add", "br-ul", "type", "bridge", namespace=self.underlay)
         run("ip", "link", "set", "br-ul", "up", namespace=self.underlay)
@@ -73,16 +76,18 @@ class Deployment:
         self.hosts[name] = {"namespace": ns, "local_ip": local_ip, "host": f"{ns}"}
         return ns
 
-    def config(self, name: str, text: str) -> Path:
-        path = self.tmp / f"{name}.conf"
+    def config(self, name: str, binary: str, default: str, text: str) -> Path:
+        path = self.tmp / f"{name}-{binary}.conf"
         host = self.hosts[name]
         path.write_text(f"[DEFAULT]\nhost = {host['host']}\ntransport_url = "
-                        f"{self.rabbit_url}\nstate_path = {self.tmp / name}\n"
+                        f"{self.rabbit_url}\nstate_path = {self.tmp / name}\n{default}"
                         f"[agent]\nreport_interval = 1\npolling_interval = 1\n{text}")
         return path
 
-    def start_agent(self, name: str, binary: str, text: str = "") -> subprocess.Popen:
-        conf = self.config(name, text)
+    def start_agent(self, name: str, binary: str, text: str = "",
+                    default: str = "") -> subprocess.Popen:
+        """``text``: sections after [agent]; ``default``: more of [DEFAULT]."""
+        conf = self.config(name, binary, default, text)
         return self._spawn([str(BIN / binary), "--config-file", str(conf)],
                            f"{name}-{binary}", namespace=self.hosts[name]["namespace"])
 
@@ -91,6 +96,14 @@ class Deployment:
         return self.start_agent(name, "neutrino-linuxbridge-agent", (
             f"[vxlan]\nlocal_ip = {host['local_ip']}\nl2_population = true\n"
             f"[securitygroup]\nfirewall_driver = {firewall}\n"))
+
+    def start_dhcp_agent(self, name: str) -> subprocess.Popen:
+        # dnsmasq reads its files as nobody: a directory all may search, not tmp's
+        confs = Path(tempfile.mkdtemp(prefix="neutrino-dhcp-"))
+        confs.chmod(0o755)
+        self._remove.append(confs)
+        return self.start_agent(name, "neutrino-dhcp-agent", default=(
+            f"interface_driver = linuxbridge\ndhcp_confs = {confs}\n"))
 
     def agent_alive(self, name: str, agent_type: str) -> bool:
         found = self.api.get("/v2.0/agents", params={"host": self.hosts[name]["host"],
@@ -123,3 +136,5 @@ class Deployment:
                 proc.wait()
         self.server.stop()
         self._drop()
+        for path in self._remove:
+            shutil.rmtree(path, ignore_errors=True)

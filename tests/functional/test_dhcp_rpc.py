@@ -292,7 +292,7 @@ def test_dhcp_agent_gets_its_networks_over_rabbitmq(tmp_path, rabbit_url):
     for the agent's networks (in the ``dhcp`` namespace of ``q-plugin``)."""
     from neutrino import config
     from neutrino.agents.base import AGENT_OPTIONS
-    from neutrino.agents.services import DhcpAgent
+    from neutrino.agents.dhcp import DhcpAgent
     from neutrino.rpc import topics
     from neutrino.rpc.bus import Bus
     from neutrino.rpc.client import RpcClient

@@ -12,6 +12,7 @@ from tests.functional.emulated_hosts import Deployment
 pytestmark = pytest.mark.slow
 
 LB = "Linux bridge agent"
+DHCP = "DHCP agent"
 
 
 @pytest.fixture
@@ -50,18 +51,20 @@ def test_instances_on_two_hosts_reach_each_other(deployment):
     h1, h2 = deployment.add_host("h1", 1), deployment.add_host("h2", 2)
     deployment.start_l2_agent("h1", firewall="noop")
     deployment.start_l2_agent("h2", firewall="noop")
-    for name in ("h1", "h2"):
-        wait_until(lambda n=name: deployment.agent_alive(n, LB), 30, f"the agent of {name}")
+    deployment.start_dhcp_agent("h1")
+    for name, agent_type in (("h1", LB), ("h2", LB), ("h1", DHCP)):
+        wait_until(lambda n=name, t=agent_type: deployment.agent_alive(n, t), 30,
+                   f"the {agent_type} of {name}")
 
     net = api.network()
     assert net["provider:network_type"] == "vxlan"
     vni = net["provider:segmentation_id"]
     api.subnet(net["id"], "10.10.0.0/24")
     port_a, port_b = api.port(net["id"]), api.port(net["id"])
-    deployment.plug("h1", port_a["id"])
-    deployment.plug("h2", port_b["id"])
-    configure(port_a)
-    configure(port_b)
+    # each instance gets by DHCP exactly the address the API gave its port (b's
+    # from the DHCP agent on the other host, across the VXLAN network)
+    assert deployment.plug("h1", port_a["id"], dhcp=True) == address_of(port_a)
+    assert deployment.plug("h2", port_b["id"], dhcp=True) == address_of(port_b)
 
     for port in (port_a, port_b):
         wait_until(lambda p=port: port_status(api, p["id"]) == "ACTIVE", 20,

@@ -1,0 +1,348 @@
+"""The DHCP agent: dnsmasq in a namespace ``qdhcp-<network id>`` per network.
+
+For each network scheduled to it with a DHCP-enabled subnet, the agent keeps
+a DHCP port (its own, asked of the server), the namespace, the port's device
+there (the interface driver's), and a dnsmasq serving the network's ports.
+Notifications mark networks dirty; a sync fetches them again and converges
+each one (``DhcpDataplane.serve`` is idempotent: it changes only what
+differs). The networks it has set up are known by their directories under
+``dhcp_confs``: one without a wanted network behind it (deleted, moved, its
+DHCP disabled, while the agent ran or not) is taken down on the next sync.
+dnsmasq outlives the agent: a restarted agent leaves an unchanged one alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import shutil
+from typing import Any
+
+from neutrino.agents.base import Agent, named
+from neutrino.agents.cmd import main as run_agent
+from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_list
+from neutrino.linux import dnsmasq, interface, ip
+from neutrino.linux.dnsmasq import Network
+from neutrino.plugins.ml2.dhcp_rpc import dhcp_device_id
+from neutrino.rpc import topics
+from neutrino.rpc.bus import Bus
+from neutrino.rpc.client import RpcClient
+
+LOG = logging.getLogger(__name__)
+
+NAMESPACE = "qdhcp-"
+DHCP_OWNER = "network:dhcp"
+
+
+def parse_interface_driver(text: str) -> str:
+    value = text.strip()
+    if value in interface.LATER:
+        raise ValueError(f"the {value} interface driver is not supported yet; "
+                         f"use {', '.join(interface.SUPPORTED)}")
+    if value and value not in interface.SUPPORTED:
+        raise ValueError(f"must be one of {', '.join(interface.SUPPORTED)}")
+    return value
+
+
+def parse_lease(text: str) -> int:
+    value = int_range(-1)(text)
+    if value == 0:
+        raise ValueError("must be a number of seconds, or -1 for infinite")
+    return value
+
+
+OPTIONS = (
+    OptGroup("DEFAULT", [
+        Opt("interface_driver", parse_interface_driver, "",
+            "How the DHCP port's device is made: linuxbridge. Unset, the agent "
+            "registers but serves no network."),
+        Opt("dhcp_confs", str, "",
+            "Directory of the networks' dnsmasq files (default: $state_path/dhcp)."),
+        Opt("dhcp_lease_duration", parse_lease, 86400,
+            "DHCP lease time in seconds; -1: infinite."),
+        Opt("dnsmasq_dns_servers", parse_list, [],
+            "Resolvers dnsmasq forwards DNS queries to."),
+        Opt("num_sync_threads", int_range(1), 4, "Networks set up at the same time."),
+    ]),
+    OptGroup("dhcp", [
+        Opt("enable_isolated_metadata", parse_bool, False,
+            "Serve metadata in the DHCP namespace of networks without a router."),
+    ]),
+)
+
+
+def namespace_name(network_id: str) -> str:
+    return NAMESPACE + network_id
+
+
+def _cidrs(network: Network, port: dict[str, Any]) -> list[str]:
+    """The DHCP port's addresses on DHCP subnets, with their subnets' prefixes."""
+    prefixes = {s["id"]: s["cidr"].split("/")[1] for s in dnsmasq.dhcp_subnets(network)}
+    return sorted(f"{fixed['ip_address']}/{prefixes[fixed['subnet_id']]}"
+                  for fixed in port["fixed_ips"] if fixed["subnet_id"] in prefixes)
+
+
+class DhcpNotifications:
+    """What the server tells DHCP agents (on ``dhcp_agent`` and ``dhcp_agent.host``)."""
+
+    rpc_version = "1.0"
+
+    def __init__(self, agent: Agent):
+        self._agent = agent
+
+    def _network(self, payload: dict[str, Any]) -> None:
+        for key in ("network", "subnet", "port"):
+            item = payload.get(key)
+            if isinstance(item, dict):
+                network_id = item.get("network_id") or item.get("id")
+                self._agent.mark_dirty(("network", network_id))
+                return
+        if "network_id" in payload:
+            self._agent.mark_dirty(("network", payload["network_id"]))
+
+    async def network_create_end(self, context: dict, payload: dict) -> None:
+        self._network(payload)
+
+    async def network_update_end(self, context: dict, payload: dict) -> None:
+        self._network(payload)
+
+    async def network_delete_end(self, context: dict, payload: dict) -> None:
+        self._network(payload)
+
+    async def subnet_create_end(self, context: dict, payload: dict) -> None:
+        self._network(payload)
+
+    async def subnet_update_end(self, context: dict, payload: dict) -> None:
+        self._network(payload)
+
+    async def subnet_delete_end(self, context: dict, payload: dict) -> None:
+        self._network(payload)
+
+    async def port_create_end(self, context: dict, payload: dict) -> None:
+        self._network(payload)
+
+    async def port_update_end(self, context: dict, payload: dict) -> None:
+        self._network(payload)
+
+    async def port_delete_end(self, context: dict, payload: dict) -> None:
+        self._network(payload)
+
+
+class DhcpDataplane:
+    """The host side of serving networks: blocking calls (netlink, files,
+    processes), which the agent runs in threads."""
+
+    def __init__(self, confs_dir: str, settings: dnsmasq.Settings,
+                 driver: interface.LinuxBridgeInterfaceDriver):
+        self.confs_dir = confs_dir
+        self.settings = settings
+        self.driver = driver
+
+    def conf_dir(self, network_id: str) -> str:
+        return os.path.join(self.confs_dir, network_id)
+
+    def present(self) -> set[str]:
+        """The networks set up here (even partly): those with a directory."""
+        try:
+            return {name for name in os.listdir(self.confs_dir)
+                    if os.path.isdir(self.conf_dir(name))}
+        except FileNotFoundError:
+            return set()
+
+    def serve(self, network: Network, port: dict[str, Any]) -> None:
+        """Make the namespace, the port's device and dnsmasq match ``network``
+        (whose ports include ``port``, the DHCP port): new files are a SIGHUP,
+        a new command line a restart, nothing new nothing at all."""
+        conf_dir = self.conf_dir(network["id"])
+        dnsmasq.make_conf_dir(conf_dir)  # first: it is how a network is known here
+        namespace = namespace_name(network["id"])
+        ip.add_namespace(namespace)
+        with ip.IpNetns(namespace) as inside:
+            inside.set("lo", up=True)
+        device = self.driver.plug(port["id"], port["mac_address"], network.get("mtu") or 1500,
+                                  namespace)
+        self.driver.set_addresses(device, _cidrs(network, port), namespace)
+        for other in self.driver.devices(namespace):
+            if other != device:  # an earlier DHCP port's
+                self.driver.unplug(other, namespace)
+        changed = dnsmasq.write_files(conf_dir, dnsmasq.files(network, self.settings))
+        argv = dnsmasq.command(network, device, conf_dir, self.settings)
+        process = dnsmasq.Dnsmasq(conf_dir, namespace)
+        running = process.argv()
+        if running is None:
+            LOG.info("network %s: starting dnsmasq", network["id"])
+            process.start(argv)
+        elif running != argv:
+            LOG.info("network %s: its subnets changed, restarting dnsmasq", network["id"])
+            process.restart(argv)
+        elif changed:
+            LOG.debug("network %s: ports changed, dnsmasq reloads", network["id"])
+            process.reload()
+
+    def retire(self, network_id: str) -> None:
+        """Take everything of the network away, whatever is left of it."""
+        conf_dir = self.conf_dir(network_id)
+        namespace = namespace_name(network_id)
+        dnsmasq.Dnsmasq(conf_dir, namespace).stop()
+        if namespace in ip.namespaces():
+            for device in self.driver.devices(namespace):
+                self.driver.unplug(device, namespace)
+            for pid in ip.namespace_pids(namespace):  # anything else we left there
+                dnsmasq.terminate(pid, 2.0)
+            ip.delete_namespace(namespace)
+        shutil.rmtree(conf_dir, ignore_errors=True)
+        LOG.info("network %s: DHCP taken down", network_id)
+
+
+class DhcpAgent(Agent):
+    agent_type = "DHCP agent"
+    binary = "neutrino-dhcp-agent"
+    topic = topics.DHCP_AGENT
+    option_groups = OPTIONS
+
+    def __init__(self, conf: Config, bus: Bus, agent_namespace: str | None = None):
+        """``agent_namespace``: where the DHCP ports' taps go (None: where the agent
+        runs; tests give a namespace standing in for the host)."""
+        super().__init__(conf, bus)
+        self._plugin = RpcClient(bus, topics.PLUGIN, "1.8", namespace="dhcp")
+        #: the networks this agent serves, as the server gave them (with subnets, ports)
+        self.networks: dict[str, dict[str, Any]] = {}
+        #: network id -> the ports told ready (dhcp_ready_on_ports) since the agent started
+        self._ready: dict[str, set[str]] = {}
+        self._limit = asyncio.Semaphore(conf.DEFAULT.num_sync_threads)
+        self.dataplane: DhcpDataplane | None = None
+        if conf.DEFAULT.interface_driver:
+            default = conf.DEFAULT
+            settings = dnsmasq.Settings(domain=default.dns_domain,
+                                        lease_duration=default.dhcp_lease_duration,
+                                        dns_servers=tuple(default.dnsmasq_dns_servers))
+            confs = default.dhcp_confs or os.path.join(default.state_path, "dhcp")
+            self.dataplane = DhcpDataplane(os.path.abspath(confs), settings,
+                                           interface.LinuxBridgeInterfaceDriver(agent_namespace))
+        else:
+            LOG.error("no interface_driver configured: this agent serves no network")
+
+    def configurations(self) -> dict[str, Any]:
+        nets = self.networks.values()
+        return {"dhcp_driver": "dnsmasq", "networks": len(nets),
+                "subnets": sum(len(net["subnets"]) for net in nets),
+                "ports": sum(len(net["ports"]) for net in nets),
+                "enable_isolated_metadata": self.conf.dhcp.enable_isolated_metadata}
+
+    def endpoints(self) -> list[Any]:
+        return [DhcpNotifications(self)]
+
+    # --- what the server wants -------------------------------------------------------------
+
+    async def sync(self, full: bool, dirty: set[Any]) -> None:
+        """All the networks scheduled here, or the dirty ones again (dropping those
+        no longer scheduled here: moved to another agent, or deleted); then the
+        host made to match them."""
+        if full:
+            found = await self._plugin.call(self.context, "get_active_networks_info",
+                                            host=self.host)
+            self.networks = {net["id"]: net for net in found}
+            changed = set(self.networks)
+            if self.dataplane is not None:
+                changed |= await asyncio.to_thread(self.dataplane.present)
+        else:
+            changed = named(dirty, "network")
+            if not changed:
+                return
+            hosted = set(await self._plugin.call(self.context, "get_active_networks",
+                                                 host=self.host))
+            for network_id in changed:
+                info = None
+                if network_id in hosted:
+                    info = await self._plugin.call(self.context, "get_network_info",
+                                                   network_id=network_id, host=self.host)
+                if info is None:
+                    self.networks.pop(network_id, None)
+                else:
+                    self.networks[network_id] = info
+        if self.dataplane is not None:
+            await self._converge(sorted(changed))
+
+    async def _converge(self, network_ids: list[str]) -> None:
+        """Each network served or retired, ``num_sync_threads`` at a time; one
+        failing does not stop the others, but fails the sync (a full one follows)."""
+        async def one(network_id: str) -> None:
+            async with self._limit:
+                network = self.networks.get(network_id)
+                if network is not None and dnsmasq.dhcp_subnets(network):
+                    await self._serve(network)
+                else:
+                    await self._retire(network_id)
+
+        results = await asyncio.gather(*(one(n) for n in network_ids), return_exceptions=True)
+        failed = [(n, r) for n, r in zip(network_ids, results, strict=True)
+                  if isinstance(r, BaseException)]
+        for network_id, error in failed:
+            LOG.error("network %s: DHCP not converged: %s", network_id, error,
+                      exc_info=error)
+        if failed:
+            raise RuntimeError(f"{len(failed)} network(s) not converged")
+
+    # --- one network -------------------------------------------------------------------------
+
+    async def _dhcp_port(self, network: Network) -> dict[str, Any] | None:
+        """This agent's DHCP port on the network, with an address on each DHCP
+        subnet: the one the network has, completed if a subnet is new, or a new
+        one. None if the network went away meanwhile."""
+        device_id = dhcp_device_id(network["id"], self.host)
+        wanted = [s["id"] for s in dnsmasq.dhcp_subnets(network)]
+        port = next((p for p in network["ports"] if p["device_id"] == device_id
+                     and p["device_owner"] == DHCP_OWNER), None)
+        if port is None:
+            return await self._plugin.call(self.context, "create_dhcp_port", host=self.host,
+                                           port={"port": {
+                                               "network_id": network["id"],
+                                               "device_id": device_id,
+                                               "device_owner": DHCP_OWNER,
+                                               "fixed_ips": [{"subnet_id": s} for s in wanted],
+                                           }})
+        held = [ip for ip in port["fixed_ips"] if ip["subnet_id"] in wanted]
+        missing = [s for s in wanted if s not in {ip["subnet_id"] for ip in held}]
+        if not missing:
+            return port
+        LOG.info("network %s: DHCP port %s gets an address on %s", network["id"], port["id"],
+                 ", ".join(missing))
+        return await self._plugin.call(self.context, "update_dhcp_port", host=self.host,
+                                       port_id=port["id"], port={"port": {
+                                           "network_id": network["id"],
+                                           "fixed_ips": [*held, *({"subnet_id": s}
+                                                                  for s in missing)]}})
+
+    async def _serve(self, network: Network) -> None:
+        assert self.dataplane is not None
+        port = await self._dhcp_port(network)
+        if port is None:
+            LOG.info("network %s went away while its DHCP port was made", network["id"])
+            return
+        view = {**network, "ports": [*(p for p in network["ports"] if p["id"] != port["id"]),
+                                     port]}
+        self.networks[network["id"]] = view
+        await asyncio.to_thread(self.dataplane.serve, view, port)
+        told = self._ready.setdefault(network["id"], set())
+        new = sorted(set(dnsmasq.served_ports(view)) - told)
+        if new:
+            await self._plugin.call(self.context, "dhcp_ready_on_ports", port_ids=new)
+            told.update(new)
+
+    async def _retire(self, network_id: str) -> None:
+        """Take the network down here and give its DHCP port back (the server
+        deletes it; it has already if the network itself is gone)."""
+        assert self.dataplane is not None
+        had = self._ready.pop(network_id, None) is not None
+        if network_id in await asyncio.to_thread(self.dataplane.present):
+            had = True
+            await asyncio.to_thread(self.dataplane.retire, network_id)
+        if had:
+            await self._plugin.call(self.context, "release_dhcp_port", network_id=network_id,
+                                    device_id=dhcp_device_id(network_id, self.host),
+                                    host=self.host)
+
+
+def main() -> None:
+    run_agent(DhcpAgent)

@@ -1,0 +1,337 @@
+"""dnsmasq serving one network's DHCP in the network's namespace.
+
+What dnsmasq is told is computed from the network as the server describes it
+(its subnets and ports): pure functions, so they are tested without root. The
+hosts, options and additional-hosts files hold everything that changes with
+ports; dnsmasq re-reads them on SIGHUP, so a port coming or going costs a
+signal, not a restart. The command line holds what changes only with subnets
+(the ranges, the interface); a different one means a restart. The process is
+found again by its pid file and its command line, so an agent restarting
+leaves a dnsmasq serving an unchanged network alone.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import Any
+
+Network = dict[str, Any]
+
+#: how much of each subnet dnsmasq may lease: its own limit (1000) is too small
+MAX_LEASES = 2 ** 24
+#: IPv6 address modes where dnsmasq hands out addresses or options
+DHCPV6_MODES = ("dhcpv6-stateful", "dhcpv6-stateless")
+#: options whose value may be empty: an empty router option stops dnsmasq from
+#: offering its own address as the gateway of a subnet without one
+EMPTY_ALLOWED = ("router", "classless-static-route")
+
+HOSTS = "host"
+OPTS = "opts"
+ADDN_HOSTS = "addn_hosts"
+PID = "pid"
+
+
+@dataclass(frozen=True)
+class Settings:
+    """The agent's options that shape what dnsmasq is told."""
+
+    domain: str = "openstacklocal"
+    #: seconds; -1: infinite
+    lease_duration: int = 86400
+    #: upstream resolvers dnsmasq forwards to (it offers itself as DNS server)
+    dns_servers: tuple[str, ...] = ()
+
+
+# --- what dnsmasq serves ------------------------------------------------------------------
+
+
+def dhcp_subnets(network: Network) -> list[dict[str, Any]]:
+    """The network's subnets with DHCP enabled, by id (the server's order)."""
+    return [s for s in network.get("subnets", ()) if s.get("enable_dhcp")]
+
+
+def served_subnets(network: Network) -> list[dict[str, Any]]:
+    """The DHCP subnets dnsmasq gives a range: IPv4, and IPv6 in a DHCPv6 mode
+    (SLAAC subnets are the router advertisements', not dnsmasq's)."""
+    return [s for s in dhcp_subnets(network)
+            if s["ip_version"] == 4 or s.get("ipv6_address_mode") in DHCPV6_MODES]
+
+
+def subnet_tag(subnet_id: str) -> str:
+    return f"subnet-{subnet_id}"
+
+
+def port_tag(port_id: str) -> str:
+    return f"port-{port_id}"
+
+
+def _hostname(address: str) -> str:
+    return "host-" + address.replace(".", "-").replace(":", "-")
+
+
+def _names(port: dict[str, Any], address: str, domain: str) -> tuple[str, str]:
+    """(host name, FQDN) of a port's address: the DNS extension's, else Neutron's
+    ``host-10-0-0-5``."""
+    for assigned in port.get("dns_assignment") or ():
+        if assigned.get("ip_address") == address and assigned.get("hostname"):
+            fqdn = (assigned.get("fqdn") or "").rstrip(".")
+            return assigned["hostname"], fqdn or assigned["hostname"]
+    name = _hostname(address)
+    return name, f"{name}.{domain}" if domain else name
+
+
+def _addresses(network: Network) -> list[tuple[dict[str, Any], dict[str, Any], str]]:
+    """(port, subnet, address) of each port address dnsmasq hands out: on a
+    served subnet, and not on a stateless IPv6 subnet (clients pick those)."""
+    subnets = {s["id"]: s for s in served_subnets(network)}
+    found = []
+    for port in sorted(network.get("ports", ()), key=lambda p: p["id"]):
+        for fixed in port.get("fixed_ips") or ():
+            subnet = subnets.get(fixed["subnet_id"])
+            if subnet is None or subnet.get("ipv6_address_mode") == "dhcpv6-stateless":
+                continue
+            found.append((port, subnet, fixed["ip_address"]))
+    return found
+
+
+def served_ports(network: Network) -> list[str]:
+    """The ids of the ports dnsmasq gives an address to."""
+    return sorted({port["id"] for port, _, _ in _addresses(network)})
+
+
+def hosts_file(network: Network, settings: Settings) -> str:
+    """``--dhcp-hostsfile``: one ``MAC,[set:port-<id>,]name,address`` per address."""
+    lines = []
+    for port, subnet, address in _addresses(network):
+        _, fqdn = _names(port, address, settings.domain)
+        shown = f"[{address}]" if subnet["ip_version"] == 6 else address
+        tag = f"set:{port_tag(port['id'])}," if port.get("extra_dhcp_opts") else ""
+        lines.append(f"{port['mac_address']},{tag}{fqdn},{shown}")
+    return "".join(line + "\n" for line in lines)
+
+
+def addn_hosts_file(network: Network, settings: Settings) -> str:
+    """``--addn-hosts``: the ports' names for dnsmasq's DNS answers."""
+    lines = []
+    for port, _, address in _addresses(network):
+        name, fqdn = _names(port, address, settings.domain)
+        lines.append(f"{address}\t{fqdn} {name}" if fqdn != name else f"{address}\t{name}")
+    return "".join(line + "\n" for line in lines)
+
+
+def _option(tag: str, name: str, value: str, ip_version: int = 4) -> str:
+    """One ``--dhcp-optsfile`` line; numeric option names go as they are."""
+    if name.isdigit():
+        key = name
+    else:
+        key = f"option6:{name}" if ip_version == 6 else f"option:{name}"
+    return f"tag:{tag},{key},{value}" if value else f"tag:{tag},{key}"
+
+
+def _subnet_options(subnet: dict[str, Any]) -> list[str]:
+    tag = subnet_tag(subnet["id"])
+    version = subnet["ip_version"]
+    gateway = subnet.get("gateway_ip")
+    lines = []
+    servers = subnet.get("dns_nameservers") or []
+    if servers:
+        shown = [f"[{s}]" if version == 6 else s for s in servers]
+        lines.append(_option(tag, "dns-server", ",".join(shown), version))
+    if version == 6:
+        return lines
+    routes = [(r["destination"], r["nexthop"]) for r in subnet.get("host_routes") or ()]
+    if routes:
+        # a client given classless routes ignores the router option (RFC 3442):
+        # the default route goes with them
+        if gateway and all(dst != "0.0.0.0/0" for dst, _ in routes):
+            routes.append(("0.0.0.0/0", gateway))
+        value = ",".join(f"{dst},{hop}" for dst, hop in routes)
+        lines.append(_option(tag, "classless-static-route", value))
+        lines.append(_option(tag, "249", value))  # the same, for Windows clients
+    lines.append(_option(tag, "router", gateway or ""))
+    return lines
+
+
+def _port_options(port: dict[str, Any]) -> list[str]:
+    tag = port_tag(port["id"])
+    lines = []
+    for opt in port.get("extra_dhcp_opts") or ():
+        value = opt.get("opt_value")
+        if value is None or (not value and opt["opt_name"] not in EMPTY_ALLOWED):
+            continue
+        lines.append(_option(tag, opt["opt_name"], value, int(opt.get("ip_version") or 4)))
+    return lines
+
+
+def opts_file(network: Network) -> str:
+    """``--dhcp-optsfile``: each subnet's gateway, DNS servers and routes, then
+    each served port's extra options."""
+    lines: list[str] = []
+    for subnet in served_subnets(network):
+        lines += _subnet_options(subnet)
+    ports = {port["id"]: port for port, _, _ in _addresses(network)}
+    for port_id in sorted(ports):
+        lines += _port_options(ports[port_id])
+    return "".join(line + "\n" for line in lines)
+
+
+def files(network: Network, settings: Settings) -> dict[str, str]:
+    """Every file dnsmasq reads on SIGHUP, by name in the network's directory."""
+    return {HOSTS: hosts_file(network, settings), ADDN_HOSTS: addn_hosts_file(network, settings),
+            OPTS: opts_file(network)}
+
+
+def _lease(settings: Settings) -> str:
+    return "infinite" if settings.lease_duration == -1 else f"{settings.lease_duration}s"
+
+
+def _range(subnet: dict[str, Any], settings: Settings) -> str:
+    net = ipaddress.ip_network(subnet["cidr"], strict=False)
+    tag = f"set:{subnet_tag(subnet['id'])}"
+    if net.version == 4:
+        return f"{tag},{net.network_address},static,{net.netmask},{_lease(settings)}"
+    return f"{tag},{net.network_address},static,{net.prefixlen},{_lease(settings)}"
+
+
+def command(network: Network, interface: str, conf_dir: str, settings: Settings
+            ) -> list[str]:
+    """dnsmasq's command line for the network, served on ``interface``."""
+    subnets = served_subnets(network)
+    path = os.path.join
+    argv = ["dnsmasq", "--no-hosts", "--no-resolv", "--conf-file=/dev/null",
+            f"--pid-file={path(conf_dir, PID)}",
+            f"--dhcp-hostsfile={path(conf_dir, HOSTS)}",
+            f"--addn-hosts={path(conf_dir, ADDN_HOSTS)}",
+            f"--dhcp-optsfile={path(conf_dir, OPTS)}",
+            "--leasefile-ro", "--dhcp-authoritative",
+            f"--interface={interface}", "--except-interface=lo", "--bind-interfaces"]
+    argv += [f"--dhcp-range={_range(s, settings)}" for s in subnets]
+    size = sum(ipaddress.ip_network(s["cidr"], strict=False).num_addresses for s in subnets)
+    argv.append(f"--dhcp-lease-max={min(size, MAX_LEASES)}")
+    argv += [f"--server={server}" for server in settings.dns_servers]
+    if settings.domain:
+        argv.append(f"--domain={settings.domain}")
+    return argv
+
+
+# --- files and the process -------------------------------------------------------------------
+
+
+def make_conf_dir(conf_dir: str) -> None:
+    """The network's directory, readable by all: dnsmasq reads its files after
+    dropping root (so the directories above must be searchable by all too)."""
+    os.makedirs(conf_dir, exist_ok=True)
+    os.chmod(conf_dir, 0o755)
+
+
+def write_files(conf_dir: str, contents: dict[str, str]) -> bool:
+    """Write the files that differ (atomically: dnsmasq may be reading them),
+    readable by all; whether any did."""
+    make_conf_dir(conf_dir)
+    changed = False
+    for name, text in contents.items():
+        target = os.path.join(conf_dir, name)
+        try:
+            with open(target, encoding="utf-8") as handle:
+                if handle.read() == text:
+                    continue
+        except FileNotFoundError:
+            pass
+        staging = target + ".new"
+        with open(staging, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.chmod(staging, 0o644)
+        os.replace(staging, target)
+        changed = True
+    return changed
+
+
+class DnsmasqError(Exception):
+    """dnsmasq refused to start; the message carries what it said."""
+
+
+class Dnsmasq:
+    """The dnsmasq of one network: its pid file in ``conf_dir``, run in ``namespace``."""
+
+    def __init__(self, conf_dir: str, namespace: str):
+        self.conf_dir = conf_dir
+        self.namespace = namespace
+        self.pid_file = os.path.join(conf_dir, PID)
+
+    def pid(self) -> int | None:
+        """The running dnsmasq's pid: the pid file's, if that process is a dnsmasq
+        with this pid file (not a pid reused by something else)."""
+        try:
+            with open(self.pid_file, encoding="ascii") as handle:
+                pid = int(handle.read().strip())
+        except (OSError, ValueError):
+            return None
+        argv = _cmdline(pid)
+        return pid if argv and f"--pid-file={self.pid_file}" in argv else None
+
+    def argv(self) -> list[str] | None:
+        """The running dnsmasq's command line, or None when none runs."""
+        pid = self.pid()
+        return _cmdline(pid) if pid is not None else None
+
+    def start(self, argv: list[str]) -> int:
+        """Start it in the namespace; it detaches (so it outlives the agent) and
+        its first process exits once it serves, or with the reason it cannot."""
+        done = subprocess.run(["ip", "netns", "exec", self.namespace, *argv],
+                              stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, text=True, timeout=30)
+        pid = self.pid()
+        if done.returncode != 0 or pid is None:
+            raise DnsmasqError(f"dnsmasq in {self.namespace} did not start "
+                               f"(exit {done.returncode}): {done.stderr.strip()}")
+        return pid
+
+    def reload(self) -> None:
+        """Re-read the hosts and options files."""
+        pid = self.pid()
+        if pid is not None:
+            os.kill(pid, signal.SIGHUP)
+
+    def stop(self, wait: float = 5.0) -> None:
+        pid = self.pid()
+        if pid is not None:
+            terminate(pid, wait)
+        try:
+            os.unlink(self.pid_file)
+        except FileNotFoundError:
+            pass
+
+    def restart(self, argv: list[str]) -> int:
+        self.stop()
+        return self.start(argv)
+
+
+def _cmdline(pid: int) -> list[str] | None:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part] or None
+
+
+def terminate(pid: int, wait: float) -> None:
+    """SIGTERM, and SIGKILL if it does not go within ``wait`` seconds."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if _cmdline(pid) is None:  # gone, or a zombie waiting for init
+            return
+        time.sleep(0.02)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
