@@ -195,8 +195,8 @@ class LinuxBridgeAgent(Agent):
         for port in details:
             tap = port["device"]
             if "port_id" not in port:  # no port (any more): not ours to connect
-                if self.ports.pop(tap, None) is not None:
-                    self._unplug(tap)
+                self.ports.pop(tap, None)
+                self._unplug(tap)
                 continue
             try:
                 self._wire(port)
@@ -271,8 +271,16 @@ class LinuxBridgeAgent(Agent):
         return None
 
     def _unplug(self, tap: str) -> None:
-        if self.ip.exists(tap):
+        """Out of the network's bridge (whether this run or an earlier one put it
+        there); left alone in any bridge not ours."""
+        links = self.ip.links()
+        link = links.get(tap)
+        if link is None or link.master is None:
+            return
+        if any(br.index == link.master and name.startswith(BRIDGE)
+               for name, br in links.items()):
             self.ip.unplug(tap)
+            LOG.info("unplugged %s: no port of the server's", tap)
 
     def _remove_unused_bridges(self) -> None:
         """Bridges (and their VXLAN devices) of networks without taps here."""

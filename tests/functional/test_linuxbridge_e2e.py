@@ -153,3 +153,84 @@ def test_security_groups_filter_instances(deployment):
     assert open_port.status_code == 200, open_port.text
     wait_until(lambda: pings(inst_b, address_of(port_a)), 10,
                "a port without port security to let everything in")
+
+
+def two_hosts(deployment: Deployment, dhcp: bool = False) -> tuple[str, str]:
+    h1, h2 = deployment.add_host("h1", 1), deployment.add_host("h2", 2)
+    deployment.start_l2_agent("h1", firewall="noop")
+    deployment.start_l2_agent("h2", firewall="noop")
+    for name in ("h1", "h2"):
+        wait_until(lambda n=name: deployment.agent_alive(n, LB), 30, f"the agent of {name}")
+    return h1, h2
+
+
+def instance(deployment: Deployment, host: str, network_id: str, address: str,
+             prefix: int = 24) -> dict:
+    """A port with ``address``, plugged on ``host`` and configured by hand."""
+    port = deployment.api.port(network_id, fixed_ips=[{"ip_address": address}])
+    deployment.plug(host, port["id"])
+    configure(port, prefix)
+    wait_until(lambda: port_status(deployment.api, port["id"]) == "ACTIVE", 20,
+               f"port {address} ACTIVE")
+    return port
+
+
+def mac_of_neighbour(namespace: str, address: str) -> str:
+    shown = run("ip", "neigh", "show", address, namespace=namespace).stdout.split()
+    return shown[shown.index("lladdr") + 1] if "lladdr" in shown else ""
+
+
+def test_networks_with_the_same_cidr_are_isolated(deployment):
+    api = deployment.api
+    two_hosts(deployment)
+    red, blue = api.network(name="red"), api.network(name="blue")
+    for net in (red, blue):
+        api.subnet(net["id"], "10.30.0.0/24")
+    red_a = instance(deployment, "h1", red["id"], "10.30.0.10")
+    red_b = instance(deployment, "h2", red["id"], "10.30.0.20")
+    blue_b = instance(deployment, "h2", blue["id"], "10.30.0.20")  # the same address
+    blue_c = instance(deployment, "h1", blue["id"], "10.30.0.30")
+    ns = {port["id"]: f"inst-{port['id'][:11]}" for port in (red_a, red_b, blue_b, blue_c)}
+
+    # red's 10.30.0.20 answers red, and is red's port, not blue's
+    assert wait_until(lambda: pings(ns[red_a["id"]], "10.30.0.20"), 15, "red to red")
+    assert mac_of_neighbour(ns[red_a["id"]], "10.30.0.20") == red_b["mac_address"]
+    assert wait_until(lambda: pings(ns[blue_c["id"]], "10.30.0.20"), 15, "blue to blue")
+    assert mac_of_neighbour(ns[blue_c["id"]], "10.30.0.20") == blue_b["mac_address"]
+    # nothing crosses: blue has no 10.30.0.10, red no 10.30.0.30
+    assert not pings(ns[blue_b["id"]], "10.30.0.10", count=2)
+    assert not pings(ns[red_b["id"]], "10.30.0.30", count=2)
+
+
+def test_traffic_outlives_an_agent_that_is_killed_and_resyncs(deployment):
+    """kill -9 of an L2 agent leaves its host's wiring in place; started again,
+    it wires what came meanwhile and unplugs a port deleted meanwhile."""
+    api = deployment.api
+    h1, _ = two_hosts(deployment)
+    net = api.network()
+    api.subnet(net["id"], "10.40.0.0/24")
+    port_a = instance(deployment, "h1", net["id"], "10.40.0.10")
+    instance(deployment, "h2", net["id"], "10.40.0.20")
+    doomed = instance(deployment, "h1", net["id"], "10.40.0.30")
+    inst_a = f"inst-{port_a['id'][:11]}"
+    assert wait_until(lambda: pings(inst_a, "10.40.0.20"), 15, "a ping across hosts")
+
+    agent = next(proc for proc in deployment.procs if "linuxbridge" in " ".join(proc.args)
+                 and h1 in proc.args)
+    agent.kill()
+    agent.wait()
+    assert pings(inst_a, "10.40.0.20", count=3)  # the host stays wired
+    assert api.delete(f"/v2.0/ports/{doomed['id']}").status_code == 204
+    late = api.port(net["id"], fixed_ips=[{"ip_address": "10.40.0.40"}])
+    deployment.plug("h1", late["id"])
+    configure(late)
+    assert pings(inst_a, "10.40.0.20")
+
+    deployment.start_l2_agent("h1", firewall="noop")
+    wait_until(lambda: port_status(api, late["id"]) == "ACTIVE", 30, "the late port ACTIVE")
+    assert wait_until(lambda: pings(f"inst-{late['id'][:11]}", "10.40.0.20"), 15,
+                      "the late port to reach the other host")
+    bridge = f"brq{net['id'][:11]}"
+    members = run("ip", "-o", "link", "show", "master", bridge, namespace=h1).stdout
+    assert f"tap{doomed['id'][:11]}" not in members and f"tap{late['id'][:11]}" in members
+    assert pings(inst_a, "10.40.0.20")
