@@ -100,6 +100,7 @@ def wait_until(check, seconds: float = 20.0, what: str = "condition"):
         if value:
             return value
         if time.monotonic() > deadline:
+            what = what() if callable(what) else what
             raise AssertionError(f"timed out after {seconds:g}s waiting for {what}")
         time.sleep(0.1)
 

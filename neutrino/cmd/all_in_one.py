@@ -1,0 +1,76 @@
+"""``neutrino-all-in-one``: the server and this host's L2 and DHCP agents in one
+process, on the in-process bus (root; for a laptop or a lab).
+
+It reads the same files as ``neutrino-server`` and the agents (one set of
+files: ``[linux_bridge]``, ``[vxlan]``, ``[securitygroup]``, ``[agent]`` ...
+beside the server's sections). The agents run on the server's event loop and
+are started and stopped with it; with ``transport_url = rabbit://...`` agents
+on other hosts can join too.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+
+import uvicorn
+
+from neutrino import config
+from neutrino.agents.base import AGENT_OPTIONS, Agent
+from neutrino.agents.dhcp import DhcpAgent
+from neutrino.agents.linuxbridge import LinuxBridgeAgent
+from neutrino.cmd.server import StartupError, build_app, prepare
+from neutrino.rpc.bus import Bus
+from neutrino.rpc.transport import get_transport
+
+AGENTS: tuple[type[Agent], ...] = (LinuxBridgeAgent, DhcpAgent)
+
+
+class AgentsService:
+    """Runs agents beside the API, as one of its background services."""
+
+    def __init__(self, agents: list[Agent]):
+        self.agents = agents
+        self._stop = asyncio.Event()
+        self._tasks: list[asyncio.Task] = []
+
+    async def start(self) -> None:
+        self._stop.clear()
+        self._tasks = [asyncio.create_task(agent.run(self._stop)) for agent in self.agents]
+
+    async def stop(self) -> None:
+        self._stop.set()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+def make_agents(conf: config.Config) -> list[Agent]:
+    groups = [AGENT_OPTIONS]
+    for agent_class in AGENTS:
+        groups += [group for group in agent_class.option_groups if group not in groups]
+    conf.register(groups)
+    return [agent_class(conf, Bus(get_transport(conf.DEFAULT.transport_url),
+                                  timeout=conf.DEFAULT.rpc_response_timeout))
+            for agent_class in AGENTS]
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="neutrino-all-in-one", description=__doc__.split(
+        "\n\n")[0])
+    parser.add_argument("--config-file", action="append", default=[],
+                        help="INI file; repeatable, later files override earlier ones")
+    args = parser.parse_args(argv)
+    try:
+        conf = prepare(args.config_file)
+        if conf.DEFAULT.api_workers != 1 or conf.DEFAULT.rpc_workers:
+            raise StartupError("the all-in-one mode runs in one process: api_workers = 1 "
+                               "and rpc_workers = 0")
+        agents = make_agents(conf)
+    except (StartupError, config.ConfigError) as error:
+        print(f"neutrino-all-in-one: {error}", file=sys.stderr)
+        sys.exit(2)
+    app = build_app(conf)
+    app.background.append(AgentsService(agents))
+    opts = conf.DEFAULT
+    uvicorn.run(app, host=opts.bind_host, port=opts.bind_port, access_log=False,
+                log_level="warning", timeout_graceful_shutdown=5)
