@@ -23,7 +23,7 @@ from neutrino.agents.cmd import main
 from neutrino.agents.l2 import parse_mappings
 from neutrino.agents.notifications import L2Notifications
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
-from neutrino.linux.ip import FLOOD_MAC, IpNetns
+from neutrino.linux.ip import FLOOD_MAC, IpNetns, watch_links
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
@@ -110,6 +110,8 @@ class LinuxBridgeAgent(Agent):
         self._host = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host")
         self._taps_seen: set[str] = set()
         self._fresh: set[str] = set()  # networks whose VXLAN device was just made
+        self._bridges: dict[str, str] = {}  # network id -> its bridge, once set up
+        self._underlay: str | None = None  # the device that holds local_ip
         self._firewall: Any = None
 
     # --- what it says and serves ------------------------------------------------------
@@ -126,7 +128,7 @@ class LinuxBridgeAgent(Agent):
         return [L2Notifications(self), L2PopulationNotifications(self)]
 
     def background(self) -> list[Callable[[], Awaitable[None]]]:
-        return [self._scan]
+        return [self._scan, self._watch]
 
     async def on_host(self, work: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._host, work, *args)
@@ -140,10 +142,17 @@ class LinuxBridgeAgent(Agent):
     # --- finding taps ------------------------------------------------------------------------
 
     def _taps(self) -> set[str]:
-        return {name for name in self.ip.links() if name.startswith(TAP)}
+        return {name for name in self.ip.names() if name.startswith(TAP)}
+
+    async def _watch(self) -> None:
+        """Taps that come or go, as the kernel tells them (at once)."""
+        loop = asyncio.get_running_loop()
+        watch_links(TAP, lambda tap: loop.call_soon_threadsafe(
+            self.mark_dirty, ("device", tap)))
 
     async def _scan(self) -> None:
-        """Mark the taps that came or went since the last scan."""
+        """Mark the taps that came or went since the last scan (the watch's
+        safety net: a missed event costs one polling_interval)."""
         while True:
             try:
                 taps = await self.on_host(self._taps)
@@ -166,6 +175,8 @@ class LinuxBridgeAgent(Agent):
                 | {tap for tap, port in self.ports.items() if port["network_id"] in networks})
 
     async def sync(self, full: bool, dirty: set[Any]) -> None:
+        if full:
+            self._bridges.clear()  # look at every network's bridge again
         taps = await self.on_host(self._taps)
         wanted = self._wanted(full, dirty, taps)
         present = sorted(wanted & taps)
@@ -214,10 +225,12 @@ class LinuxBridgeAgent(Agent):
 
     def _wire(self, port: dict[str, Any]) -> None:
         """The network's bridge and segment device, the tap in it, MTU, state."""
-        tap, mtu = port["device"], port.get("mtu") or None
-        bridge = self._network_bridge(port)
-        self.ip.set(tap, mtu=mtu)
-        self.ip.set(tap, master=bridge, up=bool(port["admin_state_up"]))
+        network_id = port["network_id"]
+        bridge = self._bridges.get(network_id)
+        if bridge is None or not self.ip.exists(bridge):
+            bridge = self._bridges[network_id] = self._network_bridge(port)
+        self.ip.set(port["device"], mtu=port.get("mtu") or None, master=bridge,
+                    up=bool(port["admin_state_up"]))
 
     def _network_bridge(self, port: dict[str, Any]) -> str:
         network_type = port["network_type"]
@@ -245,7 +258,7 @@ class LinuxBridgeAgent(Agent):
                 self.ip.add_vxlan(
                     name, segmentation_id, vxlan.local_ip,
                     group=None if vxlan.l2_population else vxlan.vxlan_group,
-                    device=self._device_of(vxlan.local_ip), ttl=vxlan.ttl, tos=vxlan.tos)
+                    device=self._underlay_device(), ttl=vxlan.ttl, tos=vxlan.tos)
                 self._fresh.add(port["network_id"])
             return name
         interface = self.conf.linux_bridge.physical_interface_mappings.get(
@@ -264,38 +277,35 @@ class LinuxBridgeAgent(Agent):
             return name
         return None  # local: the bridge alone
 
-    def _device_of(self, address: str) -> str | None:
-        for name in self.ip.links():
-            if any(cidr.split("/")[0] == address for cidr in self.ip.addresses(name)):
-                return name
-        return None
+    def _underlay_device(self) -> str | None:
+        """The device with ``local_ip``, which VXLAN devices send through."""
+        if self._underlay is None:
+            local_ip = self.conf.vxlan.local_ip
+            self._underlay = next((name for name in self.ip.names() if any(
+                cidr.split("/")[0] == local_ip for cidr in self.ip.addresses(name))), None)
+        return self._underlay
 
     def _unplug(self, tap: str) -> None:
         """Out of the network's bridge (whether this run or an earlier one put it
         there); left alone in any bridge not ours."""
-        links = self.ip.links()
-        link = links.get(tap)
-        if link is None or link.master is None:
-            return
-        if any(br.index == link.master and name.startswith(BRIDGE)
-               for name, br in links.items()):
+        master = self.ip.master_of(tap)
+        if master is not None and master.startswith(BRIDGE):
             self.ip.unplug(tap)
             LOG.info("unplugged %s: no port of the server's", tap)
 
     def _remove_unused_bridges(self) -> None:
         """Bridges (and their VXLAN devices) of networks without taps here."""
-        links = self.ip.links()
-        for name, link in links.items():
+        for name in self.ip.names():
             if not name.startswith(BRIDGE):
                 continue
-            members = [other for other in links.values() if other.master == link.index]
-            if any(member.name.startswith(TAP) for member in members):
+            members = self.ip.bridge_ports(name)
+            if any(member.startswith(TAP) for member in members):
                 continue
             for member in members:
-                if member.name.startswith(VXLAN):
-                    self.ip.delete(member.name)
+                if member.startswith(VXLAN):
+                    self.ip.delete(member)
                 else:
-                    self.ip.unplug(member.name)
+                    self.ip.unplug(member)
             self.ip.delete(name)
             LOG.info("removed bridge %s: no port of its network here", name)
 
