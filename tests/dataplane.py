@@ -66,6 +66,17 @@ class Sandbox:
         self.namespaces.clear()
 
 
+def as_a_host(namespace: str) -> list[str]:
+    """The command prefix that runs an agent "on" a host emulated by
+    ``namespace``: in its network namespace, with a mount namespace of its own
+    only for a /sys that shows that namespace's links. Not ``ip netns exec``:
+    its mount namespace would keep the namespaces the agent makes (qdhcp-...)
+    out of every other process's sight, and out of the clean-up's."""
+    return ["nsenter", f"--net=/run/netns/{namespace}", "unshare", "--mount",
+            "--propagation", "unchanged", "sh", "-c",
+            'mount --make-rprivate /sys && mount -t sysfs sysfs /sys && exec "$@"', "sh"]
+
+
 def kill_namespace(name: str) -> None:
     """Kill what runs in the namespace, then delete it (quietly if it is gone)."""
     pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)

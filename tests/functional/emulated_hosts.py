@@ -18,7 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from tests.dataplane import Sandbox, run, wait_until
+from tests.dataplane import Sandbox, as_a_host, run, wait_until
 from tests.harness import Server, create_database, start_server
 
 BIN = Path(sys.executable).parent
@@ -52,8 +52,10 @@ class Deployment:
         self.api = self.server.client(None)
 
     def _spawn(self, argv: list[str], name: str, namespace: str | None = None,
-               env: dict[str, str] | None = None) -> subprocess.Popen:
+               env: dict[str, str] | None = None, agent: bool = False) -> subprocess.Popen:
         prefix = ["ip", "netns", "exec", namespace] if namespace else []
+        if namespace and agent:
+            prefix = as_a_host(namespace)
         log = (self.tmp / f"{name}.log").open("wb")
         proc = subprocess.Popen([*prefix, *argv], stdout=log, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
@@ -89,7 +91,8 @@ class Deployment:
         """``text``: sections after [agent]; ``default``: more of [DEFAULT]."""
         conf = self.config(name, binary, default, text)
         return self._spawn([str(BIN / binary), "--config-file", str(conf)],
-                           f"{name}-{binary}", namespace=self.hosts[name]["namespace"])
+                           f"{name}-{binary}", namespace=self.hosts[name]["namespace"],
+                           agent=True)
 
     def start_l2_agent(self, name: str, firewall: str = "iptables") -> subprocess.Popen:
         host = self.hosts[name]
@@ -134,6 +137,9 @@ class Deployment:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
+        for confs in self._remove:  # the DHCP agents' namespaces, dnsmasq with them
+            for network_id in os.listdir(confs) if confs.is_dir() else ():
+                self.box.adopt(f"qdhcp-{network_id}")
         self.server.stop()
         self._drop()
         for path in self._remove:

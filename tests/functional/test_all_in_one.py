@@ -14,7 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.dataplane import pings, run, sandbox, skip_unless_root, wait_until
+from tests.dataplane import as_a_host, pings, run, sandbox, skip_unless_root, wait_until
 from tests.harness import ApiClient, free_port
 
 pytestmark = pytest.mark.slow
@@ -45,8 +45,8 @@ def machine(tmp_path):
                 f"interface_driver = linuxbridge\ndhcp_confs = {confs}\n"
                 f"[agent]\nreport_interval = 2\npolling_interval = 1\n"
                 f"[database]\nconnection = sqlite:///{tmp_path / 'aio.db'}\n")
-            spawn(["ip", "netns", "exec", ns, str(BIN / "neutrino-all-in-one"),
-                   "--config-file", str(conf)], "aio.log")
+            spawn([*as_a_host(ns), str(BIN / "neutrino-all-in-one"), "--config-file",
+                   str(conf)], "aio.log")
             sock, port = tmp_path / "api.sock", free_port()
             spawn(["ip", "netns", "exec", ns, "socat", f"UNIX-LISTEN:{sock},fork",
                    "TCP:127.0.0.1:9696"], "api-inside.log")
@@ -61,12 +61,16 @@ def machine(tmp_path):
                     return False
 
             wait_until(answers, 60, lambda: "the API: " + (tmp_path / "aio.log").read_text())
-            yield box, ns, url, tmp_path
+            try:
+                yield box, ns, url, tmp_path
+            finally:
+                for proc in procs:
+                    if proc.poll() is None:
+                        proc.kill()
+                        proc.wait()
+                for network_id in os.listdir(confs):  # dnsmasq goes with its namespace
+                    box.adopt(f"qdhcp-{network_id}")
     finally:
-        for proc in procs:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         shutil.rmtree(confs, ignore_errors=True)
 
 

@@ -216,7 +216,7 @@ def test_traffic_outlives_an_agent_that_is_killed_and_resyncs(deployment):
     assert wait_until(lambda: pings(inst_a, "10.40.0.20"), 15, "a ping across hosts")
 
     agent = next(proc for proc in deployment.procs if "linuxbridge" in " ".join(proc.args)
-                 and h1 in proc.args)
+                 and f"--net=/run/netns/{h1}" in proc.args)
     agent.kill()
     agent.wait()
     assert pings(inst_a, "10.40.0.20", count=3)  # the host stays wired
