@@ -23,6 +23,7 @@ from tests.harness import Server, create_database, start_server
 
 BIN = Path(sys.executable).parent
 AMQP_PORT = 5672
+PHYSNET, PHYS_INTERFACE = "physnet1", "ph0"
 
 
 class Deployment:
@@ -36,8 +37,9 @@ class Deployment:
         self.hosts: dict[str, dict] = {}
         self._remove: list[Path] = []
         self.underlay = box.namespace("ul")
-        run("ip", "link", "add", "br-ul", "type", "bridge", namespace=self.underlay)
-        run("ip", "link", "set", "br-ul", "up", namespace=self.underlay)
+        for bridge in ("br-ul", "br-phys"):  # the tunnels' underlay; physnet1's wire
+            run("ip", "link", "add", bridge, "type", "bridge", namespace=self.underlay)
+            run("ip", "link", "set", bridge, "up", namespace=self.underlay)
         self.socket = tmp / "amqp.sock"
         self._spawn(["socat", f"UNIX-LISTEN:{self.socket},fork",
                      f"TCP:127.0.0.1:{AMQP_PORT}"], "amqp-forward")
@@ -45,10 +47,12 @@ class Deployment:
         db_url, self._drop = create_database("sqlite", tmp)
         self.server: Server = start_server(tmp, db_url, auth="noauth", extra=(
             f"transport_url = {rabbit_url}\nagent_down_time = 10\n"
-            "[ml2]\ntype_drivers = local,flat,vxlan\ntenant_network_types = vxlan\n"
+            "[ml2]\ntype_drivers = local,flat,vlan,vxlan\ntenant_network_types = vxlan\n"
             "mechanism_drivers = linuxbridge,l2population\n"
             "extension_drivers = port_security\n"
-            "[ml2_type_vxlan]\nvni_ranges = 1000:1999\n" + server_extra))
+            "[ml2_type_vxlan]\nvni_ranges = 1000:1999\n"
+            f"[ml2_type_flat]\nflat_networks = {PHYSNET}\n"
+            f"[ml2_type_vlan]\nnetwork_vlan_ranges = {PHYSNET}:100:199\n" + server_extra))
         self.api = self.server.client(None)
 
     def _spawn(self, argv: list[str], name: str, namespace: str | None = None,
@@ -63,16 +67,19 @@ class Deployment:
         return proc
 
     def add_host(self, name: str, index: int) -> str:
-        """A host namespace on the underlay with its address and bus forwarder."""
+        """A host namespace with ``ul0`` on the underlay (its tunnel address) and
+        ``ph0`` on physnet1's wire, and a bus forwarder."""
         ns = self.box.namespace(name)
         local_ip = f"192.168.200.{index}"
-        run("ip", "link", "add", "ul0", "type", "veth", "peer", "name", f"ul-{name}",
-            namespace=ns)
-        run("ip", "link", "set", f"ul-{name}", "netns", self.underlay, namespace=ns)
-        run("ip", "link", "set", f"ul-{name}", "master", "br-ul", "up",
-            namespace=self.underlay)
+        for inside, outside, bridge in (("ul0", f"ul-{name}", "br-ul"),
+                                        (PHYS_INTERFACE, f"ph-{name}", "br-phys")):
+            run("ip", "link", "add", inside, "type", "veth", "peer", "name", outside,
+                namespace=ns)
+            run("ip", "link", "set", outside, "netns", self.underlay, namespace=ns)
+            run("ip", "link", "set", outside, "master", bridge, "up",
+                namespace=self.underlay)
+            run("ip", "link", "set", inside, "up", namespace=ns)
         run("ip", "addr", "add", f"{local_ip}/24", "dev", "ul0", namespace=ns)
-        run("ip", "link", "set", "ul0", "up", namespace=ns)
         self._spawn(["socat", f"TCP-LISTEN:{AMQP_PORT},bind=127.0.0.1,fork,reuseaddr",
                      f"UNIX-CONNECT:{self.socket}"], f"{name}-amqp", namespace=ns)
         self.hosts[name] = {"namespace": ns, "local_ip": local_ip, "host": f"{ns}"}
@@ -97,6 +104,7 @@ class Deployment:
     def start_l2_agent(self, name: str, firewall: str = "iptables") -> subprocess.Popen:
         host = self.hosts[name]
         return self.start_agent(name, "neutrino-linuxbridge-agent", (
+            f"[linux_bridge]\nphysical_interface_mappings = {PHYSNET}:{PHYS_INTERFACE}\n"
             f"[vxlan]\nlocal_ip = {host['local_ip']}\nl2_population = true\n"
             f"[securitygroup]\nfirewall_driver = {firewall}\n"))
 

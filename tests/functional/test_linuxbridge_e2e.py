@@ -234,3 +234,30 @@ def test_traffic_outlives_an_agent_that_is_killed_and_resyncs(deployment):
     members = run("ip", "-o", "link", "show", "master", bridge, namespace=h1).stdout
     assert f"tap{doomed['id'][:11]}" not in members and f"tap{late['id'][:11]}" in members
     assert pings(inst_a, "10.40.0.20")
+
+
+def kernel_has_vlans() -> bool:
+    with sandbox() as box:
+        ns = box.namespace("vlan")
+        run("ip", "link", "add", "d0", "type", "veth", "peer", "name", "d1", namespace=ns)
+        return run("ip", "link", "add", "link", "d0", "name", "d0.5", "type", "vlan", "id",
+                   "5", namespace=ns, check=False).returncode == 0
+
+
+@pytest.mark.parametrize("network_type", ["flat", "vlan"])
+def test_provider_networks_on_the_physical_interface(deployment, network_type):
+    if network_type == "vlan" and not kernel_has_vlans():
+        pytest.skip("this kernel cannot make VLAN sub-interfaces (no 8021q module)")
+    api = deployment.api
+    two_hosts(deployment)
+    segment = {"provider:network_type": network_type, "provider:physical_network": "physnet1"}
+    if network_type == "vlan":
+        segment["provider:segmentation_id"] = 150
+    resp = api.post("/v2.0/networks", json={"network": {"name": "provider", **segment}})
+    assert resp.status_code == 201, resp.text
+    net = resp.json()["network"]
+    api.subnet(net["id"], "10.60.0.0/24")
+    a = instance(deployment, "h1", net["id"], "10.60.0.10")
+    instance(deployment, "h2", net["id"], "10.60.0.20")
+    assert wait_until(lambda: pings(f"inst-{a['id'][:11]}", "10.60.0.20"), 15,
+                      f"a ping across the {network_type} network")
