@@ -18,6 +18,8 @@ from contextlib import contextmanager
 
 import pytest
 
+from tests.harness import wait_until  # noqa: F401  (the dataplane tests' one way to wait)
+
 TOOLS = ("ip", "bridge", "dnsmasq", "iptables", "ipset", "udhcpc", "ping", "nc")
 
 
@@ -102,18 +104,6 @@ def sandbox() -> Iterator[Sandbox]:
         yield box
     finally:
         box.close()
-
-
-def wait_until(check, seconds: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            what = what() if callable(what) else what
-            raise AssertionError(f"timed out after {seconds:g}s waiting for {what}")
-        time.sleep(0.1)
 
 
 def pings(namespace: str, address: str, count: int = 1, wait: float = 1) -> bool:

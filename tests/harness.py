@@ -21,6 +21,21 @@ PG_ADMIN = "postgresql+psycopg2://postgres@127.0.0.1:5432/postgres"
 MYSQL_ADMIN = "mysql+pymysql://root@127.0.0.1:3306/"
 
 
+def wait_until(check: Callable[[], Any], seconds: float = 20.0,
+               what: str | Callable[[], str] = "condition") -> Any:
+    """``check()``'s first true value, polled every 0.1 s; an AssertionError
+    naming ``what`` (a string, or a function that tells the state) if none comes."""
+    deadline = time.monotonic() + seconds
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            what = what() if callable(what) else what
+            raise AssertionError(f"timed out after {seconds:g}s waiting for {what}")
+        time.sleep(0.1)
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

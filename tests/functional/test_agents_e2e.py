@@ -7,26 +7,14 @@ import os
 import signal
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
 import pytest
 
-from tests.harness import create_database, start_server
+from tests.harness import create_database, start_server, wait_until
 
 BIN = Path(sys.executable).parent
-
-
-def wait_for(check, seconds: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what() if callable(what) else what}")
-        time.sleep(0.2)
 
 
 @pytest.fixture
@@ -69,21 +57,21 @@ def test_agent_registers_is_alive_and_dies(deployment):
     host = f"e2e-{uuid.uuid4().hex[:8]}"
     proc = start_agent("neutrino-linuxbridge-agent", host,
                        "[linux_bridge]\nphysical_interface_mappings = physnet1:eth1\n")
-    [agent] = wait_for(lambda: agents_on(server, host), what="the agent to register")
+    [agent] = wait_until(lambda: agents_on(server, host), what="the agent to register")
     assert agent["agent_type"] == "Linux bridge agent"
     assert agent["binary"] == "neutrino-linuxbridge-agent"
     assert agent["configurations"]["interface_mappings"] == {"physnet1": "eth1"}
     assert agent["alive"] is True
     proc.send_signal(signal.SIGKILL)
     proc.wait()
-    wait_for(lambda: not agents_on(server, host)[0]["alive"], 15, "the agent to be dead")
+    wait_until(lambda: not agents_on(server, host)[0]["alive"], 15, "the agent to be dead")
 
 
 def test_graceful_stop_on_sigterm(deployment):
     server, start_agent = deployment
     host = f"e2e-{uuid.uuid4().hex[:8]}"
     proc = start_agent("neutrino-dhcp-agent", host)
-    wait_for(lambda: agents_on(server, host), what="the DHCP agent to register")
+    wait_until(lambda: agents_on(server, host), what="the DHCP agent to register")
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
 
@@ -98,7 +86,7 @@ def test_every_agent_command_registers(deployment):
         hosts[binary] = host
         start_agent(binary, host)
     for binary, agent_type in names.items():
-        [agent] = wait_for(lambda h=hosts[binary]: agents_on(server, h), what=binary)
+        [agent] = wait_until(lambda h=hosts[binary]: agents_on(server, h), what=binary)
         assert agent["agent_type"] == agent_type
 
 
@@ -137,7 +125,7 @@ def test_port_changes_reach_an_l2_agent(deployment, tmp_path):
         stop = asyncio.Event()
         running = asyncio.create_task(agent.run(stop))
         loop = asyncio.get_running_loop()
-        await loop.run_in_executor(None, lambda: wait_for(
+        await loop.run_in_executor(None, lambda: wait_until(
             lambda: agents_on(server, agent.host), what="registration"))
         await loop.run_in_executor(None, lambda: client.put(
             f"/v2.0/ports/{port['id']}", json={"port": {"name": "renamed"}}))
@@ -183,7 +171,7 @@ def test_rpc_workers_serve_the_agents(tmp_path, rabbit_url):
         f"transport_url = {rabbit_url}\nrpc_workers = 2\n"))
     proc = None
     try:
-        children = wait_for(lambda: _children(server.proc.pid) if len(
+        children = wait_until(lambda: _children(server.proc.pid) if len(
             _children(server.proc.pid)) >= 2 else None, what="two rpc workers")
         host = f"e2e-{uuid.uuid4().hex[:8]}"
         conf = tmp_path / "agent.conf"
@@ -191,7 +179,7 @@ def test_rpc_workers_serve_the_agents(tmp_path, rabbit_url):
                         "[agent]\nreport_interval = 1\n")
         proc = subprocess.Popen([str(BIN / "neutrino-l3-agent"), "--config-file", str(conf)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        [agent] = wait_for(lambda: agents_on(server, host), what="the agent to register")
+        [agent] = wait_until(lambda: agents_on(server, host), what="the agent to register")
         assert agent["alive"] is True
     finally:
         if proc is not None:
@@ -200,7 +188,7 @@ def test_rpc_workers_serve_the_agents(tmp_path, rabbit_url):
         server.stop()
         drop()
     # the workers go with the server
-    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid in children), 15,
+    wait_until(lambda: not any(Path(f"/proc/{pid}").exists() for pid in children), 15,
              "the rpc workers to stop")
 
 
@@ -232,7 +220,7 @@ def test_networks_and_routers_follow_their_agents(deployment):
     procs = {first["dhcp"]: start_agent("neutrino-dhcp-agent", first["dhcp"]),
              first["l3"]: start_agent("neutrino-l3-agent", first["l3"])}
     for host in first.values():
-        wait_for(lambda h=host: agents_on(server, h), what=f"{host} to register")
+        wait_until(lambda h=host: agents_on(server, h), what=f"{host} to register")
 
     net = client.network()
     subnet = client.subnet(net["id"], "10.0.0.0/24")
@@ -251,25 +239,25 @@ def test_networks_and_routers_follow_their_agents(deployment):
         return all(conf.get(key) == value for key, value in counts.items())
 
     # the instance port and the router interface (the DHCP port comes with the dataplane)
-    wait_for(lambda: serves(first["dhcp"], networks=1, subnets=1, ports=2), 20,
+    wait_until(lambda: serves(first["dhcp"], networks=1, subnets=1, ports=2), 20,
              lambda: f"the DHCP agent to serve the network ({last})")
-    wait_for(lambda: serves(first["l3"], routers=1, interfaces=1), 20,
+    wait_until(lambda: serves(first["l3"], routers=1, interfaces=1), 20,
              lambda: f"the L3 agent to serve the router ({last})")
 
     second = {"dhcp": f"dhcp-b-{tag}", "l3": f"l3-b-{tag}"}
     start_agent("neutrino-dhcp-agent", second["dhcp"])
     start_agent("neutrino-l3-agent", second["l3"])
     for host in second.values():
-        wait_for(lambda h=host: agents_on(server, h), what=f"{host} to register")
+        wait_until(lambda h=host: agents_on(server, h), what=f"{host} to register")
     assert serves(second["dhcp"], networks=0) and serves(second["l3"], routers=0)
 
     for proc in procs.values():
         proc.kill()
         proc.wait()
     # silent for twice agent_down_time (3 s), then moved; the new agents are told
-    wait_for(lambda: serves(second["dhcp"], networks=1, subnets=1), 30,
+    wait_until(lambda: serves(second["dhcp"], networks=1, subnets=1), 30,
              lambda: f"the network to move to the second DHCP agent ({last})")
-    wait_for(lambda: serves(second["l3"], routers=1, interfaces=1), 30,
+    wait_until(lambda: serves(second["l3"], routers=1, interfaces=1), 30,
              lambda: f"the router to move to the second L3 agent ({last})")
     hosting = client.get(f"/v2.0/networks/{net['id']}/dhcp-agents").json()["agents"]
     assert [agent["host"] for agent in hosting] == [second["dhcp"]]

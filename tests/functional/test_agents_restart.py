@@ -21,7 +21,7 @@ import sys
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,7 +34,7 @@ from neutrino.rpc.server import RpcServer
 from neutrino.rpc.topics import REPORTS
 from neutrino.rpc.transport import get_transport
 from tests.functional.rabbit_node import private_node
-from tests.harness import Server, create_database, rabbit_vhost, start_server
+from tests.harness import Server, create_database, rabbit_vhost, start_server, wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -43,17 +43,6 @@ FULL_SYNC = "INFO neutrino.agents.base full sync"
 REPORT_FAILED = "state report failed"
 REVIVED = "the server had taken this agent for dead: full resync"
 REPORTED_AGAIN = "state reported again after a failure: full resync"
-
-
-def wait_for(check: Callable[[], object], seconds: float = 30.0, what: str = "condition"):
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {seconds:g}s waiting for {what}")
-        time.sleep(0.2)
 
 
 def utcnow() -> datetime.datetime:
@@ -224,23 +213,23 @@ def test_agents_live_through_a_broker_restart(on_private_broker, tmp_path):
     try:
         everyone = [*hosts, inproc.agent.host]
         for host in everyone:
-            wait_for(lambda h=host: (deployment.agent(h) or {}).get("alive"),
+            wait_until(lambda h=host: (deployment.agent(h) or {}).get("alive"),
                      what=f"{host} to register")
         pids = {host: proc.pid for host, proc in procs.items()}
 
         node.run_ctl("stop_app")
         for host in hosts:  # the agents notice, and their reports fail
-            wait_for(lambda h=host: lines_after(deployment.lines(h), REPORT_FAILED) >= 0,
+            wait_until(lambda h=host: lines_after(deployment.lines(h), REPORT_FAILED) >= 0,
                      10, f"{host} to fail a report")
         node.run_ctl("start_app")
         back, back_at = utcnow(), time.monotonic()
 
         for host in hosts:
-            wait_for(lambda h=host: lines_after(deployment.lines(h), "reconnected to") >= 0,
+            wait_until(lambda h=host: lines_after(deployment.lines(h), "reconnected to") >= 0,
                      20, f"{host} to reconnect")
         for host in everyone:
             # alive, with a heartbeat the server recorded after the broker came back
-            wait_for(lambda h=host: (agent := deployment.agent(h)) and agent["alive"]
+            wait_until(lambda h=host: (agent := deployment.agent(h)) and agent["alive"]
                      and heartbeat(agent) >= back, 20, f"{host}'s heartbeats to resume")
         for host, proc in procs.items():
             assert proc.poll() is None and proc.pid == pids[host], f"{host} was restarted"
@@ -250,7 +239,7 @@ def test_agents_live_through_a_broker_restart(on_private_broker, tmp_path):
             # answered after the failed ones ("revived" if the outage outlasted
             # agent_down_time); the one the loss itself asks for runs at once,
             # while the broker is still away
-            wait_for(lambda h=host: resynced_after(
+            wait_until(lambda h=host: resynced_after(
                 deployment, h, (REPORTED_AGAIN, REVIVED),
                 last_line_with(deployment.lines(h), "reconnected to")),
                 10, f"{host} to resync after reconnecting")
@@ -259,9 +248,9 @@ def test_agents_live_through_a_broker_restart(on_private_broker, tmp_path):
         assert ("port", port["id"]) not in inproc.agent.seen
         resp = client.put(f"/v2.0/ports/{port['id']}", json={"port": {"name": "after"}})
         assert resp.status_code == 200, resp.text
-        wait_for(lambda: ("port", port["id"]) in inproc.agent.seen, 15,
+        wait_until(lambda: ("port", port["id"]) in inproc.agent.seen, 15,
                  "the port update to reach the agent")
-        wait_for(lambda: inproc.agent.full_syncs[-1] > back_at, 10,
+        wait_until(lambda: inproc.agent.full_syncs[-1] > back_at, 10,
                  "the in-process agent to resync after the restart")
         assert server.proc.poll() is None  # the server lived through it too
     finally:
@@ -297,7 +286,7 @@ def test_agents_live_through_a_server_restart(on_own_vhost, outage):
              f"srv-restart-dhcp-{tag}": "neutrino-dhcp-agent"}
     procs = {host: deployment.start_agent(binary, host) for host, binary in hosts.items()}
     for host in hosts:
-        wait_for(lambda h=host: (deployment.agent(h) or {}).get("alive"),
+        wait_until(lambda h=host: (deployment.agent(h) or {}).get("alive"),
                  what=f"{host} to register")
     pids = {host: proc.pid for host, proc in procs.items()}
     before = {host: heartbeat(deployment.agent(host)) for host in hosts}
@@ -306,7 +295,7 @@ def test_agents_live_through_a_server_restart(on_own_vhost, outage):
     deployment.stop_server()
     stopped = time.monotonic()
     for host in hosts:  # nobody answers their reports now
-        wait_for(lambda h=host: lines_after(deployment.lines(h), REPORT_FAILED, logged[h]) >= 0,
+        wait_until(lambda h=host: lines_after(deployment.lines(h), REPORT_FAILED, logged[h]) >= 0,
                  10, f"{host} to fail a report")
     if outage == "long":  # past agent_down_time (3 s) since the last heartbeat
         time.sleep(max(0.0, stopped + 4.5 - time.monotonic()))
@@ -314,7 +303,7 @@ def test_agents_live_through_a_server_restart(on_own_vhost, outage):
     deployment.start_server()
 
     for host in hosts:
-        wait_for(lambda h=host: (agent := deployment.agent(h)) and agent["alive"]
+        wait_until(lambda h=host: (agent := deployment.agent(h)) and agent["alive"]
                  and heartbeat(agent) >= restarting and heartbeat(agent) > before[h],
                  20, f"{host} to be alive again")
     expected, other = (REPORTED_AGAIN, REVIVED) if outage == "short" else (REVIVED,
@@ -322,7 +311,7 @@ def test_agents_live_through_a_server_restart(on_own_vhost, outage):
     for host, proc in procs.items():
         assert proc.poll() is None and proc.pid == pids[host], f"{host} was restarted"
         failed = lines_after(deployment.lines(host), REPORT_FAILED, logged[host])
-        wait_for(lambda h=host, f=failed: resynced_after(deployment, h, (expected,), f),
+        wait_until(lambda h=host, f=failed: resynced_after(deployment, h, (expected,), f),
                  10, f"{host} to resync after the server came back")
         assert lines_after(deployment.lines(host), other, logged[host]) < 0
 

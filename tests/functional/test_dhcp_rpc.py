@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import datetime
 import ipaddress
-import time
 import uuid
 
 import pytest
@@ -20,7 +19,7 @@ from neutrino.plugins.ml2.dhcp_rpc import RPC_NAMESPACE, DhcpRpcCallback, dhcp_d
 from neutrino.services.agents.dhcp_scheduler import DHCP_OWNER, RESERVED_DHCP_PORT
 from neutrino.services.agents.rpc import TIME_FORMAT, ReportStateEndpoint
 from tests.conftest import BACKENDS
-from tests.harness import create_database, start_server
+from tests.harness import create_database, start_server, wait_until
 
 ADMIN = Context.admin()
 CTX = {"request_id": "r", "is_admin": True}
@@ -275,17 +274,6 @@ def test_races_and_bad_requests(plugin, rpc, register):
 # --- over RabbitMQ, end to end -----------------------------------------------------------------
 
 
-def wait_for(check, seconds: float = 20.0, what: str = "condition"):
-    deadline = time.monotonic() + seconds
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.2)
-
-
 def test_dhcp_agent_gets_its_networks_over_rabbitmq(tmp_path, rabbit_url):
     """A server process on RabbitMQ; an in-process DHCP agent registers by its
     heartbeats over the bus; a client in this process asks, as the agent would,
@@ -324,7 +312,7 @@ def test_dhcp_agent_gets_its_networks_over_rabbitmq(tmp_path, rabbit_url):
             await bus.start()
             loop = asyncio.get_running_loop()
             try:
-                await loop.run_in_executor(None, lambda: wait_for(registered,
+                await loop.run_in_executor(None, lambda: wait_until(registered,
                                                                   what="registration"))
                 rpc = RpcClient(bus, topics.PLUGIN, "1.1", namespace=RPC_NAMESPACE)
                 return await rpc.call(CTX, "get_active_networks_info", host=host)
