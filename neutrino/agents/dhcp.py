@@ -9,6 +9,14 @@ differs). The networks it has set up are known by their directories under
 ``dhcp_confs``: one without a wanted network behind it (deleted, moved, its
 DHCP disabled, while the agent ran or not) is taken down on the next sync.
 dnsmasq outlives the agent: a restarted agent leaves an unchanged one alone.
+
+IPv6 (what dnsmasq serves, and when it sends router advertisements: see
+``neutrino.linux.dnsmasq``): the DHCP port holds an address on every DHCP
+subnet, SLAAC ones included (the server gives it its EUI-64 address there,
+which is also what dnsmasq's RAs need: it advertises the prefixes of its
+interface's addresses); the kernel adds the link-local one. The port's device
+does no duplicate address detection, and dnsmasq is started only once none of
+its addresses is tentative: binding to one fails, which would stop it.
 """
 
 from __future__ import annotations
@@ -172,9 +180,12 @@ class DhcpDataplane:
         running = process.argv()
         if running is None:
             LOG.info("network %s: starting dnsmasq", network["id"])
+            self.driver.wait_usable(device, namespace)
             process.start(argv)
         elif running != argv:
-            LOG.info("network %s: its subnets changed, restarting dnsmasq", network["id"])
+            LOG.info("network %s: its subnets or routers changed, restarting dnsmasq",
+                     network["id"])
+            self.driver.wait_usable(device, namespace)
             process.restart(argv)
         elif changed:
             LOG.debug("network %s: ports changed, dnsmasq reloads", network["id"])

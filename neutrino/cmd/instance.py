@@ -11,7 +11,14 @@ id[:11]>``, in the host's namespace (``--host-netns``, for a host emulated in
 a namespace; the current one by default) and whose inner end, ``eth0``,
 carries the port's MAC and its network's MTU; then it runs a DHCP client in
 the instance and prints the address it got. The host's L2 agent finds the tap
-and wires it. ``unplug`` removes the namespace (and so the tap) and unbinds
+and wires it.
+
+A port with IPv6 addresses gets them too, after IPv4's DHCP, as a guest
+would: on a SLAAC or DHCPv6-stateless subnet the kernel makes it from router
+advertisements (eth0 accepts them; ``plug`` waits until the address is there
+and usable), on any other IPv6 subnet a DHCPv6 client (ISC ``dhclient -6``)
+asks for it. ``plug`` prints ``inst-<id>`` and the addresses, IPv4 first, then
+IPv6 in the port's order. ``unplug`` removes the namespace (and so the tap) and unbinds
 the port. Talks to the API at ``--url`` (``--token`` for keystone).
 """
 
@@ -20,18 +27,21 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import tempfile
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pyroute2 import NetlinkError
 
-from neutrino.linux.ip import IpNetns, add_namespace, delete_namespace
+from neutrino.linux.ip import IpNetns, add_namespace, delete_namespace, set_ipv6_conf
 
 #: applies what udhcpc got with ``ip`` (busybox's own script would rewrite the
 #: machine's /etc/resolv.conf)
@@ -46,6 +56,19 @@ case "$1" in
 esac
 exit 0
 """
+
+#: applies what ``dhclient -6`` got with ``ip -6`` and records it; dhclient gives
+#: its script no environment of ours, so the lease file's path is written in
+DHCP6_SCRIPT = """#!/bin/sh
+case "$reason" in
+  BOUND6|RENEW6|REBIND6|REBOOT6)
+    ip -6 addr replace "$new_ip6_address/$new_ip6_prefixlen" dev "$interface"
+    echo "$new_ip6_address" >> '{lease}' ;;
+esac
+exit 0
+"""
+#: address modes whose addresses the kernel makes from router advertisements
+AUTO_ADDRESS_MODES = ("slaac", "dhcpv6-stateless")
 
 
 class ApiError(Exception):
@@ -82,16 +105,36 @@ def tap_name(port_id: str) -> str:
 
 
 def plug(api: Api, port_id: str, host: str, host_netns: str | None, dhcp: bool,
-         timeout: int) -> str | None:
-    """Bind, make the instance, wire its veth; the address DHCP gave (or None)."""
+         timeout: int) -> list[str]:
+    """Bind, make the instance, wire its veth; the addresses DHCP (and, for
+    IPv6, router advertisements) gave: IPv4 first. None asked: none."""
     port = api.call("GET", f"/v2.0/ports/{port_id}")["port"]
     network = api.call("GET", f"/v2.0/networks/{port['network_id']}")["network"]
     if port.get("binding:host_id") != host:
         api.call("PUT", f"/v2.0/ports/{port_id}", {"port": {"binding:host_id": host}})
+    fixed = port.get("fixed_ips") or []
+    v6 = [ip for ip in fixed if ":" in ip["ip_address"]]
     namespace = instance_namespace(port_id)
+    _make_instance(port, network.get("mtu") or None, host_netns, ipv6=bool(v6 and dhcp))
+    if not dhcp:
+        return []
+    got = []
+    if len(v6) < len(fixed) or not v6:  # IPv4 to ask for (or nothing known: as ever)
+        address = dhcp_client(namespace, timeout)
+        if address is None:
+            raise NoAddress(f"{namespace} got no address by DHCP")
+        got.append(address)
+    return got + ipv6_addresses(api, namespace, v6, timeout)
+
+
+def _make_instance(port: dict[str, Any], mtu: int | None, host_netns: str | None,
+                   ipv6: bool) -> None:
+    """The instance's namespace, its eth0 up with the port's MAC, the tap beside
+    it; with ``ipv6``, eth0 sure to take RAs and make EUI-64 addresses (a guest's
+    defaults, which the server's SLAAC addresses assume)."""
+    namespace = instance_namespace(port["id"])
     add_namespace(namespace)
-    tap, inner = tap_name(port_id), f"i{port_id[:11]}"
-    mtu = network.get("mtu") or None
+    tap, inner = tap_name(port["id"]), f"i{port['id'][:11]}"
     with IpNetns(host_netns) as outside:
         outside.add_veth(tap, inner, peer_namespace=namespace)
         outside.set(tap, mtu=mtu, up=True)
@@ -99,9 +142,10 @@ def plug(api: Api, port_id: str, host: str, host_netns: str | None, dhcp: bool,
         if inside.exists(inner):
             inside.rename(inner, "eth0")
         inside.set("eth0", mac=port["mac_address"], mtu=mtu)
+        if ipv6:
+            set_ipv6_conf(namespace, "eth0", accept_ra=1, autoconf=1, use_tempaddr=0)
         inside.set("eth0", up=True)
         inside.set("lo", up=True)
-    return dhcp_client(namespace, timeout) if dhcp else None
 
 
 def dhcp_client(namespace: str, timeout: int) -> str | None:
@@ -118,6 +162,84 @@ def dhcp_client(namespace: str, timeout: int) -> str | None:
         if done.returncode != 0 or not lease.exists():
             return None
         return lease.read_text().strip()
+
+
+class NoAddress(Exception):
+    """The instance did not get an address it should have."""
+
+
+def ipv6_addresses(api: Api, namespace: str, fixed_ips: list[dict[str, Any]],
+                   timeout: int) -> list[str]:
+    """The port's IPv6 addresses on eth0, in the port's order: SLAAC ones waited
+    for, the others asked for by DHCPv6."""
+    if not fixed_ips:
+        return []
+    subnets = {ip["subnet_id"]: api.call("GET", f"/v2.0/subnets/{ip['subnet_id']}")["subnet"]
+               for ip in fixed_ips}
+    auto = {ip["ip_address"] for ip in fixed_ips if _auto_address(subnets[ip["subnet_id"]])}
+    asked = [ip for ip in fixed_ips if ip["ip_address"] not in auto]
+    deadline = time.monotonic() + timeout
+    with IpNetns(namespace) as inside:
+        got = set()
+        if asked:
+            prefix = min(int(subnets[ip["subnet_id"]]["cidr"].split("/")[1]) for ip in asked)
+            got = dhcp6_client(inside, prefix, deadline)
+        if not _wait_until(lambda: auto <= _usable(inside), deadline):
+            raise NoAddress(f"{namespace} got no SLAAC address {', '.join(sorted(auto))} "
+                            "from router advertisements")
+    missing = [ip["ip_address"] for ip in asked if ip["ip_address"] not in got]
+    if missing:
+        raise NoAddress(f"{namespace} got no address {', '.join(missing)} by DHCPv6")
+    return [ip["ip_address"] for ip in fixed_ips]
+
+
+def _auto_address(subnet: dict[str, Any]) -> bool:
+    """Whether the kernel makes the subnet's address from RAs (by either mode, as
+    the server chose the EUI-64 address)."""
+    return (subnet.get("ipv6_address_mode") in AUTO_ADDRESS_MODES
+            or subnet.get("ipv6_ra_mode") in AUTO_ADDRESS_MODES)
+
+
+def _usable(inside: IpNetns) -> set[str]:
+    """eth0's addresses that are done with duplicate address detection."""
+    pending = set(inside.tentative("eth0"))
+    return {cidr.split("/")[0] for cidr in inside.addresses("eth0") if cidr not in pending}
+
+
+def _wait_until(check: Callable[[], bool], deadline: float) -> bool:
+    """Poll ``check`` until it holds or ``deadline`` (monotonic) passes; whether it held."""
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+    return True
+
+
+def dhcp6_client(inside: IpNetns, prefix: int, deadline: float) -> set[str]:
+    """A DHCPv6 exchange on eth0 (a DUID from its MAC: dnsmasq's hosts lines are
+    by MAC), stopped once it has an address; the addresses it configured."""
+    def link_local() -> bool:
+        return any(address.startswith("fe80:") for address in _usable(inside))
+
+    if shutil.which("dhclient") is None:
+        raise NoAddress("DHCPv6 needs dhclient (Debian: isc-dhcp-client)")
+    if not _wait_until(link_local, deadline):
+        return set()  # dhclient cannot bind before the link-local address is usable
+    with tempfile.TemporaryDirectory(prefix="neutrino-instance-") as tmp:
+        script, lease = Path(tmp) / "dhcp6.sh", Path(tmp) / "lease6"
+        script.write_text(DHCP6_SCRIPT.format(lease=lease))
+        script.chmod(0o755)
+        client = subprocess.Popen(
+            ["ip", "netns", "exec", str(inside.namespace), "dhclient", "-6", "-d", "-D", "LL",
+             "--address-prefix-len", str(prefix), "-lf", f"{tmp}/dhclient.leases",
+             "-pf", f"{tmp}/dhclient.pid", "-sf", str(script), "eth0"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            _wait_until(lambda: lease.exists() or client.poll() is not None, deadline)
+        finally:
+            client.kill()  # no release: the lease stays, as a guest's would
+            client.wait()
+        return set(lease.read_text().split()) if lease.exists() else set()
 
 
 def unplug(api: Api | None, port_id: str, host_netns: str | None) -> None:
@@ -152,13 +274,10 @@ def main(argv: list[str] | None = None) -> None:
     api = Api(args.url, args.token)
     try:
         if args.command == "plug":
-            address = plug(api, args.port_id, args.host, args.host_netns, args.dhcp,
-                           args.timeout)
-            namespace = instance_namespace(args.port_id)
-            if args.dhcp and address is None:
-                sys.exit(f"neutrino-instance: {namespace} got no address by DHCP")
-            print(f"{namespace} {address or ''}".strip())
+            addresses = plug(api, args.port_id, args.host, args.host_netns, args.dhcp,
+                             args.timeout)
+            print(" ".join([instance_namespace(args.port_id), *addresses]))
         else:
             unplug(None if args.keep_binding else api, args.port_id, args.host_netns)
-    except (ApiError, OSError, LookupError, NetlinkError) as error:
+    except (ApiError, NoAddress, OSError, LookupError, NetlinkError) as error:
         sys.exit(f"neutrino-instance: {error}")

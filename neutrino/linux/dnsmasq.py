@@ -5,9 +5,37 @@ What dnsmasq is told is computed from the network as the server describes it
 hosts, options and additional-hosts files hold everything that changes with
 ports; dnsmasq re-reads them on SIGHUP, so a port coming or going costs a
 signal, not a restart. The command line holds what changes only with subnets
-(the ranges, the interface); a different one means a restart. The process is
-found again by its pid file and its command line, so an agent restarting
-leaves a dnsmasq serving an unchanged network alone.
+(the ranges, the interface, router advertisements) and router interfaces; a
+different one means a restart. The process is found again by its pid file and
+its command line, so an agent restarting leaves a dnsmasq serving an unchanged
+network alone.
+
+IPv6, by a subnet's ``ipv6_address_mode`` (how instances get addresses) and
+``ipv6_ra_mode`` (who sends router advertisements), as in Neutron:
+
+- ``dhcpv6-stateful``: a static DHCPv6 range; each port's address is a hosts
+  line ``MAC,name,[address]``, with the subnet's options.
+- ``dhcpv6-stateless``: the subnet's options only (clients make their
+  addresses from the RAs); no hosts lines.
+- ``slaac``: nothing from DHCP. Neither mode set: a static range, as Neutron
+  keeps for subnets made before the modes existed.
+
+Router advertisements: Neutron's DHCP agent never sends them; radvd of the L3
+agent does, on a router interface of a subnet whose ``ipv6_ra_mode`` is set,
+and a subnet with only ``ipv6_address_mode`` expects a router outside
+OpenStack to send them (admin guide, "IPv6": "an external router will be
+used"). That leaves instances on a network without a router, and a subnet
+with ``ipv6_ra_mode`` set, with no RAs and no SLAAC address. neutrino fills
+that gap and only that: for a DHCP-enabled subnet with ``ipv6_ra_mode`` set
+and no router interface (no port of a router owner with an address on it),
+dnsmasq sends the RAs (``--enable-ra``), with the flags of the RA mode:
+``slaac`` an ``ra-only`` range (A), ``dhcpv6-stateless`` ``ra-stateless``
+(A and O), ``dhcpv6-stateful`` the static range (M and O). Those RAs carry a
+router lifetime of 0: the DHCP namespace routes nothing, so instances must
+not take it as their default router. Once a router interface is added its
+radvd takes over and dnsmasq (restarted: a new command line) stops. A subnet
+with only ``ipv6_address_mode`` never gets RAs from dnsmasq: an external
+router sends them and two sources would disagree.
 """
 
 from __future__ import annotations
@@ -26,6 +54,14 @@ Network = dict[str, Any]
 MAX_LEASES = 2 ** 24
 #: IPv6 address modes where dnsmasq hands out addresses or options
 DHCPV6_MODES = ("dhcpv6-stateful", "dhcpv6-stateless")
+#: the owners of router interface ports: a subnet with one is a router's to advertise
+ROUTER_INTERFACE_OWNERS = ("network:router_interface", "network:router_interface_distributed",
+                           "network:ha_router_replicated_interface")
+#: dnsmasq's range mode per ``ipv6_ra_mode``, when dnsmasq sends the RAs
+RA_RANGE_MODES = {"slaac": "ra-only", "dhcpv6-stateless": "ra-stateless",
+                  "dhcpv6-stateful": "static"}
+#: seconds between unsolicited RAs (instances solicit one when their link comes up)
+RA_INTERVAL = 30
 #: options whose value may be empty: an empty router option stops dnsmasq from
 #: offering its own address as the gateway of a subnet without one
 EMPTY_ALLOWED = ("router", "classless-static-route")
@@ -55,11 +91,33 @@ def dhcp_subnets(network: Network) -> list[dict[str, Any]]:
     return [s for s in network.get("subnets", ()) if s.get("enable_dhcp")]
 
 
+def _dhcp_served(subnet: dict[str, Any]) -> bool:
+    if subnet["ip_version"] == 4:
+        return True
+    address_mode = subnet.get("ipv6_address_mode")
+    legacy = address_mode is None and subnet.get("ipv6_ra_mode") is None
+    return address_mode in DHCPV6_MODES or legacy
+
+
 def served_subnets(network: Network) -> list[dict[str, Any]]:
-    """The DHCP subnets dnsmasq gives a range: IPv4, and IPv6 in a DHCPv6 mode
-    (SLAAC subnets are the router advertisements', not dnsmasq's)."""
-    return [s for s in dhcp_subnets(network)
-            if s["ip_version"] == 4 or s.get("ipv6_address_mode") in DHCPV6_MODES]
+    """The DHCP subnets dnsmasq answers DHCP on: IPv4, and IPv6 in a DHCPv6 mode
+    or in none (SLAAC subnets are the router advertisements', not DHCP's)."""
+    return [s for s in dhcp_subnets(network) if _dhcp_served(s)]
+
+
+def routed_subnets(network: Network) -> set[str]:
+    """The subnets a router interface has an address on: its radvd advertises them."""
+    return {fixed["subnet_id"] for port in network.get("ports", ())
+            if port.get("device_owner") in ROUTER_INTERFACE_OWNERS
+            for fixed in port.get("fixed_ips") or ()}
+
+
+def advertised_subnets(network: Network) -> list[dict[str, Any]]:
+    """The IPv6 DHCP subnets dnsmasq sends RAs for: an RA mode, and no router
+    interface whose radvd would send them."""
+    routed = routed_subnets(network)
+    return [s for s in dhcp_subnets(network) if s["ip_version"] == 6
+            and s.get("ipv6_ra_mode") in RA_RANGE_MODES and s["id"] not in routed]
 
 
 def subnet_tag(subnet_id: str) -> str:
@@ -190,18 +248,36 @@ def _lease(settings: Settings) -> str:
     return "infinite" if settings.lease_duration == -1 else f"{settings.lease_duration}s"
 
 
-def _range(subnet: dict[str, Any], settings: Settings) -> str:
+def range_modes(network: Network) -> list[tuple[dict[str, Any], str]]:
+    """(subnet, dnsmasq range mode) of each subnet that gets a ``--dhcp-range``:
+    the DHCP-served ones (``static``) and those dnsmasq advertises (by RA mode)."""
+    advertised = {s["id"]: RA_RANGE_MODES[s["ipv6_ra_mode"]] for s in advertised_subnets(network)}
+    served = {s["id"] for s in served_subnets(network)}
+    return [(s, advertised.get(s["id"], "static")) for s in dhcp_subnets(network)
+            if s["id"] in served or s["id"] in advertised]
+
+
+def _range(subnet: dict[str, Any], mode: str, settings: Settings) -> str:
     net = ipaddress.ip_network(subnet["cidr"], strict=False)
     tag = f"set:{subnet_tag(subnet['id'])}"
     if net.version == 4:
-        return f"{tag},{net.network_address},static,{net.netmask},{_lease(settings)}"
-    return f"{tag},{net.network_address},static,{net.prefixlen},{_lease(settings)}"
+        return f"{tag},{net.network_address},{mode},{net.netmask},{_lease(settings)}"
+    return f"{tag},{net.network_address},{mode},{net.prefixlen},{_lease(settings)}"
+
+
+def _ra_arguments(network: Network, interface: str) -> list[str]:
+    """RAs on ``interface`` when dnsmasq advertises a subnet: the network's MTU,
+    and a router lifetime of 0 (prefixes, but no default route through it)."""
+    if not advertised_subnets(network):
+        return []
+    mtu = f"mtu:{network['mtu']}," if network.get("mtu") else ""
+    return ["--enable-ra", f"--ra-param={interface},{mtu}{RA_INTERVAL},0"]
 
 
 def command(network: Network, interface: str, conf_dir: str, settings: Settings
             ) -> list[str]:
     """dnsmasq's command line for the network, served on ``interface``."""
-    subnets = served_subnets(network)
+    ranges = range_modes(network)
     path = os.path.join
     argv = ["dnsmasq", "--no-hosts", "--no-resolv", "--conf-file=/dev/null",
             f"--pid-file={path(conf_dir, PID)}",
@@ -210,8 +286,10 @@ def command(network: Network, interface: str, conf_dir: str, settings: Settings
             f"--dhcp-optsfile={path(conf_dir, OPTS)}",
             "--leasefile-ro", "--dhcp-authoritative",
             f"--interface={interface}", "--except-interface=lo", "--bind-interfaces"]
-    argv += [f"--dhcp-range={_range(s, settings)}" for s in subnets]
-    size = sum(ipaddress.ip_network(s["cidr"], strict=False).num_addresses for s in subnets)
+    argv += [f"--dhcp-range={_range(s, mode, settings)}" for s, mode in ranges]
+    argv += _ra_arguments(network, interface)
+    size = sum(ipaddress.ip_network(s["cidr"], strict=False).num_addresses
+               for s, mode in ranges if mode == "static")
     argv.append(f"--dhcp-lease-max={min(size, MAX_LEASES)}")
     argv += [f"--server={server}" for server in settings.dns_servers]
     if settings.domain:

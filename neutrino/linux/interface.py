@@ -5,17 +5,37 @@ agent's namespace, where the Linux bridge L2 agent finds it as it finds an
 instance's tap and plugs it into the network's bridge; ``ns-<port id[:11]>``
 goes into the service's namespace with the port's MAC and addresses. Every
 method converges (may_exist / if_exists), so a reconciler calls them blindly.
+
+A new ``ns-`` device is told, before it comes up, to skip IPv6 duplicate
+address detection (its addresses are the server's, unique by allocation; with
+DAD a new address is unusable for a second or more, and dnsmasq cannot bind to
+it) and to ignore router advertisements (a service port's addresses are the
+server's; Neutron's DHCP agent turns them off too).
 """
 
 from __future__ import annotations
 
-from neutrino.linux.ip import IpNetns
+import logging
+import subprocess
+import time
+
+from neutrino.linux.ip import IpNetns, set_ipv6_conf
+
+LOG = logging.getLogger(__name__)
 
 TAP = "tap"
 NS = "ns-"
 #: the drivers ``interface_driver`` may name, and what may come later
 SUPPORTED = ("linuxbridge",)
 LATER = ("openvswitch",)
+
+
+def _no_dad_no_ra(device: str, namespace: str) -> None:
+    """Best effort: without it the device still works, once DAD is done."""
+    try:
+        set_ipv6_conf(namespace, device, accept_dad=0, accept_ra=0)
+    except (OSError, subprocess.SubprocessError) as error:
+        LOG.warning("%s in %s: IPv6 DAD and RAs left on: %s", device, namespace, error)
 
 
 def tap_name(port_id: str) -> str:
@@ -41,6 +61,7 @@ class LinuxBridgeInterfaceDriver:
             if not inside.exists(device):
                 host.delete(tap)  # a pair left half-made
                 host.add_veth(tap, device, peer_namespace=namespace)
+                _no_dad_no_ra(device, namespace)
             inside.set(device, mac=mac, mtu=mtu, up=True)
             host.set(tap, mtu=mtu, up=True)
         return device
@@ -48,6 +69,18 @@ class LinuxBridgeInterfaceDriver:
     def set_addresses(self, device: str, cidrs: list[str], namespace: str) -> None:
         with IpNetns(namespace) as inside:
             inside.set_addresses(device, cidrs)
+
+    def wait_usable(self, device: str, namespace: str, timeout: float = 10.0) -> None:
+        """Until no address of the device is tentative (a device made before DAD
+        was turned off for it, or by something else): a daemon binding to its
+        addresses would fail until then."""
+        deadline = time.monotonic() + timeout
+        with IpNetns(namespace) as inside:
+            while pending := inside.tentative(device):
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"{device} in {namespace}: duplicate address "
+                                       f"detection not done for {', '.join(pending)}")
+                time.sleep(0.05)
 
     def devices(self, namespace: str) -> list[str]:
         """The devices this driver made in ``namespace``."""

@@ -13,6 +13,7 @@ import errno
 import ipaddress
 import logging
 import os
+import subprocess
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -35,6 +36,9 @@ IFNAMSIZ = 15
 FLOOD_MAC = "00:00:00:00:00:00"
 VXLAN_PORT = 4789
 SYSFS = "/sys/class/net"
+#: address flags (``ifa_flags``): duplicate address detection still running, or failed
+IFA_F_DADFAILED = 0x08
+IFA_F_TENTATIVE = 0x40
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,24 @@ def namespace_pids(name: str) -> list[int]:
         if (seen.st_dev, seen.st_ino) == (wanted.st_dev, wanted.st_ino):
             found.append(int(entry))
     return sorted(found)
+
+
+def set_ipv6_conf(namespace: str | None, device: str, **values: int) -> None:
+    """Set ``net.ipv6.conf.<device>.<name>`` sysctls. /proc/sys/net shows the
+    namespace of the process reading it, so another namespace's are written by
+    ``sysctl`` run inside it (``ip netns exec``)."""
+    if "." in device or "/" in device:
+        raise ValueError(f"no sysctl path for a device named {device!r}")
+    if namespace is None:
+        for name, value in values.items():
+            with open(f"/proc/sys/net/ipv6/conf/{device}/{name}", "w", encoding="ascii") as f:
+                f.write(str(value))
+        return
+    settings = [f"net.ipv6.conf.{device}.{name}={value}" for name, value in values.items()]
+    done = subprocess.run(["ip", "netns", "exec", namespace, "sysctl", "-q", "-w", *settings],
+                          capture_output=True, text=True, timeout=10)
+    if done.returncode != 0:
+        raise OSError(f"sysctl in {namespace}: {done.stderr.strip() or done.returncode}")
 
 
 def _missing(error: NetlinkError) -> bool:
@@ -237,6 +259,14 @@ class IpNetns:
         """The link's addresses as ``address/prefixlen``."""
         return sorted(f"{msg.get('IFA_ADDRESS')}/{msg['prefixlen']}"
                       for msg in self._ip.get_addr(index=self._index(name)))
+
+    def tentative(self, name: str) -> list[str]:
+        """The link's addresses not yet usable: IPv6 duplicate address detection
+        still running (or failed). Binding to one fails until it is done."""
+        pending = IFA_F_TENTATIVE | IFA_F_DADFAILED
+        return sorted(f"{msg.get('IFA_ADDRESS')}/{msg['prefixlen']}"
+                      for msg in self._ip.get_addr(index=self._index(name))
+                      if (msg.get("IFA_FLAGS") or msg["flags"]) & pending)
 
     def set_addresses(self, name: str, wanted: list[str]) -> None:
         """Make the link's addresses exactly ``wanted`` (IPv6 link-local kept)."""

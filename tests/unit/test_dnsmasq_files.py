@@ -135,3 +135,91 @@ def test_files_are_written_only_when_they_change(tmp_path):
     assert dnsmasq.write_files(target, {"host": "b\n", "opts": ""}) is True
     assert (tmp_path / "net" / "host").read_text() == "b\n"
     assert sorted(p.name for p in (tmp_path / "net").iterdir()) == ["host", "opts"]
+
+
+# --- IPv6: who sends router advertisements ------------------------------------------------
+
+SLAAC = "55555555-5555-5555-5555-555555555555"
+STATELESS = "66666666-6666-6666-6666-666666666666"
+
+
+def v6(subnet_id: str, cidr: str, mode: str | None, ra_mode: str | None = "same",
+       **extra: Any) -> dict[str, Any]:
+    """An IPv6 subnet with ``mode`` as its address mode and, unless told, its RA mode."""
+    return subnet(subnet_id, cidr, cidr.split("/")[0] + "1", ipv6_address_mode=mode,
+                  ipv6_ra_mode=mode if ra_mode == "same" else ra_mode, **extra)
+
+
+def router_port(*ips: tuple[str, str]) -> dict[str, Any]:
+    return port("r1", "fa:16:3e:00:00:99", *ips, device_owner="network:router_interface")
+
+
+def ranges_and_ra(net: dict[str, Any]) -> list[str]:
+    argv = dnsmasq.command(net, "ns-x", "/c", Settings())
+    return [a for a in argv if a.startswith(("--dhcp-range", "--enable-ra", "--ra-param"))]
+
+
+def test_without_a_router_dnsmasq_advertises_each_ra_mode_with_its_flags():
+    net = network(v6(V6, "2001:db8::/64", "dhcpv6-stateful"),
+                  v6(SLAAC, "2001:db8:1::/64", "slaac"),
+                  v6(STATELESS, "2001:db8:2::/64", "dhcpv6-stateless"))
+    assert ranges_and_ra(net) == [
+        f"--dhcp-range=set:subnet-{V6},2001:db8::,static,64,86400s",  # M and O
+        f"--dhcp-range=set:subnet-{SLAAC},2001:db8:1::,ra-only,64,86400s",  # A
+        f"--dhcp-range=set:subnet-{STATELESS},2001:db8:2::,ra-stateless,64,86400s",  # A, O
+        # the network's MTU; router lifetime 0: no default route via the DHCP namespace
+        "--enable-ra", "--ra-param=ns-x,mtu:1450,30,0"]
+
+
+def test_a_router_interface_on_the_subnet_leaves_the_ras_to_the_router():
+    stateful, slaac = (v6(V6, "2001:db8::/64", "dhcpv6-stateful"),
+                       v6(SLAAC, "2001:db8:1::/64", "slaac"))
+    routed = network(stateful, slaac, ports=(router_port((V6, "2001:db8::1"),
+                                                         (SLAAC, "2001:db8:1::1")),))
+    assert ranges_and_ra(routed) == [f"--dhcp-range=set:subnet-{V6},2001:db8::,static,64,86400s"]
+    # a router on one subnet only: dnsmasq still advertises the other
+    half = network(stateful, slaac, ports=(router_port((V6, "2001:db8::1")),))
+    assert ranges_and_ra(half) == [
+        f"--dhcp-range=set:subnet-{V6},2001:db8::,static,64,86400s",
+        f"--dhcp-range=set:subnet-{SLAAC},2001:db8:1::,ra-only,64,86400s",
+        "--enable-ra", "--ra-param=ns-x,mtu:1450,30,0"]
+    assert dnsmasq.command(routed, "ns-x", "/c", Settings()) != dnsmasq.command(
+        network(stateful, slaac), "ns-x", "/c", Settings())  # a restart when a router comes
+
+
+def test_only_an_address_mode_means_an_external_router_sends_the_ras():
+    net = network(v6(V6, "2001:db8::/64", "dhcpv6-stateful", ra_mode=None),
+                  v6(SLAAC, "2001:db8:1::/64", "slaac", ra_mode=None),
+                  v6(STATELESS, "2001:db8:2::/64", "dhcpv6-stateless", ra_mode=None))
+    assert ranges_and_ra(net) == [
+        f"--dhcp-range=set:subnet-{V6},2001:db8::,static,64,86400s",
+        f"--dhcp-range=set:subnet-{STATELESS},2001:db8:2::,static,64,86400s"]
+
+
+def test_stateless_gets_options_not_addresses_slaac_gets_nothing_from_dhcp():
+    stateless = v6(STATELESS, "2001:db8:2::/64", "dhcpv6-stateless",
+                   dns_nameservers=["2001:db8::53"])
+    slaac = v6(SLAAC, "2001:db8:1::/64", "slaac", dns_nameservers=["2001:db8::54"])
+    net = network(stateless, slaac, ports=(port("p1", "fa:16:3e:00:00:01",
+                                                (STATELESS, "2001:db8:2::5"),
+                                                (SLAAC, "2001:db8:1::5")),))
+    assert dnsmasq.hosts_file(net, Settings()) == ""
+    assert dnsmasq.served_ports(net) == []
+    assert lines(dnsmasq.opts_file(net)) == [
+        f"tag:subnet-{STATELESS},option6:dns-server,[2001:db8::53]"]
+
+
+def test_ipv6_without_modes_is_served_statefully_as_in_neutron():
+    legacy = v6(V6, "2001:db8::/64", None)
+    net = network(legacy, ports=(port("p1", "fa:16:3e:00:00:01", (V6, "2001:db8::5")),))
+    assert ranges_and_ra(net) == [f"--dhcp-range=set:subnet-{V6},2001:db8::,static,64,86400s"]
+    assert lines(dnsmasq.hosts_file(net, Settings())) == [
+        "fa:16:3e:00:00:01,host-2001-db8--5.openstacklocal,[2001:db8::5]"]
+
+
+def test_dual_stack_leases_are_counted_on_the_ranges_that_lease():
+    net = network(subnet(V4, "10.0.0.0/24", "10.0.0.1"),
+                  v6(SLAAC, "2001:db8:1::/64", "slaac"))
+    argv = dnsmasq.command(net, "ns-x", "/c", Settings())
+    assert "--dhcp-lease-max=256" in argv  # an ra-only range leases nothing
+    assert f"--dhcp-range=set:subnet-{SLAAC},2001:db8:1::,ra-only,64,86400s" in argv
