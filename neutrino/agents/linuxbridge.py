@@ -177,6 +177,7 @@ class LinuxBridgeAgent(Agent):
     async def sync(self, full: bool, dirty: set[Any]) -> None:
         if full:
             self._bridges.clear()  # look at every network's bridge again
+            self._firewall = None  # and read the host's tables again, not our memory
         taps = await self.on_host(self._taps)
         wanted = self._wanted(full, dirty, taps)
         present = sorted(wanted & taps)

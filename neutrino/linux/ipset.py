@@ -38,14 +38,21 @@ def entries(version: int, addresses: Iterable[str]) -> list[str]:
     """The set's entries for ``addresses`` (hosts or CIDRs) of that IP version:
     normalised, without duplicates, sorted; a /0 becomes two halves, since a
     ``hash:net`` cannot hold a zero-length prefix."""
-    nets: set[ipaddress.IPv4Network | ipaddress.IPv6Network] = set()
+    found: dict[tuple[int, int], str] = {}  # (first address, prefix length) -> entry
     for address in addresses:
+        if "/" not in address:  # a host, the common case: ip_address is much cheaper
+            ip = ipaddress.ip_address(address)
+            if ip.version == version:
+                found[int(ip), ip.max_prefixlen] = str(ip)
+            continue
         net = ipaddress.ip_network(address, strict=False)
         if net.version != version:
             continue
-        nets.update(net.subnets() if net.prefixlen == 0 else [net])
-    return [str(net.network_address) if net.prefixlen == net.max_prefixlen else str(net)
-            for net in sorted(nets)]
+        for part in net.subnets() if net.prefixlen == 0 else [net]:
+            found[int(part.network_address), part.prefixlen] = (
+                str(part.network_address) if part.prefixlen == part.max_prefixlen
+                else str(part))
+    return [found[key] for key in sorted(found)]
 
 
 def parse_save(saved: str) -> dict[str, set[str]]:

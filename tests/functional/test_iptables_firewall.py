@@ -280,3 +280,39 @@ def test_ipv6_neighbour_discovery_and_rules(host: Host):
                   group, *overrides)
     host.firewall.apply(closed)
     assert not pings(host.a.namespace, "fd00::2", wait=0.5)
+
+
+def ours_in_iptables(namespace: str) -> list[str]:
+    """Our lines of both families' filter tables, in the kernel's order."""
+    return [line for tool in ("iptables-save", "ip6tables-save")
+            for line in run(tool, "-t", "filter", namespace=namespace).stdout.splitlines()
+            if PREFIX in line]
+
+
+def test_incremental_applies_leave_what_a_fresh_apply_writes(host: Host):
+    """Edited in place (rules deleted and inserted by position), the chains end
+    as a first apply on a clean host writes them; and traffic agrees."""
+    group = str(uuid.uuid4())
+    extra = [Instance(host.namespace, f"{n:08x}-{uuid.uuid4()}"[:36], f"fa:16:3e:00:01:{n:02x}",
+                      f"10.0.1.{n}") for n in range(1, 13)]  # taps that need not exist
+
+    def wanted(count: int, rules: list[dict]) -> dict:
+        made = info(host, rules, group)
+        for inst in extra[:count]:
+            made["devices"][inst.port_id] = inst.port([group])
+            made["sg_member_ips"][group]["IPv4"].append(inst.ip)
+        return made
+
+    steps = [wanted(10, default_group(group)), wanted(11, default_group(group)),
+             wanted(9, default_group(group)),
+             wanted(9, [*default_group(group), rule(group, "ingress", "tcp", 22, 22)]),
+             wanted(12, default_group(group))]
+    for step in steps:
+        host.firewall.apply(step)
+        incremental = ours_in_iptables(host.namespace)
+        fresh = IptablesFirewall(namespace=host.namespace, prefix=PREFIX)
+        fresh.remove_all()
+        fresh.apply(step)
+        assert ours_in_iptables(host.namespace) == incremental
+        host.firewall = fresh  # what it wrote is known to it, not to the other
+    assert pings(host.a.namespace, host.b.ip)

@@ -224,7 +224,7 @@ def test_traffic_outlives_an_agent_that_is_killed_and_resyncs(deployment):
     late = api.port(net["id"], fixed_ips=[{"ip_address": "10.40.0.40"}])
     deployment.plug("h1", late["id"])
     configure(late)
-    assert pings(inst_a, "10.40.0.20")
+    assert pings(inst_a, "10.40.0.20", count=3)
 
     deployment.start_l2_agent("h1", firewall="noop")
     wait_until(lambda: port_status(api, late["id"]) == "ACTIVE", 30, "the late port ACTIVE")

@@ -3,10 +3,20 @@
 
 from __future__ import annotations
 
+import subprocess
+
 import pytest
 
 from neutrino.linux import ipset
-from neutrino.linux.iptables_firewall import build, conntrack_deletions, restore_text
+from neutrino.linux.iptables_firewall import (
+    FirewallError,
+    IptablesFirewall,
+    build,
+    conntrack_deletions,
+    conntrack_forgets,
+    read_table,
+    restore_text,
+)
 
 GROUP = "11111111-2222-3333-4444-555555555555"
 OTHER = "99999999-8888-7777-6666-555555555555"
@@ -34,6 +44,10 @@ def info(*rules: dict, ports: list[dict] | None = None, members: dict | None = N
     ports = ports if ports is not None else [port()]
     return {"devices": {p["port_id"]: p for p in ports}, "security_groups": {GROUP: list(rules)},
             "sg_member_ips": members or {}}
+
+
+def deletions(before, after) -> list[list[str]]:
+    return conntrack_deletions(conntrack_forgets(before, after))
 
 
 def chain(info_: dict, name: str, version: int = 4) -> list[str]:
@@ -124,15 +138,15 @@ def test_rule_order_from_the_server_does_not_change_the_text():
 
 def test_restore_text_hooks_once_and_deletes_stale_chains_only_of_ours():
     chains = build(info()).chains[4]
-    first = restore_text(chains, "", "neutrino")
+    first = restore_text(chains, read_table("", "neutrino"), "neutrino")
     assert "-I FORWARD 1 -j neutrino-FORWARD" in first and "-I INPUT 1 -j neutrino-INPUT" in first
     saved = ("*filter\n:FORWARD ACCEPT [0:0]\n:neutrino-FORWARD - [0:0]\n"
              ":neutrino-ozzzzzzzzzzz - [0:0]\n:other-chain - [0:0]\n"
              "-A FORWARD -j neutrino-FORWARD\n-A INPUT -j neutrino-INPUT\nCOMMIT\n")
-    again = restore_text(chains, saved, "neutrino")
+    again = restore_text(chains, read_table(saved, "neutrino"), "neutrino")
     assert "-I FORWARD" not in again and "-I INPUT" not in again
     assert "-X neutrino-ozzzzzzzzzzz" in again and "other-chain" not in again
-    gone = restore_text({}, saved, "neutrino")
+    gone = restore_text({}, read_table(saved, "neutrino"), "neutrino")
     assert "-D FORWARD -j neutrino-FORWARD" in gone and "-X neutrino-FORWARD" in gone
 
 
@@ -140,11 +154,11 @@ def test_conntrack_forgets_what_a_removed_rule_or_member_allowed():
     before = build(info(rule(protocol="tcp", low=22, high=22), rule(remote_group=OTHER),
                         members={OTHER: {"IPv4": ["10.0.0.7", "10.0.0.8"]}}))
     after = build(info(rule(remote_group=OTHER), members={OTHER: {"IPv4": ["10.0.0.8"]}}))
-    assert sorted(conntrack_deletions(before, after)) == [
+    assert sorted(deletions(before, after)) == [
         ["-D", "-f", "ipv4", "-d", "10.0.0.1", "-p", "tcp", "--dport", "22"],
         ["-D", "-f", "ipv4", "-s", "10.0.0.7", "-d", "10.0.0.1"]]
-    assert conntrack_deletions(after, before) == []
-    assert conntrack_deletions(before, build(info(ports=[]))) == []  # the port is gone
+    assert deletions(after, before) == []
+    assert deletions(before, build(info(ports=[]))) == []  # the port is gone
 
 
 def test_ipset_restore_swaps_a_filled_twin():
@@ -165,3 +179,217 @@ def test_no_ports_no_chains():
 def test_a_prefix_too_long_for_chain_names_is_refused():
     with pytest.raises(ValueError):
         build(info(), prefix="x" * 20)
+
+
+# --- the incremental writer, against a fake host ------------------------------------------
+
+
+class FakeHost:
+    """The tools' effect on a filter table per family, the sets and conntrack,
+    enough to ask what the host holds; every run is recorded."""
+
+    def __init__(self, flows: str = ""):
+        self.tables: dict[int, dict[str, list[str]]] = {
+            4: {"FORWARD": [], "INPUT": []}, 6: {"FORWARD": [], "INPUT": []}}
+        self.sets: dict[str, set[str]] = {}
+        self.flows = flows.splitlines()
+        self.runs: list[tuple[list[str], str | None]] = []
+        self.fail: str | None = None  # a tool to fail once
+
+    def __call__(self, argv: list[str], stdin: str | None) -> subprocess.CompletedProcess:
+        self.runs.append((argv, stdin))
+        if argv[0] == self.fail:
+            self.fail = None
+            return subprocess.CompletedProcess(argv, 1, "", "refused")
+        out = getattr(self, argv[0].replace("-", "_"))(argv[1:], stdin or "")
+        return subprocess.CompletedProcess(argv, 0, out or "", "")
+
+    def tools(self) -> list[str]:
+        return [argv[0] for argv, _ in self.runs]
+
+    def iptables_save(self, _args: list[str], _stdin: str, version: int = 4) -> str:
+        table = self.tables[version]
+        return "\n".join(["*filter", *(f":{name} - [0:0]" for name in table),
+                          *(f"-A {name} {rule}" for name, rules in table.items()
+                            for rule in rules), "COMMIT"]) + "\n"
+
+    def ip6tables_save(self, args: list[str], stdin: str) -> str:
+        return self.iptables_save(args, stdin, 6)
+
+    def iptables_restore(self, _args: list[str], text: str, version: int = 4) -> None:
+        table = self.tables[version]
+        for line in text.splitlines():
+            if line.startswith(":"):
+                table[line[1:].split()[0]] = []
+                continue
+            op, _, rest = line.partition(" ")
+            name, _, spec = rest.partition(" ")
+            if op == "-A":
+                table[name].append(spec)
+            elif op == "-I":
+                number, _, rule_ = spec.partition(" ")
+                assert int(number) <= len(table[name]) + 1
+                table[name].insert(int(number) - 1, rule_)
+            elif op == "-D":
+                rules = table[name]
+                del rules[int(spec) - 1 if spec.isdigit() else rules.index(spec)]
+            elif op == "-X":
+                assert not table.pop(name)
+
+    def ip6tables_restore(self, args: list[str], text: str) -> None:
+        self.iptables_restore(args, text, 6)
+
+    def ipset(self, args: list[str], text: str) -> str:
+        if args == ["save"]:
+            return "".join(f"create {n} hash:net\n" + "".join(f"add {n} {e}\n" for e in sorted(s))
+                           for n, s in self.sets.items())
+        for words in (line.split() for line in text.splitlines()):
+            if words[0] == "create":
+                self.sets.setdefault(words[1], set())
+            elif words[0] == "flush":
+                self.sets[words[1]] = set()
+            elif words[0] == "add":
+                self.sets[words[1]].add(words[2])
+            elif words[0] == "swap":
+                self.sets[words[1]], self.sets[words[2]] = self.sets[words[2]], self.sets[words[1]]
+            elif words[0] == "destroy":
+                del self.sets[words[1]]
+        return ""
+
+    def conntrack(self, args: list[str], _stdin: str) -> str:
+        if args[0] == "-L":
+            return "\n".join(self.flows) + "\n"
+        wanted = dict(zip(args[1::2], args[2::2], strict=True))
+        self.flows = [flow for flow in self.flows if not all(
+            _field(flow, key) == value for key, value in wanted.items())]
+        return ""
+
+    def state(self) -> tuple:
+        return self.tables, self.sets
+
+
+def _field(flow: str, option: str) -> str | None:
+    """What a ``conntrack -D`` option matches in a ``conntrack -L -o extended`` line."""
+    words = flow.split()
+    if option in ("-f", "-p"):
+        return words[0 if option == "-f" else 2]
+    key = {"-s": "src", "-d": "dst", "--dport": "dport"}[option]
+    return next((w.split("=")[1] for w in words if w.startswith(key + "=")), None)
+
+
+def many(count: int, group: str = GROUP) -> dict:
+    """``count`` ports in the default group (members reach each other)."""
+    ports = [port(f"{n:08x}-0000-0000-0000-000000000000", f"10.0.{n // 250}.{n % 250 + 1}",
+                  security_groups=[group]) for n in range(count)]
+    made = info(rule(remote_group=group), rule("egress"), ports=ports,
+                members={group: {"IPv4": [p["fixed_ips"][0]["ip_address"] for p in ports]}})
+    made["security_groups"] = {group: made["security_groups"][GROUP]}
+    return made
+
+
+def fresh(info_: dict) -> tuple:
+    """What a first apply, on a clean host, leaves there."""
+    host = FakeHost()
+    IptablesFirewall(runner=host).apply(info_)
+    return host.state()
+
+
+def test_a_second_apply_without_change_runs_no_tool():
+    host = FakeHost()
+    firewall = IptablesFirewall(runner=host)
+    firewall.apply(many(5))
+    assert host.tools() == ["ipset", "ipset", "iptables-save", "ip6tables-save",
+                            "iptables-restore", "ip6tables-restore"]
+    host.runs.clear()
+    firewall.apply(many(5))
+    assert host.runs == []
+
+
+def test_a_port_added_writes_its_chains_and_edits_the_others_in_place():
+    host = FakeHost()
+    firewall = IptablesFirewall(runner=host)
+    firewall.apply(many(20))
+    host.runs.clear()
+    firewall.apply(many(21))
+    assert host.tools() == ["ipset", "iptables-restore", "ip6tables-restore"]
+    text = host.runs[1][1]
+    added = "00000014-00"
+    declared = [line for line in text.splitlines() if line.startswith(":")]
+    assert declared == [f":neutrino-{c}{added} - [0:0]" for c in "ios"]
+    assert not any(line.startswith("-D") for line in text.splitlines())
+    assert len(text.splitlines()) < 60  # not the 20 others' chains again
+    assert host.state() == fresh(many(21))
+
+
+def test_changes_and_their_reversal_round_trip_to_a_fresh_apply():
+    host = FakeHost()
+    firewall = IptablesFirewall(runner=host)
+    ruled = many(8)
+    ruled["security_groups"][GROUP].append(rule(protocol="tcp", low=22, high=22))
+    fewer = many(8)
+    del fewer["devices"][next(iter(fewer["devices"]))]
+    for wanted in (many(8), many(12), ruled, fewer, many(3), many(8), info(ports=[]), many(8)):
+        firewall.apply(wanted)
+        assert host.state() == fresh(wanted)
+
+
+def test_a_failed_restore_forgets_and_the_next_apply_rewrites_everything():
+    host = FakeHost()
+    firewall = IptablesFirewall(runner=host)
+    firewall.apply(many(4))
+    host.tables[4]["neutrino-sg-chain"].append("-j DROP")  # someone meddles
+    host.fail = "ip6tables-restore"
+    with pytest.raises(FirewallError):
+        firewall.apply(many(5))
+    host.runs.clear()
+    firewall.apply(many(5))
+    assert [argv for argv, _ in host.runs if "save" in argv[0] or argv[1:] == ["save"]] == [
+        ["ipset", "save"], ["iptables-save", "-t", "filter"], ["ip6tables-save", "-t", "filter"]]
+    assert host.state() == fresh(many(5))
+
+
+def test_remove_all_reads_the_host_and_leaves_nothing():
+    host = FakeHost()
+    IptablesFirewall(runner=host).apply(many(3))
+    IptablesFirewall(runner=host).remove_all()  # another object: it must read
+    assert host.tables == {v: {"FORWARD": [], "INPUT": []} for v in (4, 6)}
+    assert host.sets == {}
+
+
+def test_conntrack_forgets_a_leaving_member_per_port_not_per_pair():
+    before, after = build(many(300)), build(many(299))  # the last one leaves
+    forgets = conntrack_forgets(before, after)
+    assert len(forgets) == 299  # one per staying port, with the one gone address
+    assert {f.remotes for f in forgets} == {frozenset({"10.0.1.50"})}
+    assert len(conntrack_deletions(forgets)) == 299
+
+
+def test_many_forgets_delete_only_the_live_connections_they_match():
+    flows = ("ipv4 2 tcp 6 100 ESTABLISHED src=10.0.1.50 dst=10.0.0.1 sport=4000 dport=80 "
+             "src=10.0.0.1 dst=10.0.1.50 sport=80 dport=4000\n"
+             "ipv4 2 tcp 6 100 ESTABLISHED src=10.0.0.2 dst=10.0.0.1 sport=4001 dport=80 "
+             "src=10.0.0.1 dst=10.0.0.2 sport=80 dport=4001\n"
+             "ipv4 2 icmp 1 29 src=10.0.0.3 dst=10.0.1.50 type=8 code=0 id=7 "
+             "src=10.0.1.50 dst=10.0.0.3 type=0 code=0 id=7\n")
+    host = FakeHost(flows)
+    firewall = IptablesFirewall(runner=host)
+    firewall.apply(many(300))
+    host.runs.clear()
+    firewall.apply(many(299))
+    assert [argv for argv, _ in host.runs if argv[0] == "conntrack"] == [
+        ["conntrack", "-L", "-o", "extended"],
+        ["conntrack", "-D", "-f", "ipv4", "-s", "10.0.1.50", "-d", "10.0.0.1", "-p", "tcp",
+         "--dport", "80"]]
+    assert len(host.flows) == 2  # the other member's, and the one that left (its port
+    # is gone: its chains with it)
+
+
+def test_a_remote_group_rule_removed_forgets_the_members_of_then_per_local_address():
+    members = {OTHER: {"IPv4": ["10.0.0.7", "10.0.0.8"]}}
+    before = build(info(rule(protocol="udp", low=53, high=53, remote_group=OTHER),
+                        members=members))
+    after = build(info(members=members))
+    [forget] = conntrack_forgets(before, after)
+    assert forget.remotes == {"10.0.0.7", "10.0.0.8"} and forget.local == "10.0.0.1"
+    assert forget.argv() == ["-D", "-f", "ipv4", "-d", "10.0.0.1", "-p", "udp",
+                             "--dport", "53"]
