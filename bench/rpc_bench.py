@@ -69,7 +69,7 @@ async def _calls(client: RpcClient, calls: int, concurrency: int) -> tuple[float
     async def caller(n: int) -> None:
         for i in range(n):
             started = time.perf_counter()
-            assert await client.call(CTX, "echo", host="h", value=i) == i
+            assert await client.call(CTX, "echo", server="h", value=i) == i
             latencies.append(time.perf_counter() - started)
 
     started = time.perf_counter()
