@@ -22,6 +22,7 @@ from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
 from neutrino.agents.l2 import parse_mappings
 from neutrino.agents.notifications import L2Notifications
+from neutrino.agents.sg_info import SecurityGroupInfo
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
 from neutrino.linux.ip import FLOOD_MAC, IpNetns, watch_links
 from neutrino.rpc import topics
@@ -113,6 +114,7 @@ class LinuxBridgeAgent(Agent):
         self._bridges: dict[str, str] = {}  # network id -> its bridge, once set up
         self._underlay: str | None = None  # the device that holds local_ip
         self._firewall: Any = None
+        self._sg = SecurityGroupInfo()
 
     # --- what it says and serves ------------------------------------------------------
 
@@ -179,16 +181,20 @@ class LinuxBridgeAgent(Agent):
             self._bridges.clear()  # look at every network's bridge again
             self._firewall = None  # and read the host's tables again, not our memory
         taps = await self.on_host(self._taps)
+        if full:
+            self._taps_seen = taps  # what the scan would report next is done here
         wanted = self._wanted(full, dirty, taps)
         present = sorted(wanted & taps)
         details = await self._plugin.call(
             self.context, "get_devices_details_list", devices=present,
             agent_id=self._agent_id, host=self.host) if present else []
         gone = wanted - taps
-        if full or details or gone or named(dirty, "security_group"):
+        groups = named(dirty, "security_group")
+        if full or details or gone or groups:
             # filters first: a port is not wired before its filters are in place
             ours = {port["device"] for port in details if "port_id" in port}
-            await self._filter(sorted((set(self.ports) - wanted) | ours))
+            await self._filter((set(self.ports) - wanted) | ours,
+                               ours if not full else None, groups)
         up, down = await self.on_host(self._apply, details, gone)
         if up or down:
             await self._plugin.call(self.context, "update_device_list", devices_up=up,
@@ -312,8 +318,11 @@ class LinuxBridgeAgent(Agent):
 
     # --- security groups ------------------------------------------------------------------------
 
-    async def _filter(self, devices: list[str]) -> None:
-        """Filter exactly ``devices`` (every port wired here), as their groups say."""
+    async def _filter(self, devices: set[str], changed: set[str] | None,
+                      groups: set[str]) -> None:
+        """Filter exactly ``devices`` (every port wired here), as their groups say,
+        asking the server about the ``changed`` ones and those that the ``groups``
+        changing concern (about all when ``changed`` is None)."""
         sg = self.conf.securitygroup
         if not sg.enable_security_group or sg.firewall_driver == "noop":
             return
@@ -322,10 +331,11 @@ class LinuxBridgeAgent(Agent):
                 return  # nothing to filter: leave the host's tables alone
             from neutrino.linux.iptables_firewall import IptablesFirewall
             self._firewall = IptablesFirewall()
-        info = await self._plugin.call(self.context, "security_group_info_for_devices",
-                                       devices=devices) if devices else {
-            "devices": {}, "security_groups": {}, "sg_member_ips": {}}
-        await self.on_host(self._firewall.apply, info)
+        ask = devices if changed is None else (changed | self._sg.concerned(groups)) & devices
+        answer = await self._plugin.call(self.context, "security_group_info_for_devices",
+                                         devices=sorted(ask)) if ask else {}
+        self._sg.update(answer, devices)
+        await self.on_host(self._firewall.apply, self._sg.info())
 
     # --- l2population ---------------------------------------------------------------------------
 
