@@ -17,6 +17,16 @@ which is also what dnsmasq's RAs need: it advertises the prefixes of its
 interface's addresses); the kernel adds the link-local one. The port's device
 does no duplicate address detection, and dnsmasq is started only once none of
 its addresses is tentative: binding to one fails, which would stop it.
+
+Metadata (``[dhcp] enable_isolated_metadata``): while a network has an
+isolated IPv4 subnet (see ``neutrino.linux.dnsmasq``), its DHCP port's device
+also holds 169.254.169.254/32 and a metadata proxy
+(``neutrino.linux.metadata_proxy``) listens there on port 80, forwarding to
+the host's metadata agent with ``X-Neutron-Network-ID``; once a router holds
+every subnet's gateway, the proxy and the address go. Every
+``[agent] check_child_processes_interval`` seconds the agent looks for
+networks whose dnsmasq or proxy died and marks them dirty: their next sync
+starts them again.
 """
 
 from __future__ import annotations
@@ -25,13 +35,16 @@ import asyncio
 import logging
 import os
 import shutil
+import subprocess
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main as run_agent
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_list
-from neutrino.linux import dnsmasq, interface, ip
+from neutrino.linux import dnsmasq, interface, ip, metadata_proxy, process
 from neutrino.linux.dnsmasq import Network
+from neutrino.linux.metadata_proxy import METADATA_CIDR, METADATA_IP, METADATA_PORT
 from neutrino.plugins.ml2.dhcp_rpc import dhcp_device_id
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
@@ -43,16 +56,6 @@ NAMESPACE = "qdhcp-"
 DHCP_OWNER = "network:dhcp"
 
 
-def parse_interface_driver(text: str) -> str:
-    value = text.strip()
-    if value in interface.LATER:
-        raise ValueError(f"the {value} interface driver is not supported yet; "
-                         f"use {', '.join(interface.SUPPORTED)}")
-    if value and value not in interface.SUPPORTED:
-        raise ValueError(f"must be one of {', '.join(interface.SUPPORTED)}")
-    return value
-
-
 def parse_lease(text: str) -> int:
     value = int_range(-1)(text)
     if value == 0:
@@ -62,7 +65,7 @@ def parse_lease(text: str) -> int:
 
 OPTIONS = (
     OptGroup("DEFAULT", [
-        Opt("interface_driver", parse_interface_driver, "",
+        Opt("interface_driver", interface.parse_driver, "",
             "How the DHCP port's device is made: linuxbridge. Unset, the agent "
             "registers but serves no network."),
         Opt("dhcp_confs", str, "",
@@ -72,10 +75,16 @@ OPTIONS = (
         Opt("dnsmasq_dns_servers", parse_list, [],
             "Resolvers dnsmasq forwards DNS queries to."),
         Opt("num_sync_threads", int_range(1), 4, "Networks set up at the same time."),
+        metadata_proxy.SOCKET_OPTION,
     ]),
     OptGroup("dhcp", [
         Opt("enable_isolated_metadata", parse_bool, False,
             "Serve metadata in the DHCP namespace of networks without a router."),
+    ]),
+    OptGroup("agent", [
+        Opt("check_child_processes_interval", int_range(0), 60,
+            "Seconds between checks that each network's dnsmasq and metadata proxy "
+            "still run (one that died is started again); 0: no checks."),
     ]),
 )
 
@@ -142,10 +151,14 @@ class DhcpDataplane:
     processes), which the agent runs in threads."""
 
     def __init__(self, confs_dir: str, settings: dnsmasq.Settings,
-                 driver: interface.LinuxBridgeInterfaceDriver):
+                 driver: interface.LinuxBridgeInterfaceDriver,
+                 metadata_socket: str | None = None):
+        """``metadata_socket``: the metadata agent's socket, when isolated
+        networks get metadata here (None: they do not)."""
         self.confs_dir = confs_dir
         self.settings = settings
         self.driver = driver
+        self.metadata_socket = metadata_socket
 
     def conf_dir(self, network_id: str) -> str:
         return os.path.join(self.confs_dir, network_id)
@@ -170,37 +183,81 @@ class DhcpDataplane:
             inside.set("lo", up=True)
         device = self.driver.plug(port["id"], port["mac_address"], network.get("mtu") or 1500,
                                   namespace)
-        self.driver.set_addresses(device, _cidrs(network, port), namespace)
+        routes = dnsmasq.metadata_routes(network, port) if self.metadata_socket else {}
+        self._set_addresses(device, _cidrs(network, port), bool(routes), namespace)
         for other in self.driver.devices(namespace):
             if other != device:  # an earlier DHCP port's
                 self.driver.unplug(other, namespace)
-        changed = dnsmasq.write_files(conf_dir, dnsmasq.files(network, self.settings))
+        changed = dnsmasq.write_files(conf_dir, dnsmasq.files(network, self.settings, routes))
         argv = dnsmasq.command(network, device, conf_dir, self.settings)
-        process = dnsmasq.Dnsmasq(conf_dir, namespace)
-        running = process.argv()
+        daemon = dnsmasq.Dnsmasq(conf_dir, namespace)
+        running = daemon.argv()
         if running is None:
             LOG.info("network %s: starting dnsmasq", network["id"])
             self.driver.wait_usable(device, namespace)
-            process.start(argv)
+            daemon.start(argv)
         elif running != argv:
             LOG.info("network %s: its subnets or routers changed, restarting dnsmasq",
                      network["id"])
             self.driver.wait_usable(device, namespace)
-            process.restart(argv)
+            daemon.restart(argv)
         elif changed:
             LOG.debug("network %s: ports changed, dnsmasq reloads", network["id"])
-            process.reload()
+            daemon.reload()
+        self._metadata(network["id"], bool(routes))
+
+    def _set_addresses(self, device: str, cidrs: list[str], metadata: bool,
+                       namespace: str) -> None:
+        """The port's addresses, and 169.254.169.254 while metadata is served
+        (kept by ``set_addresses`` as a link-local address: removed here)."""
+        self.driver.set_addresses(device, [*cidrs, *([METADATA_CIDR] if metadata else [])],
+                                  namespace)
+        if not metadata:
+            with ip.IpNetns(namespace) as inside:
+                present = METADATA_CIDR in inside.addresses(device)
+            if present:
+                subprocess.run(["ip", "-n", namespace, "addr", "del", METADATA_CIDR, "dev",
+                                device], check=True, capture_output=True, timeout=10)
+
+    def _metadata(self, network_id: str, wanted: bool) -> None:
+        """The network's metadata proxy running (started again if it died) or not."""
+        conf_dir = self.conf_dir(network_id)
+        if not wanted:
+            if metadata_proxy.proxy_pid(conf_dir) is not None:
+                LOG.info("network %s: a router serves its metadata now, or nothing does: "
+                         "stopping the metadata proxy", network_id)
+            metadata_proxy.stop_proxy(conf_dir)
+            return
+        assert self.metadata_socket is not None
+        metadata_proxy.start_proxy(namespace_name(network_id), METADATA_PORT,
+                                   metadata_proxy.NETWORK_HEADER, network_id,
+                                   self.metadata_socket, conf_dir, listen_host=METADATA_IP)
+
+    def dead(self, network_ids: list[str]) -> list[str]:
+        """Those of ``network_ids`` (served here) whose dnsmasq or metadata proxy
+        should run and does not."""
+        found = []
+        for network_id in network_ids:
+            conf_dir = self.conf_dir(network_id)
+            if not os.path.isdir(conf_dir):
+                continue
+            proxied = os.path.exists(os.path.join(conf_dir, metadata_proxy.PID))
+            if dnsmasq.Dnsmasq(conf_dir, namespace_name(network_id)).pid() is None or (
+                    proxied and metadata_proxy.proxy_pid(conf_dir) is None):
+                found.append(network_id)
+        return found
 
     def retire(self, network_id: str) -> None:
         """Take everything of the network away, whatever is left of it."""
         conf_dir = self.conf_dir(network_id)
         namespace = namespace_name(network_id)
+        metadata_proxy.stop_proxy(conf_dir)
         dnsmasq.Dnsmasq(conf_dir, namespace).stop()
         if namespace in ip.namespaces():
             for device in self.driver.devices(namespace):
                 self.driver.unplug(device, namespace)
             for pid in ip.namespace_pids(namespace):  # anything else we left there
-                dnsmasq.terminate(pid, 2.0)
+                process.terminate(pid, 2.0)
             ip.delete_namespace(namespace)
         shutil.rmtree(conf_dir, ignore_errors=True)
         LOG.info("network %s: DHCP taken down", network_id)
@@ -229,8 +286,11 @@ class DhcpAgent(Agent):
                                         lease_duration=default.dhcp_lease_duration,
                                         dns_servers=tuple(default.dnsmasq_dns_servers))
             confs = default.dhcp_confs or os.path.join(default.state_path, "dhcp")
+            socket = (metadata_proxy.socket_path(conf) if conf.dhcp.enable_isolated_metadata
+                      else None)
             self.dataplane = DhcpDataplane(os.path.abspath(confs), settings,
-                                           interface.LinuxBridgeInterfaceDriver(agent_namespace))
+                                           interface.LinuxBridgeInterfaceDriver(agent_namespace),
+                                           socket)
         else:
             LOG.error("no interface_driver configured: this agent serves no network")
 
@@ -243,6 +303,23 @@ class DhcpAgent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [DhcpNotifications(self)]
+
+    def background(self) -> list[Callable[[], Awaitable[None]]]:
+        if self.dataplane is None or not self.conf.agent.check_child_processes_interval:
+            return []
+        return [self._watch_processes]
+
+    async def _watch_processes(self) -> None:
+        """Mark dirty the networks whose dnsmasq or metadata proxy died: their
+        next sync starts them again."""
+        assert self.dataplane is not None
+        while True:
+            await asyncio.sleep(self.conf.agent.check_child_processes_interval)
+            dead = await asyncio.to_thread(self.dataplane.dead, sorted(self._ready))
+            if dead:
+                LOG.warning("network(s) %s: dnsmasq or the metadata proxy died; "
+                            "starting them again", ", ".join(dead))
+                self.mark_dirty(*(("network", n) for n in dead))
 
     # --- what the server wants -------------------------------------------------------------
 

@@ -219,6 +219,9 @@ class LinuxBridgeAgent(Agent):
             try:
                 self._wire(port)
             except Exception:
+                if not self.ip.exists(tap):  # unplugged meanwhile: the scan tells
+                    LOG.info("%s went while it was being wired", tap)
+                    continue
                 LOG.exception("wiring %s for port %s failed", tap, port["port_id"])
                 continue
             self.ports[tap] = port

@@ -44,7 +44,9 @@ from pyroute2 import NetlinkError
 from neutrino.linux.ip import IpNetns, add_namespace, delete_namespace, set_ipv6_conf
 
 #: applies what udhcpc got with ``ip`` (busybox's own script would rewrite the
-#: machine's /etc/resolv.conf)
+#: machine's /etc/resolv.conf): the address, the router, and the classless
+#: static routes (option 121, ``$staticroutes``: "destination gateway" pairs,
+#: gateway 0.0.0.0 for on-link), which carry 169.254.169.254 on isolated networks
 DHCP_SCRIPT = """#!/bin/sh
 case "$1" in
   deconfig) ip -4 addr flush dev "$interface"; ip link set "$interface" up ;;
@@ -52,6 +54,12 @@ case "$1" in
     ip -4 addr flush dev "$interface"
     ip addr add "$ip/${mask:-24}" dev "$interface"
     [ -n "$router" ] && ip route replace default via "${router%% *}" dev "$interface"
+    set -- $staticroutes
+    while [ $# -ge 2 ]; do
+      if [ "$2" = 0.0.0.0 ]; then ip route replace "$1" dev "$interface"
+      else ip route replace "$1" via "$2" dev "$interface"; fi
+      shift 2
+    done
     echo "$ip" > "$NEUTRINO_LEASE_FILE" ;;
 esac
 exit 0
@@ -156,6 +164,7 @@ def dhcp_client(namespace: str, timeout: int) -> str | None:
         script.chmod(0o755)
         done = subprocess.run(
             ["ip", "netns", "exec", namespace, "udhcpc", "-i", "eth0", "-n", "-q", "-f",
+             "-O", "staticroutes",
              "-t", str(max(1, timeout)), "-T", "1", "-A", "1", "-s", str(script)],
             env={**os.environ, "NEUTRINO_LEASE_FILE": str(lease)}, capture_output=True,
             text=True, timeout=timeout * 3 + 10)

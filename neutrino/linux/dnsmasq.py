@@ -36,6 +36,13 @@ not take it as their default router. Once a router interface is added its
 radvd takes over and dnsmasq (restarted: a new command line) stops. A subnet
 with only ``ipv6_address_mode`` never gets RAs from dnsmasq: an external
 router sends them and two sources would disagree.
+
+Metadata on isolated networks (the agent's ``enable_isolated_metadata``): an
+IPv4 subnet whose gateway no router interface holds is isolated, as in
+Neutron; its instances get a classless static route to 169.254.169.254/32
+through the DHCP port's address (``metadata_routes``), where the DHCP
+namespace's metadata proxy listens. Classless routes make clients ignore the
+router option, so the default route goes with them, as for host routes.
 """
 
 from __future__ import annotations
@@ -44,9 +51,11 @@ import ipaddress
 import os
 import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from typing import Any
+
+from neutrino.linux.process import cmdline as _cmdline
+from neutrino.linux.process import terminate
 
 Network = dict[str, Any]
 
@@ -65,6 +74,8 @@ RA_INTERVAL = 30
 #: options whose value may be empty: an empty router option stops dnsmasq from
 #: offering its own address as the gateway of a subnet without one
 EMPTY_ALLOWED = ("router", "classless-static-route")
+#: where instances of isolated networks find metadata (the route dnsmasq gives them)
+METADATA_CIDR = "169.254.169.254/32"
 
 HOSTS = "host"
 OPTS = "opts"
@@ -110,6 +121,24 @@ def routed_subnets(network: Network) -> set[str]:
     return {fixed["subnet_id"] for port in network.get("ports", ())
             if port.get("device_owner") in ROUTER_INTERFACE_OWNERS
             for fixed in port.get("fixed_ips") or ()}
+
+
+def isolated_subnets(network: Network) -> list[dict[str, Any]]:
+    """The IPv4 DHCP subnets whose gateway no router interface holds: their
+    instances reach no router's metadata proxy (Neutron's notion of isolated)."""
+    routed = {(fixed["subnet_id"], fixed["ip_address"]) for port in network.get("ports", ())
+              if port.get("device_owner") in ROUTER_INTERFACE_OWNERS
+              for fixed in port.get("fixed_ips") or ()}
+    return [s for s in dhcp_subnets(network) if s["ip_version"] == 4
+            and (s["id"], s.get("gateway_ip")) not in routed]
+
+
+def metadata_routes(network: Network, dhcp_port: dict[str, Any]) -> dict[str, str]:
+    """Subnet id -> the DHCP port's address on it, for each isolated subnet:
+    its instances are told to reach 169.254.169.254 through that address
+    (where the DHCP namespace's metadata proxy listens)."""
+    held = {fixed["subnet_id"]: fixed["ip_address"] for fixed in dhcp_port["fixed_ips"]}
+    return {s["id"]: held[s["id"]] for s in isolated_subnets(network) if s["id"] in held}
 
 
 def advertised_subnets(network: Network) -> list[dict[str, Any]]:
@@ -191,7 +220,9 @@ def _option(tag: str, name: str, value: str, ip_version: int = 4) -> str:
     return f"tag:{tag},{key},{value}" if value else f"tag:{tag},{key}"
 
 
-def _subnet_options(subnet: dict[str, Any]) -> list[str]:
+def _subnet_options(subnet: dict[str, Any], metadata_via: str | None) -> list[str]:
+    """``metadata_via``: the address instances reach 169.254.169.254 through, if
+    the DHCP namespace serves them metadata."""
     tag = subnet_tag(subnet["id"])
     version = subnet["ip_version"]
     gateway = subnet.get("gateway_ip")
@@ -203,6 +234,8 @@ def _subnet_options(subnet: dict[str, Any]) -> list[str]:
     if version == 6:
         return lines
     routes = [(r["destination"], r["nexthop"]) for r in subnet.get("host_routes") or ()]
+    if metadata_via:
+        routes.append((METADATA_CIDR, metadata_via))
     if routes:
         # a client given classless routes ignores the router option (RFC 3442):
         # the default route goes with them
@@ -226,22 +259,25 @@ def _port_options(port: dict[str, Any]) -> list[str]:
     return lines
 
 
-def opts_file(network: Network) -> str:
-    """``--dhcp-optsfile``: each subnet's gateway, DNS servers and routes, then
-    each served port's extra options."""
+def opts_file(network: Network, metadata: dict[str, str] | None = None) -> str:
+    """``--dhcp-optsfile``: each subnet's gateway, DNS servers and routes (with
+    ``metadata``, ``metadata_routes``' routes), then each served port's extra
+    options."""
     lines: list[str] = []
     for subnet in served_subnets(network):
-        lines += _subnet_options(subnet)
+        lines += _subnet_options(subnet, (metadata or {}).get(subnet["id"]))
     ports = {port["id"]: port for port, _, _ in _addresses(network)}
     for port_id in sorted(ports):
         lines += _port_options(ports[port_id])
     return "".join(line + "\n" for line in lines)
 
 
-def files(network: Network, settings: Settings) -> dict[str, str]:
-    """Every file dnsmasq reads on SIGHUP, by name in the network's directory."""
+def files(network: Network, settings: Settings, metadata: dict[str, str] | None = None
+          ) -> dict[str, str]:
+    """Every file dnsmasq reads on SIGHUP, by name in the network's directory
+    (``metadata``: see ``opts_file``)."""
     return {HOSTS: hosts_file(network, settings), ADDN_HOSTS: addn_hosts_file(network, settings),
-            OPTS: opts_file(network)}
+            OPTS: opts_file(network, metadata)}
 
 
 def _lease(settings: Settings) -> str:
@@ -387,29 +423,3 @@ class Dnsmasq:
     def restart(self, argv: list[str]) -> int:
         self.stop()
         return self.start(argv)
-
-
-def _cmdline(pid: int) -> list[str] | None:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as handle:
-            raw = handle.read()
-    except OSError:
-        return None
-    return [part.decode(errors="replace") for part in raw.split(b"\0") if part] or None
-
-
-def terminate(pid: int, wait: float) -> None:
-    """SIGTERM, and SIGKILL if it does not go within ``wait`` seconds."""
-    try:
-        os.kill(pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    deadline = time.monotonic() + wait
-    while time.monotonic() < deadline:
-        if _cmdline(pid) is None:  # gone, or a zombie waiting for init
-            return
-        time.sleep(0.02)
-    try:
-        os.kill(pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass

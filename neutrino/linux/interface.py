@@ -42,8 +42,20 @@ def tap_name(port_id: str) -> str:
     return TAP + port_id[:11]
 
 
-def device_name(port_id: str) -> str:
-    return NS + port_id[:11]
+def device_name(port_id: str, prefix: str = NS) -> str:
+    """``prefix``: ``ns-`` for DHCP ports; routers' are ``qr-`` and ``qg-``."""
+    return prefix + port_id[:11]
+
+
+def parse_driver(text: str) -> str:
+    """``interface_driver``: one of ``SUPPORTED``, or empty (no dataplane)."""
+    value = text.strip()
+    if value in LATER:
+        raise ValueError(f"the {value} interface driver is not supported yet; "
+                         f"use {', '.join(SUPPORTED)}")
+    if value and value not in SUPPORTED:
+        raise ValueError(f"must be one of {', '.join(SUPPORTED)}")
+    return value
 
 
 class LinuxBridgeInterfaceDriver:
@@ -53,17 +65,25 @@ class LinuxBridgeInterfaceDriver:
     def __init__(self, agent_namespace: str | None = None):
         self.agent_namespace = agent_namespace
 
-    def plug(self, port_id: str, mac: str, mtu: int, namespace: str) -> str:
-        """The port's device in ``namespace``, up with ``mac`` and ``mtu``, its tap
-        up beside it; the device's name."""
-        tap, device = tap_name(port_id), device_name(port_id)
+    def plug(self, port_id: str, mac: str, mtu: int, namespace: str, prefix: str = NS) -> str:
+        """The port's device (``prefix`` + 11 of its id) in ``namespace``, up with
+        ``mac`` and ``mtu``, its tap up beside it; the device's name."""
         with IpNetns(self.agent_namespace) as host, IpNetns(namespace) as inside:
-            if not inside.exists(device):
-                host.delete(tap)  # a pair left half-made
-                host.add_veth(tap, device, peer_namespace=namespace)
-                _no_dad_no_ra(device, namespace)
-            inside.set(device, mac=mac, mtu=mtu, up=True)
-            host.set(tap, mtu=mtu, up=True)
+            return self.plug_with(host, inside, port_id, mac, mtu, prefix)
+
+    def plug_with(self, host: IpNetns, inside: IpNetns, port_id: str, mac: str, mtu: int,
+                  prefix: str = NS) -> str:
+        """``plug`` through sockets the caller holds (``host``: the agent's
+        namespace, ``inside``: the service's): opening one into a namespace
+        costs more than the work, and a router plugs several devices."""
+        assert inside.namespace is not None
+        tap, device = tap_name(port_id), device_name(port_id, prefix)
+        if not inside.exists(device):
+            host.delete(tap)  # a pair left half-made
+            host.add_veth(tap, device, peer_namespace=inside.namespace)
+            _no_dad_no_ra(device, inside.namespace)
+        inside.set(device, mac=mac, mtu=mtu, up=True)
+        host.set(tap, mtu=mtu, up=True)
         return device
 
     def set_addresses(self, device: str, cidrs: list[str], namespace: str) -> None:
@@ -82,10 +102,10 @@ class LinuxBridgeInterfaceDriver:
                                        f"detection not done for {', '.join(pending)}")
                 time.sleep(0.05)
 
-    def devices(self, namespace: str) -> list[str]:
-        """The devices this driver made in ``namespace``."""
+    def devices(self, namespace: str, prefixes: tuple[str, ...] = (NS,)) -> list[str]:
+        """The devices this driver made in ``namespace`` (named with ``prefixes``)."""
         with IpNetns(namespace) as inside:
-            return sorted(name for name in inside.links() if name.startswith(NS))
+            return sorted(name for name in inside.links() if name.startswith(prefixes))
 
     def unplug(self, device: str, namespace: str) -> None:
         """Remove the pair (deleting one end takes the other)."""

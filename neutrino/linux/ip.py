@@ -13,6 +13,7 @@ import errno
 import ipaddress
 import logging
 import os
+import socket
 import subprocess
 import threading
 from collections.abc import Callable
@@ -39,6 +40,8 @@ SYSFS = "/sys/class/net"
 #: address flags (``ifa_flags``): duplicate address detection still running, or failed
 IFA_F_DADFAILED = 0x08
 IFA_F_TENTATIVE = 0x40
+#: the routing table ``ip route`` shows by default
+MAIN_TABLE = 254
 
 
 @dataclass(frozen=True)
@@ -102,6 +105,10 @@ def set_ipv6_conf(namespace: str | None, device: str, **values: int) -> None:
                           capture_output=True, text=True, timeout=10)
     if done.returncode != 0:
         raise OSError(f"sysctl in {namespace}: {done.stderr.strip() or done.returncode}")
+
+
+def _link_local(cidr: str) -> bool:
+    return ipaddress.ip_interface(cidr).ip.is_link_local
 
 
 def _missing(error: NetlinkError) -> bool:
@@ -260,6 +267,18 @@ class IpNetns:
         return sorted(f"{msg.get('IFA_ADDRESS')}/{msg['prefixlen']}"
                       for msg in self._ip.get_addr(index=self._index(name)))
 
+    def all_addresses(self, links: dict[str, Link] | None = None) -> dict[str, list[str]]:
+        """Every link's addresses (``address/prefixlen``), by link name, in one
+        dump: what a reconciler of many devices reads once (``links``: as just
+        read, if so)."""
+        names = {link.index: link.name for link in (links or self.links()).values()}
+        found: dict[str, list[str]] = {name: [] for name in names.values()}
+        for msg in self._ip.get_addr():
+            name = names.get(msg["index"])
+            if name is not None:
+                found[name].append(f"{msg.get('IFA_ADDRESS')}/{msg['prefixlen']}")
+        return {name: sorted(cidrs) for name, cidrs in found.items()}
+
     def tentative(self, name: str) -> list[str]:
         """The link's addresses not yet usable: IPv6 duplicate address detection
         still running (or failed). Binding to one fails until it is done."""
@@ -268,19 +287,22 @@ class IpNetns:
                       for msg in self._ip.get_addr(index=self._index(name))
                       if (msg.get("IFA_FLAGS") or msg["flags"]) & pending)
 
-    def set_addresses(self, name: str, wanted: list[str]) -> None:
-        """Make the link's addresses exactly ``wanted`` (IPv6 link-local kept)."""
+    def set_addresses(self, name: str, wanted: list[str], have: list[str] | None = None
+                      ) -> None:
+        """Make the link's addresses exactly ``wanted`` (IPv6 link-local kept);
+        ``have``: its addresses, when the caller has just read them."""
+        current = set(self.addresses(name) if have is None else have)
+        stale = sorted(c for c in current - set(wanted) if not _link_local(c))
+        missing = [c for c in wanted if c not in current]
+        if not stale and not missing:
+            return
         index = self._index(name)
-        have = set(self.addresses(name))
-        for cidr in have - set(wanted):
-            if ipaddress.ip_interface(cidr).ip.is_link_local:
-                continue
+        for cidr in stale:
             address, prefix = cidr.split("/")
             self._ip.addr("del", index=index, address=address, prefixlen=int(prefix))
-        for cidr in wanted:
-            if cidr not in have:
-                address, prefix = cidr.split("/")
-                self._ip.addr("add", index=index, address=address, prefixlen=int(prefix))
+        for cidr in missing:
+            address, prefix = cidr.split("/")
+            self._ip.addr("add", index=index, address=address, prefixlen=int(prefix))
 
     def replace_route(self, destination: str, gateway: str | None = None,
                       device: str | None = None) -> None:
@@ -290,6 +312,25 @@ class IpNetns:
         if device:
             spec["oif"] = self._index(device)
         self._ip.route("replace", **spec)
+
+    def gateway_routes(self) -> dict[str, str]:
+        """The main table's routes through a gateway, IPv4 and IPv6, as
+        ``destination/prefixlen -> gateway`` (what a router adds; the routes of
+        its subnets the kernel adds with their addresses)."""
+        found = {}
+        for family, anywhere in ((socket.AF_INET, "0.0.0.0"), (socket.AF_INET6, "::")):
+            for msg in self._ip.get_routes(family=family, table=MAIN_TABLE):
+                gateway = msg.get("RTA_GATEWAY")
+                if gateway:
+                    found[f"{msg.get('RTA_DST') or anywhere}/{msg['dst_len']}"] = gateway
+        return found
+
+    def delete_route(self, destination: str) -> None:
+        try:
+            self._ip.route("del", dst=destination, table=MAIN_TABLE)
+        except NetlinkError as error:
+            if not _missing(error):
+                raise
 
     # --- neighbours and forwarding entries ------------------------------------------------------
 

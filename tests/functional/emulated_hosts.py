@@ -85,6 +85,24 @@ class Deployment:
         self.hosts[name] = {"namespace": ns, "local_ip": local_ip, "host": f"{ns}"}
         return ns
 
+    def add_external_host(self, cidr: str, name: str = "ext") -> str:
+        """A namespace on physnet1's wire (``eth0``) with the address ``cidr``
+        (a flat external network's upstream router, say)."""
+        ns = self.box.namespace(name)
+        outside = f"ph-{name}"
+        run("ip", "link", "add", "eth0", "type", "veth", "peer", "name", outside, namespace=ns)
+        run("ip", "link", "set", outside, "netns", self.underlay, namespace=ns)
+        run("ip", "link", "set", outside, "master", "br-phys", "up", namespace=self.underlay)
+        run("ip", "link", "set", "eth0", "up", namespace=ns)
+        run("ip", "addr", "add", cidr, "dev", "eth0", namespace=ns)
+        return ns
+
+    def serve_tcp(self, namespace: str, port: int, shell: str) -> subprocess.Popen:
+        """A TCP service in ``namespace`` answering each caller with the output
+        of ``shell`` (``$SOCAT_PEERADDR``: the caller's address)."""
+        return self._spawn(["socat", f"TCP-LISTEN:{port},fork,reuseaddr", f"SYSTEM:{shell}"],
+                           f"listen-{namespace}-{port}", namespace=namespace)
+
     def config(self, name: str, binary: str, default: str, text: str) -> Path:
         path = self.tmp / f"{name}-{binary}.conf"
         host = self.hosts[name]
@@ -108,13 +126,38 @@ class Deployment:
             f"[vxlan]\nlocal_ip = {host['local_ip']}\nl2_population = true\n"
             f"[securitygroup]\nfirewall_driver = {firewall}\n"))
 
-    def start_dhcp_agent(self, name: str) -> subprocess.Popen:
+    def start_dhcp_agent(self, name: str, text: str = "", default: str = ""
+                         ) -> subprocess.Popen:
+        """``text``, ``default``: more configuration, as for ``start_agent``."""
         # dnsmasq reads its files as nobody: a directory all may search, not tmp's
         confs = Path(tempfile.mkdtemp(prefix="neutrino-dhcp-"))
         confs.chmod(0o755)
         self._remove.append(confs)
-        return self.start_agent(name, "neutrino-dhcp-agent", default=(
-            f"interface_driver = linuxbridge\ndhcp_confs = {confs}\n"))
+        return self.start_agent(name, "neutrino-dhcp-agent", text=text, default=(
+            f"interface_driver = linuxbridge\ndhcp_confs = {confs}\n{default}"))
+
+    def metadata_socket(self, name: str) -> Path:
+        """The host's metadata agent socket: short (a UNIX socket path is at most
+        107 bytes, pytest's tmp_path can be long), shared by the host's agents."""
+        if not hasattr(self, "_sockets"):
+            self._sockets = Path(tempfile.mkdtemp(prefix="neutrino-md-"))
+            self._remove.append(self._sockets)
+        return self._sockets / f"{name}.sock"
+
+    def start_metadata_agent(self, name: str, nova_port: int, secret: str
+                             ) -> subprocess.Popen:
+        """The host's metadata agent, for a Nova on 127.0.0.1:``nova_port`` of the host."""
+        return self.start_agent(name, "neutrino-metadata-agent", default=(
+            f"nova_metadata_host = 127.0.0.1\nnova_metadata_port = {nova_port}\n"
+            f"metadata_proxy_shared_secret = {secret}\n"
+            f"metadata_proxy_socket = {self.metadata_socket(name)}\n"))
+
+    def start_l3_agent(self, name: str, default: str = "") -> subprocess.Popen:
+        """The L3 agent of the host; the ``qrouter-`` namespaces it makes are
+        removed at the end (it keeps a directory per router under
+        ``$state_path/l3``)."""
+        return self.start_agent(name, "neutrino-l3-agent", default=(
+            f"interface_driver = linuxbridge\nsend_arp_for_ha = 1\n{default}"))
 
     def agent_alive(self, name: str, agent_type: str) -> bool:
         found = self.api.get("/v2.0/agents", params={"host": self.hosts[name]["host"],
@@ -148,6 +191,10 @@ class Deployment:
         for confs in self._remove:  # the DHCP agents' namespaces, dnsmasq with them
             for network_id in os.listdir(confs) if confs.is_dir() else ():
                 self.box.adopt(f"qdhcp-{network_id}")
+        for name in self.hosts:  # the L3 agents' router namespaces
+            routers = self.tmp / name / "l3"
+            for router_id in os.listdir(routers) if routers.is_dir() else ():
+                self.box.adopt(f"qrouter-{router_id}")
         self.server.stop()
         self._drop()
         for path in self._remove:

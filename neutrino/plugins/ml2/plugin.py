@@ -38,6 +38,7 @@ from neutrino.plugins.ml2.config import OPTION_GROUPS
 from neutrino.plugins.ml2.dhcp_rpc import DhcpRpcCallback
 from neutrino.plugins.ml2.l2pop import L2Population
 from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
+from neutrino.plugins.ml2.metadata_rpc import MetadataRpcCallback
 from neutrino.plugins.ml2.notifier import AgentNotifier
 from neutrino.plugins.ml2.rpc import Ml2RpcCallbacks
 from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
@@ -423,7 +424,8 @@ class Ml2Plugin(Plugin):
         return self._extend_ports(conn, ports.list_(conn, Context.admin(), query))
 
     def rpc_endpoints(self) -> dict[str, list[Any]]:
-        return {topics.PLUGIN: [Ml2RpcCallbacks(self), DhcpRpcCallback(self)]}
+        return {topics.PLUGIN: [Ml2RpcCallbacks(self), DhcpRpcCallback(self),
+                                MetadataRpcCallback(self)]}
 
     def get_port(self, ctx: Context, port_id: str) -> dict[str, Any]:
         return self._read(lambda conn: self._port(conn, ctx, port_id))

@@ -4,6 +4,8 @@ IP's network (``service_plugins = router,port_forwarding``).
 
 The floating IP row is locked first, so the collision checks of concurrent
 requests on one floating IP run one after another; unique keys back them.
+Once a change has committed, the L3 agent of the floating IP's router is told
+(``routers_updated``): the forwardings come with the router's sync data.
 """
 
 from __future__ import annotations
@@ -24,6 +26,9 @@ from neutrino.definitions.port_forwarding import bad_port_forwarding
 from neutrino.definitions.validators import new_uuid
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import ports
+from neutrino.rpc import topics
+from neutrino.rpc.notifier import Notifier
+from neutrino.services.agents import scheduling
 from neutrino.services.l3 import floatingips, routers
 from neutrino.services.l3 import portforwardings as store
 
@@ -52,6 +57,22 @@ class PortForwardingPlugin(Plugin):
     def __init__(self, env: Environment):
         super().__init__(env)
         env.hooks.before_port_delete.append(self._before_port_delete)
+        self.notifier = Notifier(env.bus)
+
+    def _routers_updated(self, router_ids: list[str | None]) -> None:
+        """Tell the agents serving the routers (after the commit)."""
+        wanted = sorted({router_id for router_id in router_ids if router_id})
+        if not wanted:
+            return
+        hosting = self._read(lambda conn: scheduling.agents_hosting(conn, scheduling.L3,
+                                                                    wanted))
+        by_host: dict[str, list[str]] = {}
+        for router_id, rows in hosting.items():
+            for row in rows:
+                if row.admin_state_up:
+                    by_host.setdefault(row.host, []).append(router_id)
+        for host, ids in sorted(by_host.items()):
+            self.notifier.cast(topics.L3_AGENT, host, "routers_updated", routers=ids)
 
     def get_floatingip_port_forwardings(self, ctx: Context, fip_id: str,
                                         query: CollectionQuery) -> list[dict[str, Any]]:
@@ -78,9 +99,13 @@ class PortForwardingPlugin(Plugin):
             values.update(id=new_uuid(), floatingip_id=fip_id)
             store.insert(conn, values)
             bump(conn, models.floatingips, fip_id)
+            routers_of[:] = [floatingips.get_row(conn, ctx, fip_id).router_id]  # retried: once
             return store.view(store.get_row(conn, fip_id, values["id"]))
 
-        return self.db.write(work)
+        routers_of: list[str | None] = []
+        created = self.db.write(work)
+        self._routers_updated(routers_of)
+        return created
 
     def update_floatingip_port_forwarding(self, ctx: Context, fip_id: str, pf_id: str,
                                           data: dict[str, Any],
@@ -101,19 +126,24 @@ class PortForwardingPlugin(Plugin):
             store.delete_row(conn, pf_id)
             store.insert(conn, {**values, "id": pf_id, "floatingip_id": fip_id})
             bump(conn, models.floatingips, fip_id)
+            routers_of[:] = [floatingips.get_row(conn, ctx, fip_id).router_id]  # retried: once
             return store.view(store.get_row(conn, fip_id, pf_id))
 
-        return self.db.write(work)
+        routers_of: list[str | None] = []
+        updated = self.db.write(work)
+        self._routers_updated(routers_of)
+        return updated
 
     def delete_floatingip_port_forwarding(self, ctx: Context, fip_id: str, pf_id: str,
                                           if_revision: int | None = None) -> None:
-        def work(conn: Connection) -> None:
-            floatingips.get_row(conn, ctx, fip_id, for_update=True)
+        def work(conn: Connection) -> str | None:
+            fip = floatingips.get_row(conn, ctx, fip_id, for_update=True)
             store.get_row(conn, fip_id, pf_id)
             store.delete_row(conn, pf_id)
             self._release_router(conn, fip_id)
+            return fip.router_id
 
-        self.db.write(work)
+        self._routers_updated([self.db.write(work)])
 
     @staticmethod
     def _release_router(conn: Connection, fip_id: str) -> None:

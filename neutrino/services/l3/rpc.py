@@ -8,8 +8,10 @@ subnets of its network and its network's MTU), and its floating IPs. The data
 for a whole list of routers is read in a handful of queries per 500 routers,
 however many routers an agent asks for.
 
-Port forwardings are not part of this API: Neutron's L3 agent extension pulls
-them (and hears of changes) through the resources push/pull RPC.
+Each router also carries its floating IPs' port forwardings
+(``_port_forwardings``, with the floating IP's address), where Neutron's L3
+agent extension pulls them through the resources push/pull RPC; the port
+forwarding plugin tells the router's agent of changes (``routers_updated``).
 """
 
 from __future__ import annotations
@@ -45,6 +47,8 @@ N = models.networks
 # Neutron's keys in a router's sync data
 INTERFACES = "_interfaces"
 FLOATINGIPS = "_floatingips"
+PORT_FORWARDINGS = "_port_forwardings"
+PF = models.port_forwardings
 FIP_STATUSES = ("ACTIVE", "DOWN", "ERROR")
 
 
@@ -137,13 +141,15 @@ class L3RpcCallback:
             conn, gateway_ids + [p for ids_ in interfaces.values() for p in ids_])}
         self._add_subnets(conn, list(ports.values()))
         fips = self._floatingips(conn, ids)
+        forwardings = self._port_forwardings(conn, ids)
         for row, view in zip(rows, views, strict=True):
             gateway = ports.get(row.gw_port_id) if row.gw_port_id else None
             view.update({
                 "gw_port_id": row.gw_port_id, "ha": False, "distributed": False,
                 "gw_port_host": None,
                 INTERFACES: [ports[p] for p in interfaces.get(row.id, []) if p in ports],
-                FLOATINGIPS: fips.get(row.id, [])})
+                FLOATINGIPS: fips.get(row.id, []),
+                PORT_FORWARDINGS: forwardings.get(row.id, [])})
             if gateway is not None:
                 view["gw_port"] = gateway
                 view["enable_snat"] = row.enable_snat
@@ -200,6 +206,26 @@ class L3RpcCallback:
             fip["fixed_ip_address_scope"] = scopes.get(fip["id"])
             fip["host"] = None
             found.setdefault(fip["router_id"], []).append(fip)
+        return found
+
+    @staticmethod
+    def _port_forwardings(conn: Connection, router_ids: list[str]) -> dict[str, list[dict]]:
+        """router id -> the port forwardings of its floating IPs."""
+        rows = conn.execute(
+            select(PF, F.c.router_id, F.c.floating_ip_address)
+            .join(F, F.c.id == PF.c.floatingip_id)
+            .where(F.c.router_id.in_(router_ids)).order_by(PF.c.id)).all()
+        found: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            found.setdefault(row.router_id, []).append({
+                "id": row.id, "floatingip_id": row.floatingip_id,
+                "floating_ip_address": row.floating_ip_address,
+                "internal_port_id": row.internal_port_id,
+                "internal_ip_address": row.internal_ip_address, "protocol": row.protocol,
+                "external_port_start": row.external_port_start,
+                "external_port_end": row.external_port_end,
+                "internal_port_start": row.internal_port_start,
+                "internal_port_end": row.internal_port_end})
         return found
 
     # --- floating IP statuses --------------------------------------------------------------

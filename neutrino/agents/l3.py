@@ -1,0 +1,294 @@
+"""The L3 agent: Neutron's legacy routers, one namespace ``qrouter-<id>`` each.
+
+It fetches the routers scheduled to it (``get_router_ids``, then
+``sync_routers`` in chunks) and converges each one on the host
+(``neutrino.linux.router``): its interfaces, its gateway with the floating
+IPs, its routes, SNAT and DNAT. Notifications mark routers dirty; a sync
+fetches them again. A router that is not to be here any more (deleted,
+disabled, moved to another agent, while the agent ran or not) is taken down:
+the routers set up here are known by their directories under
+``$state_path/l3``. It then tells the server what became of the routers'
+floating IPs (``update_floatingip_statuses``).
+
+``router_spec`` is the pure part: Neutron's sync data to a ``Router``.
+
+Not done yet: router advertisements (radvd) for IPv6 SLAAC subnets, the
+metadata proxy, IPv6 on a gateway whose subnet has no gateway IP (accepting
+the upstream's router advertisements), HA and DVR routers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+import os
+from collections.abc import Iterable
+from typing import Any
+
+from neutrino.agents.base import Agent, named
+from neutrino.agents.cmd import main as run_agent
+from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
+from neutrino.linux import interface, nat, router
+from neutrino.rpc import topics
+from neutrino.rpc.bus import Bus
+from neutrino.rpc.client import RpcClient
+
+LOG = logging.getLogger(__name__)
+
+#: routers asked for per sync_routers call: thousands must not make one huge answer
+ROUTERS_PER_CALL = 64
+#: routers set up at the same time
+ROUTERS_AT_ONCE = 4
+DEFAULT_ROUTES = {4: "0.0.0.0/0", 6: "::/0"}
+
+
+def parse_agent_mode(text: str) -> str:
+    value = text.strip()
+    if value in ("dvr", "dvr_snat", "dvr_no_external"):
+        raise ValueError(f"{value}: distributed routers are not supported; use legacy")
+    if value != "legacy":
+        raise ValueError("must be legacy")
+    return value
+
+
+def parse_external_network_bridge(text: str) -> str:
+    if text.strip():
+        raise ValueError("gateway ports are plugged by the L2 agent, as any port: "
+                         "leave it empty")
+    return ""
+
+
+OPTIONS = (OptGroup("DEFAULT", [
+    Opt("interface_driver", interface.parse_driver, "",
+        "How the routers' devices are made: linuxbridge. Unset, the agent registers "
+        "but sets up no router."),
+    Opt("agent_mode", parse_agent_mode, "legacy", "legacy (the only mode)."),
+    Opt("handle_internal_only_routers", parse_bool, True,
+        "Also serve routers without an external gateway."),
+    Opt("external_network_bridge", parse_external_network_bridge, "",
+        "Deprecated in Neutron; must be empty."),
+    Opt("gateway_external_network_id", str, "",
+        "Serve only routers whose gateway is on this network (empty: any)."),
+    Opt("send_arp_for_ha", int_range(0), 3,
+        "Gratuitous ARPs sent for a new gateway address or floating IP (0: none)."),
+]),)
+
+
+# --- the server's data to a router on the host ----------------------------------------------
+
+def _version(address: str) -> int:
+    return ipaddress.ip_address(address).version
+
+
+def _port(port: dict[str, Any], more: Iterable[str] = ()) -> router.Port:
+    prefixes = {s["id"]: s["cidr"].split("/")[1] for s in port.get("subnets", ())}
+    cidrs = []
+    for fixed in port["fixed_ips"]:
+        prefix = fixed.get("prefixlen") or prefixes.get(fixed["subnet_id"])
+        if prefix is not None:
+            cidrs.append(f"{fixed['ip_address']}/{prefix}")
+    return router.Port(id=port["id"], mac=port["mac_address"], mtu=port.get("mtu") or 1500,
+                       cidrs=tuple(sorted([*cidrs, *more])))
+
+
+def floating_ips(data: dict[str, Any]) -> list[dict[str, Any]]:
+    """The router's IPv4 floating IPs that it carries: those associated with a
+    port, and those with port forwardings."""
+    forwarded = {pf["floatingip_id"] for pf in data.get("_port_forwardings", ())}
+    return [fip for fip in data.get("_floatingips", ())
+            if _version(fip["floating_ip_address"]) == 4
+            and (fip.get("fixed_ip_address") or fip["id"] in forwarded)]
+
+
+def _forwarding(pf: dict[str, Any]) -> nat.Forwarding:
+    return nat.Forwarding(
+        address=pf["floating_ip_address"], protocol=pf["protocol"],
+        external=(pf["external_port_start"], pf["external_port_end"]),
+        internal_ip=pf["internal_ip_address"],
+        internal=(pf["internal_port_start"], pf["internal_port_end"]))
+
+
+def router_spec(data: dict[str, Any]) -> router.Router:
+    """What the router of ``sync_routers`` data is to be on the host."""
+    interfaces = tuple(_port(p) for p in data.get("_interfaces", ()))
+    routes = {r["destination"]: r["nexthop"] for r in data.get("routes") or ()}
+    gw_port = data.get("gw_port")
+    if not gw_port:
+        return router.Router(id=data["id"], interfaces=interfaces,
+                             routes=tuple(sorted(routes.items())))
+    fips = floating_ips(data)
+    carried = sorted({fip["floating_ip_address"] for fip in fips})
+    gateway = _port(gw_port, (f"{address}/32" for address in carried))
+    for subnet in gw_port.get("subnets", ()):
+        if subnet.get("gateway_ip"):
+            routes.setdefault(DEFAULT_ROUTES[_version(subnet["gateway_ip"])],
+                              subnet["gateway_ip"])
+    v4 = [f["ip_address"] for f in gw_port["fixed_ips"] if _version(f["ip_address"]) == 4]
+    return router.Router(
+        id=data["id"], interfaces=interfaces, gateway=gateway,
+        routes=tuple(sorted(routes.items())),
+        nat=nat.RouterNat(
+            gateway=interface.device_name(gw_port["id"], router.EXTERNAL),
+            snat_address=v4[0] if v4 and data.get("enable_snat", True) else None,
+            floating_ips=tuple(nat.FloatingIp(f["floating_ip_address"], f["fixed_ip_address"])
+                               for f in fips if f.get("fixed_ip_address")),
+            forwardings=tuple(_forwarding(pf) for pf in data.get("_port_forwardings", ()))))
+
+
+# --- the agent ---------------------------------------------------------------------------------
+
+class L3Notifications:
+    """What the server tells L3 agents (on ``l3_agent`` and ``l3_agent.host``)."""
+
+    rpc_version = "1.0"
+
+    def __init__(self, agent: Agent):
+        self._agent = agent
+
+    async def routers_updated(self, context: dict, routers: list[str]) -> None:
+        self._agent.mark_dirty(*(("router", r) for r in routers))
+
+    async def router_deleted(self, context: dict, router_id: str) -> None:
+        self._agent.mark_dirty(("router", router_id))
+
+    async def router_added_to_agent(self, context: dict, payload: list[str]) -> None:
+        self._agent.mark_dirty(*(("router", r) for r in payload))
+
+    async def router_removed_from_agent(self, context: dict, payload: dict) -> None:
+        self._agent.mark_dirty(("router", payload["router_id"]))
+
+
+class L3Agent(Agent):
+    agent_type = "L3 agent"
+    binary = "neutrino-l3-agent"
+    topic = topics.L3_AGENT
+    option_groups = OPTIONS
+
+    def __init__(self, conf: Config, bus: Bus, agent_namespace: str | None = None):
+        """``agent_namespace``: where the routers' taps go (None: where the agent
+        runs)."""
+        super().__init__(conf, bus)
+        self._plugin = RpcClient(bus, topics.L3_PLUGIN, "1.12")
+        #: the routers this agent serves, as sync_routers gave them
+        self.routers: dict[str, dict[str, Any]] = {}
+        #: router id -> the statuses last reported for its floating IPs
+        self._reported: dict[str, dict[str, str]] = {}
+        self._limit = asyncio.Semaphore(ROUTERS_AT_ONCE)
+        self.dataplane: router.RouterDataplane | None = None
+        if conf.DEFAULT.interface_driver:
+            state = os.path.abspath(os.path.join(conf.DEFAULT.state_path, "l3"))
+            self.dataplane = router.RouterDataplane(
+                state, interface.LinuxBridgeInterfaceDriver(agent_namespace),
+                conf.DEFAULT.send_arp_for_ha)
+        else:
+            LOG.error("no interface_driver configured: this agent sets up no router")
+
+    def configurations(self) -> dict[str, Any]:
+        routers = self.routers.values()
+        default = self.conf.DEFAULT
+        return {"agent_mode": default.agent_mode, "routers": len(routers),
+                "ex_gw_ports": sum(1 for r in routers if r.get("gw_port")),
+                "interfaces": sum(len(r.get("_interfaces", ())) for r in routers),
+                "floating_ips": sum(len(r.get("_floatingips", ())) for r in routers),
+                "interface_driver": default.interface_driver,
+                "handle_internal_only_routers": default.handle_internal_only_routers,
+                "gateway_external_network_id": default.gateway_external_network_id}
+
+    def endpoints(self) -> list[Any]:
+        return [L3Notifications(self)]
+
+    def _wanted(self, data: dict[str, Any]) -> bool:
+        default = self.conf.DEFAULT
+        gw_port = data.get("gw_port")
+        if gw_port is None:
+            return default.handle_internal_only_routers
+        wanted_network = default.gateway_external_network_id
+        return not wanted_network or gw_port["network_id"] == wanted_network
+
+    async def _sync_routers(self, router_ids: list[str]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        for start in range(0, len(router_ids), ROUTERS_PER_CALL):
+            chunk = router_ids[start:start + ROUTERS_PER_CALL]
+            for data in await self._plugin.call(self.context, "sync_routers",
+                                                host=self.host, router_ids=chunk):
+                if self._wanted(data):
+                    found[data["id"]] = data
+        return found
+
+    async def sync(self, full: bool, dirty: set[Any]) -> None:
+        """All the routers scheduled here, in chunks, or the dirty ones again
+        (dropping those that went, or went to another agent); then the host
+        made to match them."""
+        if full:
+            ids = await self._plugin.call(self.context, "get_router_ids", host=self.host)
+            self.routers = await self._sync_routers(sorted(ids))
+            changed = set(self.routers) | set(self._reported)
+            if self.dataplane is not None:
+                changed |= await asyncio.to_thread(self.dataplane.present)
+        else:
+            changed = named(dirty, "router")
+            if not changed:
+                return
+            found = await self._sync_routers(sorted(changed))
+            for router_id in changed:
+                if router_id in found:
+                    self.routers[router_id] = found[router_id]
+                else:
+                    self.routers.pop(router_id, None)
+        if self.dataplane is not None:
+            await self._converge(sorted(changed))
+
+    async def _converge(self, router_ids: list[str]) -> None:
+        """Each router served or retired, ``ROUTERS_AT_ONCE`` at a time; one
+        failing does not stop the others, but fails the sync (a full one follows)."""
+        async def one(router_id: str) -> None:
+            async with self._limit:
+                data = self.routers.get(router_id)
+                if data is not None:
+                    await self._serve(data)
+                else:
+                    await self._retire(router_id)
+
+        results = await asyncio.gather(*(one(r) for r in router_ids), return_exceptions=True)
+        failed = [(r, e) for r, e in zip(router_ids, results, strict=True)
+                  if isinstance(e, BaseException)]
+        for router_id, error in failed:
+            LOG.error("router %s not converged: %s", router_id, error, exc_info=error)
+        if failed:
+            raise RuntimeError(f"{len(failed)} router(s) not converged")
+
+    async def _serve(self, data: dict[str, Any]) -> None:
+        assert self.dataplane is not None
+        fip_ids = [fip["id"] for fip in floating_ips(data)]
+        try:
+            await asyncio.to_thread(self.dataplane.serve, router_spec(data))
+        except Exception:
+            await self._report(data["id"], dict.fromkeys(fip_ids, "ERROR"))
+            raise
+        await self._report(data["id"], dict.fromkeys(fip_ids, "ACTIVE"))
+
+    async def _retire(self, router_id: str) -> None:
+        assert self.dataplane is not None
+        if router_id in await asyncio.to_thread(self.dataplane.present):
+            await asyncio.to_thread(self.dataplane.retire, router_id)
+        await self._report(router_id, {})
+
+    async def _report(self, router_id: str, statuses: dict[str, str]) -> None:
+        """Tell the server the statuses of the router's floating IPs that changed
+        since last told; those it no longer carries are DOWN."""
+        before = self._reported.get(router_id, {})
+        changed = {fip_id: status for fip_id, status in statuses.items()
+                   if before.get(fip_id) != status}
+        changed.update({fip_id: "DOWN" for fip_id in before if fip_id not in statuses})
+        if changed:
+            await self._plugin.call(self.context, "update_floatingip_statuses",
+                                    router_id=router_id, fip_statuses=changed)
+        if statuses:
+            self._reported[router_id] = statuses
+        else:
+            self._reported.pop(router_id, None)
+
+
+def main() -> None:
+    run_agent(L3Agent)

@@ -1,0 +1,46 @@
+"""Daemons the agents start and find again by their pid files."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+
+def cmdline(pid: int) -> list[str] | None:
+    """The process's command line, or None if there is no such process."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            raw = handle.read()
+    except OSError:
+        return None
+    return [part.decode(errors="replace") for part in raw.split(b"\0") if part] or None
+
+
+def pid_of(pid_file: str, marker: str) -> int | None:
+    """The pid in ``pid_file`` if that process's command line has ``marker`` (an
+    argument naming the pid file: a pid reused by something else does not)."""
+    try:
+        with open(pid_file, encoding="ascii") as handle:
+            pid = int(handle.read().strip())
+    except (OSError, ValueError):
+        return None
+    argv = cmdline(pid)
+    return pid if argv and marker in argv else None
+
+
+def terminate(pid: int, wait: float) -> None:
+    """SIGTERM, and SIGKILL if it does not go within ``wait`` seconds."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    deadline = time.monotonic() + wait
+    while time.monotonic() < deadline:
+        if cmdline(pid) is None:  # gone, or a zombie waiting for init
+            return
+        time.sleep(0.02)
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass

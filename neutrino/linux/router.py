@@ -1,0 +1,207 @@
+"""A legacy router on this host: a namespace ``qrouter-<router id>`` that forwards.
+
+Each interface port is a ``qr-<port id[:11]>`` device there and the gateway
+port a ``qg-<port id[:11]>`` (the interface driver's veth pairs: their ``tap``
+ends stay with the host, where the L2 agent plugs them into the networks'
+bridges), with the ports' MACs, MTUs and addresses; the gateway also carries
+the floating IPs (/32). Routes through a gateway (the default routes, the
+router's extra routes) and the NAT chains (``neutrino.linux.nat``) complete
+it.
+
+``RouterDataplane.serve`` converges one router to a ``Router`` (idempotent:
+it changes only what differs, and a full resync may call it blindly);
+``retire`` takes everything of a router away. The routers set up here, even
+partly, are known by their directories under the state directory (made
+first, removed last), so that routers deleted while the agent was down are
+found, and the ``qrouter-`` namespaces of another agent on the machine are
+never taken for ours.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import time
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+
+from pyroute2 import NetlinkError
+
+from neutrino.linux import arping, ip
+from neutrino.linux.interface import LinuxBridgeInterfaceDriver, device_name
+from neutrino.linux.nat import NatTable, RouterNat
+
+LOG = logging.getLogger(__name__)
+
+NAMESPACE = "qrouter-"
+INTERNAL = "qr-"
+EXTERNAL = "qg-"
+#: a router forwards; it sends no ICMP redirects (a floating IP's "hairpin"
+#: traffic leaves by the interface it came in by, and must still pass the router)
+SYSCTLS = ("net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1",
+           "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.default.send_redirects=0")
+#: in a router's directory once its namespace is set up
+READY = "namespace-ready"
+
+
+def namespace_name(router_id: str) -> str:
+    return NAMESPACE + router_id
+
+
+@dataclass(frozen=True)
+class Port:
+    id: str
+    mac: str
+    mtu: int
+    cidrs: tuple[str, ...]  # address/prefixlen
+
+
+@dataclass(frozen=True)
+class Router:
+    """What one router is to be on this host."""
+
+    id: str
+    interfaces: tuple[Port, ...] = ()
+    gateway: Port | None = None
+    #: (destination, nexthop): the default routes and the extra routes
+    routes: tuple[tuple[str, str], ...] = ()
+    nat: RouterNat = field(default_factory=RouterNat)
+
+
+class RouterDataplane:
+    """The host side of routers: blocking calls (netlink, iptables, files),
+    which the agent runs in threads, one router at a time per router."""
+
+    def __init__(self, state_dir: str, driver: LinuxBridgeInterfaceDriver,
+                 arp_count: int = 3):
+        self.state_dir = state_dir
+        self.driver = driver
+        self.arp_count = arp_count
+        self._nat: dict[str, NatTable] = {}
+
+    def router_dir(self, router_id: str) -> str:
+        return os.path.join(self.state_dir, router_id)
+
+    def present(self) -> set[str]:
+        """The routers set up here (even partly): those with a directory."""
+        try:
+            return {name for name in os.listdir(self.state_dir)
+                    if os.path.isdir(self.router_dir(name))}
+        except FileNotFoundError:
+            return set()
+
+    def serve(self, router: Router) -> list[str]:
+        """Make the router's namespace match ``router``; the gateway addresses
+        it announced (new ones)."""
+        directory = self.router_dir(router.id)
+        os.makedirs(directory, exist_ok=True)  # first: it is how a router is known here
+        namespace = namespace_name(router.id)
+        fresh = namespace not in ip.namespaces()
+        ip.add_namespace(namespace)
+        ready = os.path.join(directory, READY)
+        if fresh or not os.path.exists(ready):
+            _sysctl(namespace, SYSCTLS)
+            with open(ready, "w", encoding="ascii"):
+                pass
+        nat = self._nat.get(router.id)
+        if nat is None or fresh:
+            nat = self._nat[router.id] = NatTable(namespace, fresh=fresh)
+        announce: list[str] = []
+        with ExitStack() as stack:
+            inside = stack.enter_context(ip.IpNetns(namespace))
+            host: ip.IpNetns | None = None  # opened only to plug: it may be a namespace
+            if fresh:
+                inside.set("lo", up=True)
+            links = inside.links()
+            addresses = inside.all_addresses(links)
+            ports = [(port, INTERNAL) for port in router.interfaces]
+            if router.gateway is not None:
+                ports.append((router.gateway, EXTERNAL))
+            wanted = set()
+            for port, prefix in ports:
+                device = device_name(port.id, prefix)
+                link = links.get(device)
+                if link is None or (link.mac, link.mtu, link.up) != (port.mac, port.mtu, True):
+                    if host is None:
+                        host = stack.enter_context(ip.IpNetns(self.driver.agent_namespace))
+                    self.driver.plug_with(host, inside, port.id, port.mac, port.mtu, prefix)
+                    have = None  # read again: a device made anew has none
+                else:
+                    have = addresses.get(device, [])
+                if prefix == EXTERNAL:
+                    had = set(have if have is not None else inside.addresses(device))
+                    announce = [cidr.split("/")[0] for cidr in port.cidrs if cidr not in had
+                                and ipaddress.ip_interface(cidr).version == 4]
+                inside.set_addresses(device, list(port.cidrs), have)
+                wanted.add(device)
+            for device in links:
+                if device.startswith((INTERNAL, EXTERNAL)) and device not in wanted:
+                    LOG.info("router %s: %s is not its port any more", router.id, device)
+                    inside.delete(device)
+            _routes(inside, router)
+        gateway = device_name(router.gateway.id, EXTERNAL) if router.gateway else None
+        nat.apply(router.nat)
+        for address in announce if gateway else ():
+            arping.announce(namespace, gateway, address, self.arp_count)
+        return announce
+
+    def retire(self, router_id: str) -> None:
+        """Take everything of the router away, whatever is left of it."""
+        namespace = namespace_name(router_id)
+        self._nat.pop(router_id, None)
+        if namespace in ip.namespaces():
+            with ip.IpNetns(namespace) as inside:
+                for device in inside.links():
+                    if device.startswith((INTERNAL, EXTERNAL)):
+                        inside.delete(device)  # and its tap with it
+            _terminate(ip.namespace_pids(namespace))  # what else ran there (arping, ...)
+            ip.delete_namespace(namespace)
+        shutil.rmtree(self.router_dir(router_id), ignore_errors=True)
+        LOG.info("router %s taken down", router_id)
+
+
+def _routes(inside: ip.IpNetns, router: Router) -> None:
+    """The routes through a gateway made exactly ``router.routes``. One that
+    cannot be made (its nexthop on none of the router's subnets) is skipped,
+    as Neutron does, and not the router's other work."""
+    wanted = dict(router.routes)
+    have = inside.gateway_routes()
+    for destination in sorted(set(have) - set(wanted)):
+        inside.delete_route(destination)
+    for destination, nexthop in sorted(wanted.items()):
+        if have.get(destination) == nexthop:
+            continue
+        try:
+            inside.replace_route(destination, nexthop)
+        except NetlinkError as error:
+            LOG.warning("router %s: no route to %s via %s: %s", router.id, destination,
+                        nexthop, error)
+
+
+def _sysctl(namespace: str, settings: tuple[str, ...]) -> None:
+    """/proc/sys/net shows the namespace of the process reading it: run inside."""
+    done = subprocess.run(["ip", "netns", "exec", namespace, "sysctl", "-q", "-w",
+                           *settings], capture_output=True, text=True, timeout=10)
+    if done.returncode != 0:
+        raise OSError(f"sysctl in {namespace}: {done.stderr.strip() or done.returncode}")
+
+
+def _terminate(pids: list[int], grace: float = 2.0) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    deadline = time.monotonic() + grace
+    while pids and time.monotonic() < deadline:
+        pids = [pid for pid in pids if os.path.exists(f"/proc/{pid}")]
+        time.sleep(0.05)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
