@@ -1,5 +1,5 @@
-"""``neutrino-all-in-one``: the server and this host's L2 and DHCP agents in one
-process, on the in-process bus (root; for a laptop or a lab).
+"""``neutrino-all-in-one``: the server and this host's L2, DHCP, L3 and metadata
+agents in one process, on the in-process bus (root; for a laptop or a lab).
 
 It reads the same files as ``neutrino-server`` and the agents (one set of
 files: ``[linux_bridge]``, ``[vxlan]``, ``[securitygroup]``, ``[agent]`` ...
@@ -19,12 +19,14 @@ import uvicorn
 from neutrino import config
 from neutrino.agents.base import AGENT_OPTIONS, Agent
 from neutrino.agents.dhcp import DhcpAgent
+from neutrino.agents.l3 import L3Agent
 from neutrino.agents.linuxbridge import LinuxBridgeAgent
+from neutrino.agents.metadata import MetadataAgent
 from neutrino.cmd.server import StartupError, build_app, prepare
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.transport import get_transport
 
-AGENTS: tuple[type[Agent], ...] = (LinuxBridgeAgent, DhcpAgent)
+AGENTS: tuple[type[Agent], ...] = (LinuxBridgeAgent, DhcpAgent, L3Agent, MetadataAgent)
 
 
 class AgentsService:

@@ -77,9 +77,10 @@ def machine(tmp_path):
 def test_one_command_serves_the_api_and_a_working_dataplane(machine):
     box, ns, url, tmp = machine
     api = ApiClient(url, {"X-Project-Id": "demo"})
-    agents = wait_until(lambda: len(api.get("/v2.0/agents").json()["agents"]) == 2 and
-                        api.get("/v2.0/agents").json()["agents"], 30, "both agents")
-    assert {agent["agent_type"] for agent in agents} == {"Linux bridge agent", "DHCP agent"}
+    agents = wait_until(lambda: len(api.get("/v2.0/agents").json()["agents"]) == 4 and
+                        api.get("/v2.0/agents").json()["agents"], 30, "the four agents")
+    assert {agent["agent_type"] for agent in agents} == {
+        "Linux bridge agent", "DHCP agent", "L3 agent", "Metadata agent"}
     assert {agent["host"] for agent in agents} == {ns}
 
     net = api.network()

@@ -224,7 +224,15 @@ def test_traffic_outlives_an_agent_that_is_killed_and_resyncs(deployment):
     late = api.port(net["id"], fixed_ips=[{"ip_address": "10.40.0.40"}])
     deployment.plug("h1", late["id"])
     configure(late)
-    assert pings(inst_a, "10.40.0.20", count=3)
+    if not pings(inst_a, "10.40.0.20", count=3):
+        h2 = deployment.hosts["h2"]["namespace"]
+        vni = net["provider:segmentation_id"]
+        raise AssertionError("a lost b while h1's agent was down; h1's entries:\n" +
+                             fdb(deployment, h1, f"vxlan-{vni}") +
+                             "\nh2 fdb:\n" + fdb(deployment, h2, f"vxlan-{vni}") +
+                             "\nneigh a: " + run("ip", "neigh", namespace=inst_a).stdout +
+                             "\nh2's agent:\n" +
+                             deployment.log("h2-neutrino-linuxbridge-agent")[-3000:])
 
     deployment.start_l2_agent("h1", firewall="noop")
     wait_until(lambda: port_status(api, late["id"]) == "ACTIVE", 30, "the late port ACTIVE")
@@ -233,7 +241,7 @@ def test_traffic_outlives_an_agent_that_is_killed_and_resyncs(deployment):
     bridge = f"brq{net['id'][:11]}"
     members = run("ip", "-o", "link", "show", "master", bridge, namespace=h1).stdout
     assert f"tap{doomed['id'][:11]}" not in members and f"tap{late['id'][:11]}" in members
-    assert pings(inst_a, "10.40.0.20")
+    assert wait_until(lambda: pings(inst_a, "10.40.0.20", count=2), 10, "a to reach b still")
 
 
 def kernel_has_vlans() -> bool:
