@@ -10,11 +10,19 @@ the routers set up here are known by their directories under
 ``$state_path/l3``. It then tells the server what became of the routers'
 floating IPs (``update_floatingip_statuses``).
 
+Metadata (``enable_metadata_proxy``, Neutron's option): each router with at
+least one interface runs a metadata proxy in its namespace (port 9697,
+``X-Neutron-Router-ID``, towards the host's metadata agent at
+``metadata_proxy_socket``) and its NAT chains redirect the instances'
+169.254.169.254:80 there; the proxy goes with the router or its last
+interface. Every ``[agent] check_child_processes_interval`` seconds the
+agent looks for proxies that died and marks their routers dirty.
+
 ``router_spec`` is the pure part: Neutron's sync data to a ``Router``.
 
-Not done yet: router advertisements (radvd) for IPv6 SLAAC subnets, the
-metadata proxy, IPv6 on a gateway whose subnet has no gateway IP (accepting
-the upstream's router advertisements), HA and DVR routers.
+Not done yet: router advertisements (radvd) for IPv6 SLAAC subnets, IPv6 on
+a gateway whose subnet has no gateway IP (accepting the upstream's router
+advertisements), HA and DVR routers.
 """
 
 from __future__ import annotations
@@ -23,13 +31,13 @@ import asyncio
 import ipaddress
 import logging
 import os
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main as run_agent
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
-from neutrino.linux import interface, nat, router
+from neutrino.linux import interface, metadata_proxy, nat, router
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
@@ -72,7 +80,15 @@ OPTIONS = (OptGroup("DEFAULT", [
         "Serve only routers whose gateway is on this network (empty: any)."),
     Opt("send_arp_for_ha", int_range(0), 3,
         "Gratuitous ARPs sent for a new gateway address or floating IP (0: none)."),
-]),)
+    Opt("enable_metadata_proxy", parse_bool, True,
+        "Serve metadata to the routers' instances: a metadata proxy in each router "
+        "with an interface."),
+    metadata_proxy.SOCKET_OPTION,
+]), OptGroup("agent", [
+    Opt("check_child_processes_interval", int_range(0), 60,
+        "Seconds between checks that each router's metadata proxy still runs (one "
+        "that died is started again); 0: no checks."),
+]))
 
 
 # --- the server's data to a router on the host ----------------------------------------------
@@ -109,14 +125,17 @@ def _forwarding(pf: dict[str, Any]) -> nat.Forwarding:
         internal=(pf["internal_port_start"], pf["internal_port_end"]))
 
 
-def router_spec(data: dict[str, Any]) -> router.Router:
-    """What the router of ``sync_routers`` data is to be on the host."""
+def router_spec(data: dict[str, Any], metadata: bool = False) -> router.Router:
+    """What the router of ``sync_routers`` data is to be on the host.
+    ``metadata``: routers with an interface serve metadata."""
     interfaces = tuple(_port(p) for p in data.get("_interfaces", ()))
+    metadata = metadata and bool(interfaces)
     routes = {r["destination"]: r["nexthop"] for r in data.get("routes") or ()}
     gw_port = data.get("gw_port")
     if not gw_port:
         return router.Router(id=data["id"], interfaces=interfaces,
-                             routes=tuple(sorted(routes.items())))
+                             routes=tuple(sorted(routes.items())),
+                             nat=nat.RouterNat(metadata=metadata))
     fips = floating_ips(data)
     carried = sorted({fip["floating_ip_address"] for fip in fips})
     gateway = _port(gw_port, (f"{address}/32" for address in carried))
@@ -133,7 +152,8 @@ def router_spec(data: dict[str, Any]) -> router.Router:
             snat_address=v4[0] if v4 and data.get("enable_snat", True) else None,
             floating_ips=tuple(nat.FloatingIp(f["floating_ip_address"], f["fixed_ip_address"])
                                for f in fips if f.get("fixed_ip_address")),
-            forwardings=tuple(_forwarding(pf) for pf in data.get("_port_forwardings", ()))))
+            forwardings=tuple(_forwarding(pf) for pf in data.get("_port_forwardings", ())),
+            metadata=metadata))
 
 
 # --- the agent ---------------------------------------------------------------------------------
@@ -178,9 +198,11 @@ class L3Agent(Agent):
         self.dataplane: router.RouterDataplane | None = None
         if conf.DEFAULT.interface_driver:
             state = os.path.abspath(os.path.join(conf.DEFAULT.state_path, "l3"))
+            socket = (metadata_proxy.socket_path(conf) if conf.DEFAULT.enable_metadata_proxy
+                      else None)
             self.dataplane = router.RouterDataplane(
                 state, interface.LinuxBridgeInterfaceDriver(agent_namespace),
-                conf.DEFAULT.send_arp_for_ha)
+                conf.DEFAULT.send_arp_for_ha, socket)
         else:
             LOG.error("no interface_driver configured: this agent sets up no router")
 
@@ -193,10 +215,29 @@ class L3Agent(Agent):
                 "floating_ips": sum(len(r.get("_floatingips", ())) for r in routers),
                 "interface_driver": default.interface_driver,
                 "handle_internal_only_routers": default.handle_internal_only_routers,
-                "gateway_external_network_id": default.gateway_external_network_id}
+                "gateway_external_network_id": default.gateway_external_network_id,
+                "enable_metadata_proxy": default.enable_metadata_proxy}
 
     def endpoints(self) -> list[Any]:
         return [L3Notifications(self)]
+
+    def background(self) -> list[Callable[[], Awaitable[None]]]:
+        if (self.dataplane is None or self.dataplane.metadata_socket is None
+                or not self.conf.agent.check_child_processes_interval):
+            return []
+        return [self._watch_proxies]
+
+    async def _watch_proxies(self) -> None:
+        """Mark dirty the routers whose metadata proxy died: their next sync
+        starts it again."""
+        assert self.dataplane is not None
+        while True:
+            await asyncio.sleep(self.conf.agent.check_child_processes_interval)
+            dead = await asyncio.to_thread(self.dataplane.proxy_dead, sorted(self.routers))
+            if dead:
+                LOG.warning("router(s) %s: the metadata proxy died; starting it again",
+                            ", ".join(dead))
+                self.mark_dirty(*(("router", r) for r in dead))
 
     def _wanted(self, data: dict[str, Any]) -> bool:
         default = self.conf.DEFAULT
@@ -262,7 +303,8 @@ class L3Agent(Agent):
         assert self.dataplane is not None
         fip_ids = [fip["id"] for fip in floating_ips(data)]
         try:
-            await asyncio.to_thread(self.dataplane.serve, router_spec(data))
+            await asyncio.to_thread(self.dataplane.serve, router_spec(
+                data, self.dataplane.metadata_socket is not None))
         except Exception:
             await self._report(data["id"], dict.fromkeys(fip_ids, "ERROR"))
             raise

@@ -4,12 +4,19 @@ Every rule sits in chains of our own, hung off the built-in chains by one jump
 each, so that anything else writing iptables in the namespace (a metadata
 proxy's redirect, say) keeps its rules::
 
-    nat PREROUTING  -> neutrino-l3-PRE:  floating IP -> fixed IP; forwarded ports
+    nat PREROUTING  -> neutrino-l3-PRE:  the instances' 169.254.169.254:80 -> the
+                                         metadata proxy (9697); floating IP ->
+                                         fixed IP; forwarded ports
     nat OUTPUT      -> neutrino-l3-OUT:  the same, for the router's own traffic
     nat POSTROUTING -> neutrino-l3-POST: internal <-> internal untouched;
                                          fixed IP -> its floating IP; the rest
                                          out of the gateway -> the gateway's IP
     mangle PREROUTING -> neutrino-l3-MARK: what came in by the gateway is marked
+    filter INPUT    -> neutrino-l3-IN:   the metadata proxy's port closed to all
+                                         but the internal interfaces
+
+The metadata rules (``RouterNat.metadata``: the router runs a metadata proxy,
+``neutrino.linux.metadata_proxy``) do not depend on a gateway.
 
 The mark tells, after DNAT, a connection from outside (left alone) from one
 from an internal network to a floating IP of the router ("hairpin"): that one
@@ -30,13 +37,16 @@ import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from neutrino.linux import metadata_proxy
+
 LOG = logging.getLogger(__name__)
 
 PREFIX = "neutrino-l3"
 #: (table, built-in chain) -> our chain it jumps to
 HOOKS = {("nat", "PREROUTING"): f"{PREFIX}-PRE", ("nat", "OUTPUT"): f"{PREFIX}-OUT",
-         ("nat", "POSTROUTING"): f"{PREFIX}-POST", ("mangle", "PREROUTING"): f"{PREFIX}-MARK"}
-TABLES = ("nat", "mangle")
+         ("nat", "POSTROUTING"): f"{PREFIX}-POST", ("mangle", "PREROUTING"): f"{PREFIX}-MARK",
+         ("filter", "INPUT"): f"{PREFIX}-IN"}
+TABLES = ("nat", "mangle", "filter")
 #: the mark of packets that came in by the gateway device
 EXTERNAL_MARK = "0x2/0xffff"
 
@@ -62,12 +72,15 @@ class Forwarding:
 
 @dataclass(frozen=True)
 class RouterNat:
-    """What a router translates. No ``gateway``: nothing (an internal-only router)."""
+    """What a router translates. No ``gateway``: no address translation (an
+    internal-only router). ``metadata``: the instances' metadata requests go to
+    the router's metadata proxy."""
 
     gateway: str | None = None  # the gateway device
     snat_address: str | None = None  # None: no SNAT (enable_snat false)
     floating_ips: tuple[FloatingIp, ...] = ()
     forwardings: tuple[Forwarding, ...] = ()
+    metadata: bool = False
 
 
 def _ports(low: int, high: int, separator: str) -> str:
@@ -85,12 +98,21 @@ def _forwarding_rule(forward: Forwarding) -> str:
             f"--dport {_ports(ext_low, ext_high, ':')} -j DNAT --to-destination {target}")
 
 
+def _unprefixed(rules: list[str]) -> list[str]:
+    """``-A <chain> rule`` lines without their ``-A <chain>``."""
+    return [rule.split(" ", 2)[2] for rule in rules]
+
+
 def chains(nat: RouterNat) -> Chains:
     """Our chains' rules (``-A`` lines) for ``nat``; every chain, even empty."""
     found: Chains = {(table, chain): [] for (table, _), chain in HOOKS.items()}
-    if nat.gateway is None:
-        return found
     pre, out = found["nat", f"{PREFIX}-PRE"], found["nat", f"{PREFIX}-OUT"]
+    if nat.metadata:
+        pre.extend(_unprefixed(metadata_proxy.redirect_rules(f"{PREFIX}-PRE")))
+        found["filter", f"{PREFIX}-IN"].extend(
+            _unprefixed(metadata_proxy.input_rules(f"{PREFIX}-IN")))
+    if nat.gateway is None:
+        return {key: [f"-A {key[1]} {rule}" for rule in rules] for key, rules in found.items()}
     post, mark = found["nat", f"{PREFIX}-POST"], found["mangle", f"{PREFIX}-MARK"]
     gateway = nat.gateway
     mark.append(f"-i {gateway} -j MARK --set-xmark {EXTERNAL_MARK}")
@@ -141,11 +163,12 @@ def restore_text(wanted: Chains, jumps: set[tuple[str, str]]) -> str:
 
 
 def translations(wanted: Chains) -> dict[str, frozenset[str]]:
-    """Floating address -> its DNAT rules (where it leads)."""
+    """Floating address -> its DNAT rules (where it leads); not the metadata
+    REDIRECT."""
     found: dict[str, set[str]] = {}
     for rule in wanted.get(("nat", f"{PREFIX}-PRE"), ()):
         parts = rule.split()
-        if len(parts) > 3 and parts[2] == "-d":
+        if len(parts) > 3 and parts[2] == "-d" and "DNAT" in parts:
             found.setdefault(parts[3].removesuffix("/32"), set()).add(rule)
     return {address: frozenset(rules) for address, rules in found.items()}
 

@@ -6,7 +6,10 @@ ends stay with the host, where the L2 agent plugs them into the networks'
 bridges), with the ports' MACs, MTUs and addresses; the gateway also carries
 the floating IPs (/32). Routes through a gateway (the default routes, the
 router's extra routes) and the NAT chains (``neutrino.linux.nat``) complete
-it.
+it. A router with ``nat.metadata`` also runs a metadata proxy
+(``neutrino.linux.metadata_proxy``) on port 9697 of its namespace, with
+``X-Neutron-Router-ID``, its pid and log in the router's directory; the NAT
+chains redirect the instances' 169.254.169.254:80 there.
 
 ``RouterDataplane.serve`` converges one router to a ``Router`` (idempotent:
 it changes only what differs, and a full resync may call it blindly);
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field
 
 from pyroute2 import NetlinkError
 
-from neutrino.linux import arping, ip
+from neutrino.linux import arping, ip, metadata_proxy
 from neutrino.linux.interface import LinuxBridgeInterfaceDriver, device_name
 from neutrino.linux.nat import NatTable, RouterNat
 
@@ -71,16 +74,24 @@ class Router:
     routes: tuple[tuple[str, str], ...] = ()
     nat: RouterNat = field(default_factory=RouterNat)
 
+    @property
+    def metadata(self) -> bool:
+        """Whether the router serves its instances' metadata (runs a proxy)."""
+        return self.nat.metadata
+
 
 class RouterDataplane:
     """The host side of routers: blocking calls (netlink, iptables, files),
     which the agent runs in threads, one router at a time per router."""
 
     def __init__(self, state_dir: str, driver: LinuxBridgeInterfaceDriver,
-                 arp_count: int = 3):
+                 arp_count: int = 3, metadata_socket: str | None = None):
+        """``metadata_socket``: the metadata agent's socket, where the routers'
+        proxies send requests (None: no router runs one)."""
         self.state_dir = state_dir
         self.driver = driver
         self.arp_count = arp_count
+        self.metadata_socket = metadata_socket
         self._nat: dict[str, NatTable] = {}
 
     def router_dir(self, router_id: str) -> str:
@@ -144,15 +155,42 @@ class RouterDataplane:
                     inside.delete(device)
             _routes(inside, router)
         gateway = device_name(router.gateway.id, EXTERNAL) if router.gateway else None
+        self._metadata(router, directory)
         nat.apply(router.nat)
         for address in announce if gateway else ():
             arping.announce(namespace, gateway, address, self.arp_count)
         return announce
 
+    def _metadata(self, router: Router, directory: str) -> None:
+        """The router's metadata proxy running (started again if it died; left
+        alone if it runs as wanted) or not."""
+        if router.metadata and self.metadata_socket is None:
+            raise ValueError(f"router {router.id}: metadata wanted, but no metadata socket")
+        if not router.metadata:
+            if metadata_proxy.proxy_pid(directory) is not None:
+                LOG.info("router %s: stopping its metadata proxy", router.id)
+            metadata_proxy.stop_proxy(directory)
+            return
+        assert self.metadata_socket is not None
+        metadata_proxy.start_proxy(namespace_name(router.id), metadata_proxy.ROUTER_PROXY_PORT,
+                                   metadata_proxy.ROUTER_HEADER, router.id,
+                                   self.metadata_socket, directory)
+
+    def proxy_dead(self, router_ids: list[str]) -> list[str]:
+        """Those of ``router_ids`` whose metadata proxy was started and died."""
+        found = []
+        for router_id in router_ids:
+            directory = self.router_dir(router_id)
+            if (os.path.exists(os.path.join(directory, metadata_proxy.PID))
+                    and metadata_proxy.proxy_pid(directory) is None):
+                found.append(router_id)
+        return found
+
     def retire(self, router_id: str) -> None:
         """Take everything of the router away, whatever is left of it."""
         namespace = namespace_name(router_id)
         self._nat.pop(router_id, None)
+        metadata_proxy.stop_proxy(self.router_dir(router_id))
         if namespace in ip.namespaces():
             with ip.IpNetns(namespace) as inside:
                 for device in inside.links():

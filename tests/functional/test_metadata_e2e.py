@@ -1,5 +1,6 @@
-"""Metadata end to end on an isolated network: an instance's curl to
-169.254.169.254 crosses the DHCP namespace's proxy and the host's metadata
+"""Metadata end to end on an isolated network, and on a routed one: an
+instance's curl to 169.254.169.254 crosses the DHCP namespace's proxy (or the
+router namespace's, behind its REDIRECT) and the host's metadata
 agent (which asks the server, over RabbitMQ, which port it is) to a fake Nova
 on the host's loopback, which records what it was told. Root only: everything
 happens in namespaces the test makes and removes."""
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from neutrino.linux.metadata_proxy import proxy_pid
 from neutrino.metadata.handler import sign
 from tests.dataplane import run, sandbox, skip_unless_root, wait_until
 from tests.functional.emulated_hosts import Deployment
@@ -77,9 +79,10 @@ def proxies(namespace: str) -> list[int]:
     return found
 
 
-def serving(network_id: str) -> list[int]:
-    """The metadata proxies for the network, wherever they run."""
-    wanted = f"--header=X-Neutron-Network-ID={network_id}".encode()
+def serving(network_id: str, header: str = "X-Neutron-Network-ID") -> list[int]:
+    """The metadata proxies for the network (or, with ``header``
+    X-Neutron-Router-ID, the router), wherever they run."""
+    wanted = f"--header={header}={network_id}".encode()
     found = []
     for entry in Path("/proc").iterdir():
         try:
@@ -169,6 +172,97 @@ def test_an_isolated_networks_instance_gets_its_own_metadata(deployment: Deploym
         wait_until(lambda: qdhcp not in run("ip", "netns", "list").stdout, 20,
                    "the DHCP namespace to go")
         assert not serving(net["id"])
+    finally:
+        nova.kill()
+        nova.wait()
+
+
+def test_a_routed_networks_instance_gets_its_metadata_from_the_router(
+        deployment: Deployment, tmp_path: Path):
+    d, api = deployment, deployment.api
+    host = d.add_host("h1", 1)
+    recorded = tmp_path / "nova.jsonl"
+    nova = subprocess.Popen(["ip", "netns", "exec", host, sys.executable, "-c", FAKE_NOVA,
+                             str(NOVA_PORT), str(recorded)])
+    socket = f"metadata_proxy_socket = {d.metadata_socket('h1')}\n"
+    try:
+        d.start_l2_agent("h1")
+        d.start_dhcp_agent("h1")  # no isolated metadata: the router is to serve it
+        d.start_agent("h1", "neutrino-l3-agent", text="check_child_processes_interval = 1\n",
+                      default=f"interface_driver = linuxbridge\nsend_arp_for_ha = 1\n{socket}")
+        d.start_metadata_agent("h1", NOVA_PORT, SECRET)
+        for agent_type in ("Linux bridge agent", "DHCP agent", "L3 agent", "Metadata agent"):
+            wait_until(lambda t=agent_type: d.agent_alive("h1", t), 30, f"the {agent_type}")
+
+        net = api.network()
+        subnet = api.subnet(net["id"], "10.41.0.0/24")
+        router = api.create("routers", name="r-md")
+        qrouter = f"qrouter-{router['id']}"
+        added = api.put(f"/v2.0/routers/{router['id']}/add_router_interface",
+                        json={"subnet_id": subnet["id"]})
+        assert added.status_code == 200, added.text
+        # its pid file (the router's directory) names it once it runs
+        state = str(tmp_path / "h1" / "l3" / router["id"])
+        pid = wait_until(lambda: proxy_pid(state), 30, "the router's metadata proxy")
+        assert proxies(qrouter) == [pid]
+
+        instance_id = str(uuid.uuid4())
+        port = api.port(net["id"], device_id=instance_id, device_owner="compute:nova")
+        address = d.plug("h1", port["id"], dhcp=True)
+        assert address == port["fixed_ips"][0]["ip_address"]
+        inst = f"inst-{port['id'][:11]}"
+        # no route of its own to 169.254.169.254: the default one, the router
+        assert f"via {subnet['gateway_ip']}" in run("ip", "route", "show", "default",
+                                                     namespace=inst).stdout
+        assert "169.254.169.254" not in run("ip", "route", namespace=inst).stdout
+        assert wait_until(lambda: (got := curl(inst))[0] == 200 and got, 15,
+                          "metadata through the router") == (200, instance_id)
+        nova_saw = json.loads(recorded.read_text().splitlines()[-1])
+        headers = nova_saw["headers"]
+        assert nova_saw["path"] == "/latest/meta-data/instance-id"
+        assert headers["X-Instance-ID"] == instance_id
+        assert headers["X-Tenant-ID"] == port["project_id"]
+        assert headers["X-Forwarded-For"] == address
+        assert headers["X-Instance-ID-Signature"] == sign(instance_id, SECRET)
+        # the router's proxy served it; the DHCP namespace has none
+        assert not proxies(f"qdhcp-{net['id']}")
+        assert serving(router["id"], "X-Neutron-Router-ID") == [pid]
+        saved = run("iptables-save", namespace=qrouter).stdout
+        assert "-d 169.254.169.254/32 -i qr-+ -p tcp -m tcp --dport 80 -j REDIRECT " \
+               "--to-ports 9697" in saved
+
+        # a router update is synced without touching the proxy
+        def route(routes: list[dict]) -> None:
+            done = api.put(f"/v2.0/routers/{router['id']}", json={"router": {"routes": routes}})
+            assert done.status_code == 200, done.text
+
+        route([{"destination": "10.99.0.0/24", "nexthop": "10.41.0.50"}])
+        wait_until(lambda: "10.99.0.0/24" in run("ip", "route", namespace=qrouter).stdout, 20,
+                   "the router's extra route")
+        assert proxies(qrouter) == [pid]
+        route([])
+        wait_until(lambda: "10.99.0.0/24" not in run("ip", "route", namespace=qrouter).stdout,
+                   20, "the extra route to go")
+        assert proxies(qrouter) == [pid]
+
+        # a proxy that dies is started again
+        run("kill", "-9", str(pid))
+        wait_until(lambda: proxy_pid(state) not in (None, pid), 20,
+                   "the router's proxy to be started again")
+        assert proxies(qrouter) == [proxy_pid(state)]
+        assert wait_until(lambda: curl(inst)[0] == 200, 10, "metadata again")
+
+        # the router's last interface goes: its proxy and redirect with it
+        removed = api.put(f"/v2.0/routers/{router['id']}/remove_router_interface",
+                          json={"subnet_id": subnet["id"]})
+        assert removed.status_code == 200, removed.text
+        wait_until(lambda: not proxies(qrouter), 20, "the router's proxy to stop")
+        assert "REDIRECT" not in run("iptables-save", namespace=qrouter).stdout
+        # and the router goes, its namespace with it
+        assert api.delete(f"/v2.0/routers/{router['id']}").status_code == 204
+        wait_until(lambda: qrouter not in run("ip", "netns", "list").stdout, 20,
+                   "the router's namespace to go")
+        assert not serving(router["id"], "X-Neutron-Router-ID")
     finally:
         nova.kill()
         nova.wait()

@@ -9,7 +9,7 @@ import pytest
 
 from neutrino import config
 from neutrino.agents.l3 import OPTIONS, floating_ips, router_spec
-from neutrino.linux import nat
+from neutrino.linux import metadata_proxy, nat
 from neutrino.linux.router import Port
 
 EXT_SUBNET = {"id": "ext-v4", "cidr": "203.0.113.0/24", "gateway_ip": "203.0.113.1"}
@@ -148,3 +148,57 @@ def test_only_legacy_routers_and_no_external_bridge(tmp_path):
         load("external_network_bridge = br-ex")
     with pytest.raises(config.ConfigError, match="not supported yet"):
         load("interface_driver = openvswitch")
+
+
+def test_metadata_redirect_and_input_rules():
+    """A router with an interface serves metadata (asked): the REDIRECT first in
+    PREROUTING, the proxy's port closed to the gateway side; with or without a
+    gateway; none without an interface or when not asked."""
+    spec = router_spec(sync_data(), metadata=True)
+    assert spec.metadata and spec.nat.metadata
+    chains = nat.chains(spec.nat)
+    assert chains["nat", "neutrino-l3-PRE"][0] == (
+        "-A neutrino-l3-PRE -d 169.254.169.254/32 -i qr-+ -p tcp -m tcp --dport 80 "
+        "-j REDIRECT --to-ports 9697")
+    assert chains["filter", "neutrino-l3-IN"] == [
+        "-A neutrino-l3-IN ! -i qr-+ -p tcp -m tcp --dport 9697 -j DROP"]
+    # the rest as without metadata
+    without = nat.chains(router_spec(sync_data()).nat)
+    assert chains["nat", "neutrino-l3-PRE"][1:] == without["nat", "neutrino-l3-PRE"]
+    assert without["filter", "neutrino-l3-IN"] == []
+    assert not router_spec(sync_data()).metadata
+
+    internal = sync_data()
+    del internal["gw_port"]
+    internal_chains = nat.chains(router_spec(internal, metadata=True).nat)
+    assert internal_chains["nat", "neutrino-l3-PRE"] == chains["nat", "neutrino-l3-PRE"][:1]
+    assert internal_chains["filter", "neutrino-l3-IN"] == chains["filter", "neutrino-l3-IN"]
+    assert not internal_chains["nat", "neutrino-l3-POST"]
+
+    bare = sync_data()
+    bare["_interfaces"] = []
+    assert not router_spec(bare, metadata=True).metadata
+
+    # the REDIRECT is no floating IP: nothing to forget when metadata comes or goes
+    assert nat.forgotten(nat.translations(chains), nat.translations(without)) == []
+    # and it reads back as written
+    text = nat.restore_text(chains, set())
+    assert nat.saved_chains(text) == {key: rules for key, rules in chains.items() if rules}
+
+
+def test_metadata_proxy_options(tmp_path):
+    conf_file = tmp_path / "l3.ini"
+
+    def load(text: str) -> config.Config:
+        conf_file.write_text(f"[DEFAULT]\nstate_path = {tmp_path}\n{text}\n")
+        conf = config.load([str(conf_file)])
+        conf.register(OPTIONS)
+        return conf
+
+    conf = load("")
+    assert conf.DEFAULT.enable_metadata_proxy is True
+    assert metadata_proxy.socket_path(conf) == str(tmp_path / "metadata_proxy")
+    assert conf.agent.check_child_processes_interval == 60
+    conf = load("enable_metadata_proxy = false\nmetadata_proxy_socket = /run/md.sock")
+    assert conf.DEFAULT.enable_metadata_proxy is False
+    assert metadata_proxy.socket_path(conf) == "/run/md.sock"
