@@ -176,7 +176,7 @@ def bench(args: argparse.Namespace) -> None:
             finally:
                 d.close()
     finally:
-        print(tmp)
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _args() -> argparse.Namespace:
