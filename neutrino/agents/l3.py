@@ -20,7 +20,11 @@ agent looks for proxies that died and marks their routers dirty.
 
 ``router_spec`` is the pure part: Neutron's sync data to a ``Router``.
 
-Not done yet: router advertisements (radvd) for IPv6 SLAAC subnets, IPv6 on
+IPv6: a router interface on subnets with an ``ipv6_ra_mode`` sends router
+advertisements (radvd in the router's namespace, ``neutrino.linux.radvd``),
+every ``min_rtr_adv_interval`` to ``max_rtr_adv_interval`` seconds.
+
+Not done yet: IPv6 on
 a gateway whose subnet has no gateway IP (accepting the upstream's router
 advertisements), HA and DVR routers.
 """
@@ -37,7 +41,7 @@ from typing import Any
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main as run_agent
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
-from neutrino.linux import interface, metadata_proxy, nat, router
+from neutrino.linux import interface, metadata_proxy, nat, radvd, router
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
@@ -84,6 +88,11 @@ OPTIONS = (OptGroup("DEFAULT", [
         "Serve metadata to the routers' instances: a metadata proxy in each router "
         "with an interface."),
     metadata_proxy.SOCKET_OPTION,
+    Opt("min_rtr_adv_interval", int_range(3, 1350), radvd.MIN_INTERVAL,
+        "MinRtrAdvInterval of the routers' radvd (seconds)."),
+    Opt("max_rtr_adv_interval", int_range(4, 1800), radvd.MAX_INTERVAL,
+        "MaxRtrAdvInterval of the routers' radvd (seconds; at least "
+        "min_rtr_adv_interval / 0.75)."),
 ]), OptGroup("agent", [
     Opt("check_child_processes_interval", int_range(0), 60,
         "Seconds between checks that each router's metadata proxy still runs (one "
@@ -130,12 +139,14 @@ def router_spec(data: dict[str, Any], metadata: bool = False) -> router.Router:
     ``metadata``: routers with an interface serve metadata."""
     interfaces = tuple(_port(p) for p in data.get("_interfaces", ()))
     metadata = metadata and bool(interfaces)
+    advertise = tuple(ra for ra in (_advertisement(p) for p in data.get("_interfaces", ()))
+                      if ra is not None)
     routes = {r["destination"]: r["nexthop"] for r in data.get("routes") or ()}
     gw_port = data.get("gw_port")
     if not gw_port:
         return router.Router(id=data["id"], interfaces=interfaces,
                              routes=tuple(sorted(routes.items())),
-                             nat=nat.RouterNat(metadata=metadata))
+                             nat=nat.RouterNat(metadata=metadata), advertise=advertise)
     fips = floating_ips(data)
     carried = sorted({fip["floating_ip_address"] for fip in fips})
     gateway = _port(gw_port, (f"{address}/32" for address in carried))
@@ -153,7 +164,17 @@ def router_spec(data: dict[str, Any], metadata: bool = False) -> router.Router:
             floating_ips=tuple(nat.FloatingIp(f["floating_ip_address"], f["fixed_ip_address"])
                                for f in fips if f.get("fixed_ip_address")),
             forwardings=tuple(_forwarding(pf) for pf in data.get("_port_forwardings", ())),
-            metadata=metadata))
+            metadata=metadata),
+        advertise=advertise)
+
+
+def _advertisement(port: dict[str, Any]) -> radvd.Interface | None:
+    """The router advertisements of an interface port: for its IPv6 subnets
+    with an RA mode that it has an address on."""
+    on = {fixed["subnet_id"] for fixed in port["fixed_ips"]}
+    return radvd.interface(interface.device_name(port["id"], router.INTERNAL),
+                           port.get("mtu") or 1500,
+                           [s for s in port.get("subnets", ()) if s["id"] in on])
 
 
 # --- the agent ---------------------------------------------------------------------------------
@@ -202,7 +223,8 @@ class L3Agent(Agent):
                       else None)
             self.dataplane = router.RouterDataplane(
                 state, interface.LinuxBridgeInterfaceDriver(agent_namespace),
-                conf.DEFAULT.send_arp_for_ha, socket)
+                conf.DEFAULT.send_arp_for_ha, socket,
+                (conf.DEFAULT.min_rtr_adv_interval, conf.DEFAULT.max_rtr_adv_interval))
         else:
             LOG.error("no interface_driver configured: this agent sets up no router")
 

@@ -9,7 +9,9 @@ router's extra routes) and the NAT chains (``neutrino.linux.nat``) complete
 it. A router with ``nat.metadata`` also runs a metadata proxy
 (``neutrino.linux.metadata_proxy``) on port 9697 of its namespace, with
 ``X-Neutron-Router-ID``, its pid and log in the router's directory; the NAT
-chains redirect the instances' 169.254.169.254:80 there.
+chains redirect the instances' 169.254.169.254:80 there. Interfaces on IPv6
+subnets with an ``ipv6_ra_mode`` get router advertisements from the router's
+radvd (``neutrino.linux.radvd``), its files in the router's directory too.
 
 ``RouterDataplane.serve`` converges one router to a ``Router`` (idempotent:
 it changes only what differs, and a full resync may call it blindly);
@@ -34,7 +36,7 @@ from dataclasses import dataclass, field
 
 from pyroute2 import NetlinkError
 
-from neutrino.linux import arping, ip, metadata_proxy
+from neutrino.linux import arping, ip, metadata_proxy, radvd
 from neutrino.linux.interface import LinuxBridgeInterfaceDriver, device_name
 from neutrino.linux.nat import NatTable, RouterNat
 
@@ -73,6 +75,8 @@ class Router:
     #: (destination, nexthop): the default routes and the extra routes
     routes: tuple[tuple[str, str], ...] = ()
     nat: RouterNat = field(default_factory=RouterNat)
+    #: the interfaces that send router advertisements (radvd)
+    advertise: tuple[radvd.Interface, ...] = ()
 
     @property
     def metadata(self) -> bool:
@@ -85,13 +89,16 @@ class RouterDataplane:
     which the agent runs in threads, one router at a time per router."""
 
     def __init__(self, state_dir: str, driver: LinuxBridgeInterfaceDriver,
-                 arp_count: int = 3, metadata_socket: str | None = None):
+                 arp_count: int = 3, metadata_socket: str | None = None,
+                 ra_intervals: tuple[int, int] = (radvd.MIN_INTERVAL, radvd.MAX_INTERVAL)):
         """``metadata_socket``: the metadata agent's socket, where the routers'
-        proxies send requests (None: no router runs one)."""
+        proxies send requests (None: no router runs one); ``ra_intervals``:
+        radvd's (MinRtrAdvInterval, MaxRtrAdvInterval)."""
         self.state_dir = state_dir
         self.driver = driver
         self.arp_count = arp_count
         self.metadata_socket = metadata_socket
+        self.ra_intervals = ra_intervals
         self._nat: dict[str, NatTable] = {}
 
     def router_dir(self, router_id: str) -> str:
@@ -156,6 +163,7 @@ class RouterDataplane:
             _routes(inside, router)
         gateway = device_name(router.gateway.id, EXTERNAL) if router.gateway else None
         self._metadata(router, directory)
+        radvd.converge(namespace, directory, router.advertise, *self.ra_intervals)
         nat.apply(router.nat)
         for address in announce if gateway else ():
             arping.announce(namespace, gateway, address, self.arp_count)
@@ -191,6 +199,7 @@ class RouterDataplane:
         namespace = namespace_name(router_id)
         self._nat.pop(router_id, None)
         metadata_proxy.stop_proxy(self.router_dir(router_id))
+        radvd.stop(self.router_dir(router_id))
         if namespace in ip.namespaces():
             with ip.IpNetns(namespace) as inside:
                 for device in inside.links():

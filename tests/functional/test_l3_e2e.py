@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from neutrino.linux import radvd
 from tests.dataplane import pings, run, sandbox, skip_unless_root, wait_until
 from tests.functional.emulated_hosts import PHYSNET, Deployment
 
@@ -21,6 +22,8 @@ LB, L3 = "Linux bridge agent", "L3 agent"
 EXTERNAL_CIDR, UPSTREAM = "203.0.113.0/24", "203.0.113.1"
 LISTEN = 7000  # the external host's "who are you" service
 SERVICE = 80  # the instances' "who am I" service
+#: radvd's advertisements every 3 to 10 s (Neutron's 30 to 100 s would be slow)
+RA_INTERVALS = "min_rtr_adv_interval = 3\nmax_rtr_adv_interval = 10\n"
 
 
 @dataclass
@@ -45,7 +48,7 @@ def lab(tmp_path, rabbit_url) -> Iterator[Lab]:
         try:
             host = d.add_host("h1", 1)
             d.start_l2_agent("h1", firewall="noop")
-            l3 = d.start_l3_agent("h1")
+            l3 = d.start_l3_agent("h1", RA_INTERVALS)
             external = d.add_external_host(f"{UPSTREAM}/24")
             d.serve_tcp(external, LISTEN, "echo $SOCAT_PEERADDR")
             ext_net = d.api.network(**{"router:external": True,
@@ -261,4 +264,32 @@ def test_agent_restart_keeps_traffic_and_cleans_up(lab: Lab):
                 for part in line.split() if part.startswith("icmp_seq=")]
     assert sequence, out
     assert replies >= max(sequence) - 2, f"lost pings across the restart:\n{out}"
+    assert f"qrouter-{router['id']}" in namespaces()
+
+
+def test_slaac_from_the_routers_advertisements(lab: Lab):
+    """An instance on an IPv6 SLAAC subnet makes exactly its port's
+    address from the router's advertisements (radvd) and reaches the router;
+    radvd goes with the router's last IPv6 interface."""
+    router = lab.api.create("routers", name="v6")
+    net = lab.api.network()
+    subnet = lab.api.subnet(net["id"], "2001:db8:77::/64",  # no DHCP agent: RAs from radvd only
+                            ipv6_ra_mode="slaac", ipv6_address_mode="slaac")
+    add_interface(lab, router, subnet)
+    port = lab.api.port(net["id"])
+    [expected] = [ip["ip_address"] for ip in port["fixed_ips"]]
+    state = str(lab.d.tmp / "h1" / "l3" / router["id"])
+    wait_until(lambda: radvd.radvd_pid(state) is not None, 20, "the router's radvd")
+    assert lab.d.plug("h1", port["id"], dhcp=True) == expected
+    shown = run("ip", "-6", "-o", "addr", "show", "dev", "eth0", "scope", "global",
+                namespace=f"inst-{port['id'][:11]}").stdout.split()
+    assert [shown[i + 1] for i, word in enumerate(shown) if word == "inet6"] == [
+        f"{expected}/64"]
+    assert wait_until(lambda: pings(f"inst-{port['id'][:11]}", subnet["gateway_ip"]), 15,
+                      "the router's IPv6 address")
+
+    resp = lab.api.put(f"/v2.0/routers/{router['id']}/remove_router_interface",
+                       json={"subnet_id": subnet["id"]})
+    assert resp.status_code == 200, resp.text
+    wait_until(lambda: radvd.radvd_pid(state) is None, 15, "radvd to go")
     assert f"qrouter-{router['id']}" in namespaces()
