@@ -43,6 +43,23 @@ def named(dirty: set[Any], kind: str) -> set[str]:
     return {item[1] for item in dirty if isinstance(item, tuple) and item[0] == kind}
 
 
+async def converge_each(ids: list[str], limit: asyncio.Semaphore,
+                        work: Callable[[str], Awaitable[None]], kind: str) -> None:
+    """``work(id)`` for each of ``ids``, ``limit`` at a time; one failing does not
+    stop the others, but fails the whole (so that a full sync follows)."""
+    async def one(item: str) -> None:
+        async with limit:
+            await work(item)
+
+    results = await asyncio.gather(*(one(item) for item in ids), return_exceptions=True)
+    failed = [(item, r) for item, r in zip(ids, results, strict=True)
+              if isinstance(r, BaseException)]
+    for item, error in failed:
+        LOG.error("%s %s not converged: %s", kind, item, error, exc_info=error)
+    if failed:
+        raise RuntimeError(f"{len(failed)} {kind}(s) not converged")
+
+
 class Agent:
     agent_type: ClassVar[str] = ""
     binary: ClassVar[str] = ""

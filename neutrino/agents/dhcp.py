@@ -39,7 +39,7 @@ import subprocess
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from neutrino.agents.base import Agent, named
+from neutrino.agents.base import Agent, converge_each, named
 from neutrino.agents.cmd import main as run_agent
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_list
 from neutrino.linux import dnsmasq, interface, ip, metadata_proxy, process
@@ -353,24 +353,15 @@ class DhcpAgent(Agent):
             await self._converge(sorted(changed))
 
     async def _converge(self, network_ids: list[str]) -> None:
-        """Each network served or retired, ``num_sync_threads`` at a time; one
-        failing does not stop the others, but fails the sync (a full one follows)."""
+        """Each network served or retired, ``num_sync_threads`` at a time."""
         async def one(network_id: str) -> None:
-            async with self._limit:
-                network = self.networks.get(network_id)
-                if network is not None and dnsmasq.dhcp_subnets(network):
-                    await self._serve(network)
-                else:
-                    await self._retire(network_id)
+            network = self.networks.get(network_id)
+            if network is not None and dnsmasq.dhcp_subnets(network):
+                await self._serve(network)
+            else:
+                await self._retire(network_id)
 
-        results = await asyncio.gather(*(one(n) for n in network_ids), return_exceptions=True)
-        failed = [(n, r) for n, r in zip(network_ids, results, strict=True)
-                  if isinstance(r, BaseException)]
-        for network_id, error in failed:
-            LOG.error("network %s: DHCP not converged: %s", network_id, error,
-                      exc_info=error)
-        if failed:
-            raise RuntimeError(f"{len(failed)} network(s) not converged")
+        await converge_each(network_ids, self._limit, one, "network")
 
     # --- one network -------------------------------------------------------------------------
 

@@ -38,7 +38,7 @@ import os
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from neutrino.agents.base import Agent, named
+from neutrino.agents.base import Agent, converge_each, named
 from neutrino.agents.cmd import main as run_agent
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
 from neutrino.linux import interface, metadata_proxy, nat, radvd, router
@@ -303,23 +303,15 @@ class L3Agent(Agent):
             await self._converge(sorted(changed))
 
     async def _converge(self, router_ids: list[str]) -> None:
-        """Each router served or retired, ``ROUTERS_AT_ONCE`` at a time; one
-        failing does not stop the others, but fails the sync (a full one follows)."""
+        """Each router served or retired, ``ROUTERS_AT_ONCE`` at a time."""
         async def one(router_id: str) -> None:
-            async with self._limit:
-                data = self.routers.get(router_id)
-                if data is not None:
-                    await self._serve(data)
-                else:
-                    await self._retire(router_id)
+            data = self.routers.get(router_id)
+            if data is not None:
+                await self._serve(data)
+            else:
+                await self._retire(router_id)
 
-        results = await asyncio.gather(*(one(r) for r in router_ids), return_exceptions=True)
-        failed = [(r, e) for r, e in zip(router_ids, results, strict=True)
-                  if isinstance(e, BaseException)]
-        for router_id, error in failed:
-            LOG.error("router %s not converged: %s", router_id, error, exc_info=error)
-        if failed:
-            raise RuntimeError(f"{len(failed)} router(s) not converged")
+        await converge_each(router_ids, self._limit, one, "router")
 
     async def _serve(self, data: dict[str, Any]) -> None:
         assert self.dataplane is not None

@@ -126,9 +126,12 @@ def test_association_errors(user, other, admin, external, routed):
     ext_id = external[0]["id"]
     port = user.port(net["id"])
     made = fip(user, ext_id)
-    expect_error(update(user, made["id"], port_id=port["id"], fixed_ip_address="10.20.0.250"),
+    # an address of the subnet that the port was not given (it gets one at random)
+    not_its = next(a for a in ("10.20.0.250", "10.20.0.251")
+                   if a != port["fixed_ips"][0]["ip_address"])
+    expect_error(update(user, made["id"], port_id=port["id"], fixed_ip_address=not_its),
                  400, "BadRequest", f"Bad floatingip request: Port {port['id']} does not "
-                                    "have fixed ip 10.20.0.250.")
+                                    f"have fixed ip {not_its}.")
     extra = user.subnet(net["id"], "10.21.0.0/24")
     double = user.port(net["id"], fixed_ips=[{"subnet_id": subnet["id"]},
                                              {"subnet_id": extra["id"]}])
