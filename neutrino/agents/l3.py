@@ -206,9 +206,7 @@ class L3Agent(Agent):
     topic = topics.L3_AGENT
     option_groups = OPTIONS
 
-    def __init__(self, conf: Config, bus: Bus, agent_namespace: str | None = None):
-        """``agent_namespace``: where the routers' taps go (None: where the agent
-        runs)."""
+    def __init__(self, conf: Config, bus: Bus):
         super().__init__(conf, bus)
         self._plugin = RpcClient(bus, topics.L3_PLUGIN, "1.12")
         #: the routers this agent serves, as sync_routers gave them
@@ -222,7 +220,7 @@ class L3Agent(Agent):
             socket = (metadata_proxy.socket_path(conf) if conf.DEFAULT.enable_metadata_proxy
                       else None)
             self.dataplane = router.RouterDataplane(
-                state, interface.LinuxBridgeInterfaceDriver(agent_namespace),
+                state, interface.LinuxBridgeInterfaceDriver(),
                 conf.DEFAULT.send_arp_for_ha, socket,
                 (conf.DEFAULT.min_rtr_adv_interval, conf.DEFAULT.max_rtr_adv_interval))
         else:

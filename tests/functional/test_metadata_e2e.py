@@ -93,6 +93,18 @@ def serving(network_id: str, header: str = "X-Neutron-Network-ID") -> list[int]:
     return found
 
 
+def assert_nova_saw(recorded: Path, instance_id: str, port: dict, address: str) -> None:
+    """The last request the fake Nova got asked for the instance id, as that
+    port's instance, from its address, signed with the shared secret."""
+    nova_saw = json.loads(recorded.read_text().splitlines()[-1])
+    headers = nova_saw["headers"]
+    assert nova_saw["path"] == "/latest/meta-data/instance-id"
+    assert headers["X-Instance-ID"] == instance_id
+    assert headers["X-Tenant-ID"] == port["project_id"]
+    assert headers["X-Forwarded-For"] == address
+    assert headers["X-Instance-ID-Signature"] == sign(instance_id, SECRET)
+
+
 def test_an_isolated_networks_instance_gets_its_own_metadata(deployment: Deployment,
                                                              tmp_path: Path):
     d, api = deployment, deployment.api
@@ -125,13 +137,7 @@ def test_an_isolated_networks_instance_gets_its_own_metadata(deployment: Deploym
                                        namespace=inst).stdout
         assert "169.254.169.254/32" in run("ip", "-o", "addr", namespace=qdhcp).stdout
         assert curl(inst) == (200, instance_id)
-        nova_saw = json.loads(recorded.read_text().splitlines()[-1])
-        headers = nova_saw["headers"]
-        assert nova_saw["path"] == "/latest/meta-data/instance-id"
-        assert headers["X-Instance-ID"] == instance_id
-        assert headers["X-Tenant-ID"] == port["project_id"]
-        assert headers["X-Forwarded-For"] == address
-        assert headers["X-Instance-ID-Signature"] == sign(instance_id, SECRET)
+        assert_nova_saw(recorded, instance_id, port, address)
 
         # an address no port has (port security off lets it out) gets a 404
         stranger = api.port(net["id"], port_security_enabled=False)
@@ -217,13 +223,7 @@ def test_a_routed_networks_instance_gets_its_metadata_from_the_router(
         assert "169.254.169.254" not in run("ip", "route", namespace=inst).stdout
         assert wait_until(lambda: (got := curl(inst))[0] == 200 and got, 15,
                           "metadata through the router") == (200, instance_id)
-        nova_saw = json.loads(recorded.read_text().splitlines()[-1])
-        headers = nova_saw["headers"]
-        assert nova_saw["path"] == "/latest/meta-data/instance-id"
-        assert headers["X-Instance-ID"] == instance_id
-        assert headers["X-Tenant-ID"] == port["project_id"]
-        assert headers["X-Forwarded-For"] == address
-        assert headers["X-Instance-ID-Signature"] == sign(instance_id, SECRET)
+        assert_nova_saw(recorded, instance_id, port, address)
         # the router's proxy served it; the DHCP namespace has none
         assert not proxies(f"qdhcp-{net['id']}")
         assert serving(router["id"], "X-Neutron-Router-ID") == [pid]
@@ -257,7 +257,8 @@ def test_a_routed_networks_instance_gets_its_metadata_from_the_router(
                           json={"subnet_id": subnet["id"]})
         assert removed.status_code == 200, removed.text
         wait_until(lambda: not proxies(qrouter), 20, "the router's proxy to stop")
-        assert "REDIRECT" not in run("iptables-save", namespace=qrouter).stdout
+        wait_until(lambda: "REDIRECT" not in run("iptables-save", namespace=qrouter).stdout,
+                   10, "the redirect to go")
         # and the router goes, its namespace with it
         assert api.delete(f"/v2.0/routers/{router['id']}").status_code == 204
         wait_until(lambda: qrouter not in run("ip", "netns", "list").stdout, 20,
