@@ -189,7 +189,8 @@ class Config:
     """Parsed configuration: ``conf.DEFAULT.bind_port``, ``conf.group("ml2").type_drivers``."""
 
     def __init__(self, groups: Iterable[OptGroup], values: dict[str, dict[str, Any]],
-                 raw: dict[str, dict[str, tuple[str, str]]]):
+                 raw: dict[str, dict[str, tuple[str, str]]], files: Iterable[str] = ()):
+        self.files = list(files)
         self._groups = {g.name: g for g in groups}
         self._values = values
         self._raw = raw  # section -> option -> (text, file), kept for plugin groups
@@ -198,6 +199,11 @@ class Config:
 
     def group(self, name: str) -> SimpleNamespace:
         return getattr(self, name)
+
+    def named_in(self, section: str, option: str) -> str | None:
+        """The file that sets an option, or None when it keeps its default."""
+        given = self._raw.get(section, {}).get(option)
+        return None if given is None else given[1]
 
     def source(self, section: str, option: str) -> str:
         """Where an option's value comes from, for error messages."""
@@ -274,7 +280,7 @@ def load(paths: Iterable[str], extra_groups: Iterable[OptGroup] = ()) -> Config:
     raw = read_files(paths)
     groups = [OptGroup(g.name, list(g.opts)) for g in [*CORE_GROUPS, *extra_groups]]
     values = {g.name: _parse_group(g, raw.get(g.name, {})) for g in groups}
-    return Config(groups, values, raw)
+    return Config(groups, values, raw, paths)
 
 
 def host_name(conf: Config) -> str:

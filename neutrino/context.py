@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 DEFAULT_PROJECT_ID = "a8e5dd4b6b2f4cf4a3ae7ad1b0e3b5f0"
 
@@ -17,15 +17,17 @@ class Context:
     user_domain_id: str | None = None
     # noauth: the caller is trusted to name any project in a body.
     project_from_body: bool = False
+    project_name: str | None = None
+    user_name: str | None = None
+    project_domain_id: str | None = None
+    system_scope: str | None = None  # "all" for a system-scoped token
+
+    def with_admin(self, is_admin: bool) -> Context:
+        return replace(self, is_admin=is_admin)
 
     @property
     def tenant_id(self) -> str | None:
         return self.project_id
-
-    @property
-    def is_reader_only(self) -> bool:
-        return not self.is_admin and "reader" in self.roles and not (
-            self.roles & {"member", "_member_", "admin"})
 
     @classmethod
     def admin(cls, request_id: str = "") -> Context:

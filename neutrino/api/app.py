@@ -123,7 +123,7 @@ class ApiApp:
         for key, value in response.headers.items():
             out.append((key.encode(), value.encode()))
         if response.status == 401:
-            out.append((b"www-authenticate", b"Keystone uri=''"))
+            out.append((b"www-authenticate", self.authenticator.challenge.encode()))
         return response.status, out, payload
 
 

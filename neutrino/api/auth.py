@@ -1,31 +1,47 @@
 """Authentication strategies: each turns request headers into a Context.
 
-``keystone`` will be one more class with the same ``authenticate`` method.
+``keystone`` (``neutrino.api.keystone``) validates tokens; the others here
+take identity from headers.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Any, Protocol
 
 from neutrino import exceptions as exc
+from neutrino.api.keystone import Keystone
+from neutrino.api.policy import Policy
 from neutrino.context import DEFAULT_PROJECT_ID, Context
 
 LOG = logging.getLogger(__name__)
 
 
 class Authenticator(Protocol):
+    #: the WWW-Authenticate header of a 401
+    challenge: str
+
     def authenticate(self, headers: Mapping[str, str], request_id: str) -> Context: ...
+
+
+# keystone's default implied roles: an admin is a member, a member a reader
+IMPLIED_ROLES = {"admin": {"member", "reader"}, "member": {"reader"}}
+
+
+def with_implied(roles: frozenset[str]) -> frozenset[str]:
+    return roles.union(*(IMPLIED_ROLES.get(role, ()) for role in roles))
 
 
 def _roles(headers: Mapping[str, str]) -> frozenset[str]:
     text = headers.get("x-roles", "")
-    return frozenset(r.strip().lower() for r in text.split(",") if r.strip())
+    return with_implied(frozenset(r.strip().lower() for r in text.split(",") if r.strip()))
 
 
 class NoAuth:
     """Neutron's noauth: everyone is admin; the project comes from headers or is fixed."""
+
+    challenge = "Keystone uri=''"
 
     def authenticate(self, headers: Mapping[str, str], request_id: str) -> Context:
         project = (headers.get("x-project-id") or headers.get("x-tenant-id")
@@ -38,7 +54,10 @@ class NoAuth:
 class TrustedHeaders:
     """Identity asserted by an authenticating proxy in X-* headers; policy applies."""
 
-    def __init__(self) -> None:
+    challenge = "Keystone uri=''"
+
+    def __init__(self, policy: Policy) -> None:
+        self.policy = policy
         LOG.warning("auth_strategy = trusted_headers: identity headers are trusted as "
                     "given; only run this behind a proxy that sets them")
 
@@ -47,14 +66,18 @@ class TrustedHeaders:
         roles = _roles(headers)
         if not project and "admin" not in roles:
             raise exc.HTTPUnauthorized()
-        return Context(project_id=project, user_id=headers.get("x-user-id"),
-                       roles=roles, is_admin="admin" in roles, request_id=request_id,
-                       user_domain_id=headers.get("x-user-domain-id"))
+        ctx = Context(project_id=project, user_id=headers.get("x-user-id"),
+                      roles=roles, request_id=request_id,
+                      user_domain_id=headers.get("x-user-domain-id"))
+        return ctx.with_admin(self.policy.is_admin(ctx) or (
+            project is None and "admin" in roles))
 
 
-def make_authenticator(strategy: str) -> Authenticator:
+def make_authenticator(strategy: str, conf: Any, policy: Policy) -> Authenticator:
     if strategy == "noauth":
         return NoAuth()
     if strategy == "trusted_headers":
-        return TrustedHeaders()
-    raise ValueError(f"auth_strategy {strategy} is not available yet")
+        return TrustedHeaders(policy)
+    if strategy == "keystone":
+        return Keystone(conf.keystone_authtoken, policy.is_admin)
+    raise ValueError(f"auth_strategy {strategy} is not available")

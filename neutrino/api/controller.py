@@ -84,7 +84,11 @@ class ResourceController:
         args, owner = self._parent(ctx, parent)
         query = parse_collection_query(self.resource, req.query, self.extra_filters,
                                        self.max_limit)
-        items = self._get_many(ctx, *args, query) if self._readable(ctx, owner) else []
+        items = [] if parent and not self._readable(ctx, owner) else self._get_many(
+            ctx, *args, query)
+        if not ctx.is_admin:  # the get_ rule, item by item, as Neutron filters lists
+            items = [item for item in items
+                     if self._readable(ctx, {**item, **owner} if owner else item)]
         body: dict[str, Any] = {self.resource.collection: [
             self.view(item, ctx, query.fields) for item in items]}
         if query.limit is not None:

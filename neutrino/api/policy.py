@@ -1,145 +1,182 @@
-"""Authorisation rules in Neutron's policy language, all in one table.
+"""Authorisation rules in Neutron's policy language: the defaults, and a
+``policy.yaml`` that overrides them (oslo.policy's file format).
 
 Rules are strings such as ``"rule:admin_or_owner or rule:shared"``; checks
-are ``rule:NAME``, ``role:NAME``, ``field:COLLECTION:ATTR=VALUE``,
-``KEY:%(TARGET_KEY)s`` (a context value equals a target value), ``@``
-(always) and ``!`` (never), joined by ``and``/``or``/``not`` and brackets.
-Visibility of reads is applied by the plugins' queries (a resource you may
-not see is 404); these rules decide writes and admin-only attributes.
+are ``rule:NAME``, ``role:NAME``, ``field:COLLECTION:ATTR=VALUE`` (``=~RE``:
+a regular expression), ``KEY:%(TARGET_KEY)s`` (a context value equals a
+target value), ``KEY:VALUE``, ``@`` (always) and ``!`` (never), joined by
+``and``/``or``/``not`` and brackets. The plugins' queries decide what a
+caller could see at all (owner, shared, RBAC); ``get_*`` rules then filter
+what they return, and the other rules decide writes and attributes.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Mapping
 from functools import lru_cache
 from typing import Any
 
+import yaml
+
+from neutrino.config import ConfigError, Opt, OptGroup, parse_bool
 from neutrino.context import Context
+
+GROUP = OptGroup("oslo_policy", [
+    Opt("policy_file", str, "policy.yaml",
+        "Rules overriding the defaults (YAML or JSON); relative to the directory of the "
+        "config file that names it, or of the first config file. Optional unless set."),
+    Opt("enforce_scope", parse_bool, True,
+        "Refuse tokens scoped to the system or a domain: every rule is for projects."),
+])
+
+# Neutron's personas (secure RBAC): a member of the target's project may write
+# it, a reader may read it; admins may do anything. Keystone makes "admin"
+# imply "member" and "member" imply "reader".
+ADMIN = "rule:admin_only"
+PROJECT_MEMBER = "role:member and project_id:%(project_id)s"
+PROJECT_READER = "role:reader and project_id:%(project_id)s"
+ADMIN_OR_MEMBER = f"({ADMIN}) or ({PROJECT_MEMBER})"
+ADMIN_OR_READER = f"({ADMIN}) or ({PROJECT_READER})"
+NET_OWNER_MEMBER = "role:member and project_id:%(network:project_id)s"
+ADMIN_OR_NET_OWNER_MEMBER = f"({ADMIN}) or ({NET_OWNER_MEMBER})"
+SERVICE = "rule:service_api"
+
+
+def _crud(resource: str, read: str = ADMIN_OR_READER, write: str = ADMIN_OR_MEMBER
+          ) -> dict[str, str]:
+    return {f"create_{resource}": write, f"get_{resource}": read,
+            f"update_{resource}": write, f"delete_{resource}": write}
+
 
 DEFAULT_RULES: dict[str, str] = {
     "context_is_admin": "role:admin",
     "owner": "project_id:%(project_id)s",
     "admin_or_owner": "rule:context_is_admin or rule:owner",
     "admin_only": "rule:context_is_admin",
+    "context_is_advsvc": "role:advsvc",
+    "service_api": "role:service",
     "regular_user": "",
+    "default": "rule:admin_or_owner",
     "shared": "field:networks:shared=True",
     "external": "field:networks:router:external=True",
     "network_owner": "project_id:%(network:project_id)s",
     "admin_or_network_owner": "rule:context_is_admin or rule:network_owner",
     "admin_owner_or_network_owner": "rule:owner or rule:admin_or_network_owner",
+    "network_device": "field:port:device_owner=~^network:",
     "shared_subnetpools": "field:subnetpools:shared=True",
-    "not_reader": "not role:reader or role:member or role:admin",
+    "shared_security_group": "field:security_groups:shared=True",
+    "restrict_wildcard": "(not field:rbac_policy:target_tenant=* and "
+                         "not field:rbac_policy:target_project=*) or rule:admin_only",
 
-    "create_network": "rule:not_reader",
-    "create_network:shared": "rule:admin_only",
-    "create_network:router:external": "rule:admin_only",
-    "update_network": "rule:admin_or_owner and rule:not_reader",
-    "update_network:shared": "rule:admin_only",
-    "update_network:router:external": "rule:admin_only",
-    "create_network:provider:network_type": "rule:admin_only",
-    "create_network:provider:physical_network": "rule:admin_only",
-    "create_network:provider:segmentation_id": "rule:admin_only",
-    "create_network:segments": "rule:admin_only",
-    "update_network:provider:network_type": "rule:admin_only",
-    "update_network:provider:physical_network": "rule:admin_only",
-    "update_network:provider:segmentation_id": "rule:admin_only",
-    "update_network:segments": "rule:admin_only",
-    "delete_network": "rule:admin_or_owner and rule:not_reader",
+    **_crud("network", read=f"{ADMIN_OR_READER} or rule:shared or rule:external or "
+                            "rule:context_is_advsvc"),
+    "create_network:shared": ADMIN,
+    "create_network:router:external": ADMIN,
+    "create_network:provider:network_type": ADMIN,
+    "create_network:provider:physical_network": ADMIN,
+    "create_network:provider:segmentation_id": ADMIN,
+    "create_network:segments": ADMIN,
+    "update_network:shared": ADMIN,
+    "update_network:router:external": ADMIN,
+    "update_network:provider:network_type": ADMIN,
+    "update_network:provider:physical_network": ADMIN,
+    "update_network:provider:segmentation_id": ADMIN,
+    "update_network:segments": ADMIN,
 
-    "create_subnet": "rule:admin_or_network_owner and rule:not_reader",
-    "update_subnet": "rule:admin_or_network_owner and rule:not_reader",
-    "delete_subnet": "rule:admin_or_network_owner and rule:not_reader",
+    # a subnet belongs to its network's owner; what a non-owner may read of
+    # them (shared and external networks) the database query decides
+    "create_subnet": ADMIN_OR_NET_OWNER_MEMBER,
+    "update_subnet": ADMIN_OR_NET_OWNER_MEMBER,
+    "delete_subnet": ADMIN_OR_NET_OWNER_MEMBER,
 
-    "create_subnetpool": "rule:not_reader",
-    "create_subnetpool:shared": "rule:admin_only",
-    "create_subnetpool:is_default": "rule:admin_only",
-    "update_subnetpool": "rule:admin_or_owner and rule:not_reader",
-    "update_subnetpool:is_default": "rule:admin_only",
-    "delete_subnetpool": "rule:admin_or_owner and rule:not_reader",
+    **_crud("subnetpool", read=f"{ADMIN_OR_READER} or rule:shared_subnetpools"),
+    "create_subnetpool:shared": ADMIN,
+    "create_subnetpool:is_default": ADMIN,
+    "update_subnetpool:is_default": ADMIN,
 
-    "create_port": "rule:not_reader",
-    "create_port:device_owner": "not field:ports:device_owner=network:* or "
-                                "rule:admin_or_network_owner",
-    "create_port:mac_address": "rule:admin_or_network_owner",
-    "create_port:fixed_ips:ip_address": "rule:admin_or_network_owner",
-    "update_port": "rule:admin_or_owner and rule:not_reader",
-    "update_port:device_owner": "not field:ports:device_owner=network:* or "
-                                "rule:admin_or_network_owner",
-    "update_port:mac_address": "rule:admin_only",
-    "create_port:binding:host_id": "rule:admin_only",
-    "create_port:binding:profile": "rule:admin_only",
-    "update_port:binding:host_id": "rule:admin_only",
-    "update_port:binding:profile": "rule:admin_only",
-    "update_port:fixed_ips:ip_address": "rule:admin_or_network_owner",
-    "delete_port": "rule:admin_owner_or_network_owner and rule:not_reader",
+    # ports: the network's owner may also manage the ports on its network
+    "create_port": f"{ADMIN_OR_MEMBER} or rule:context_is_advsvc or {SERVICE}",
+    "create_port:device_owner": f"not rule:network_device or rule:context_is_advsvc or "
+                                f"{SERVICE} or {ADMIN_OR_NET_OWNER_MEMBER}",
+    "create_port:mac_address": f"rule:context_is_advsvc or {SERVICE} or "
+                               f"{ADMIN_OR_NET_OWNER_MEMBER}",
+    "create_port:fixed_ips:ip_address": f"rule:context_is_advsvc or {SERVICE} or "
+                                        f"{ADMIN_OR_NET_OWNER_MEMBER}",
+    "create_port:port_security_enabled": f"rule:context_is_advsvc or {SERVICE} or "
+                                         f"{ADMIN_OR_NET_OWNER_MEMBER}",
+    "create_port:binding:host_id": f"{ADMIN} or {SERVICE}",
+    "create_port:binding:profile": f"{ADMIN} or {SERVICE}",
+    "create_port:allowed_address_pairs": ADMIN_OR_NET_OWNER_MEMBER,
+    "update_port": f"{ADMIN_OR_MEMBER} or rule:context_is_advsvc or {SERVICE}",
+    "update_port:device_owner": f"not rule:network_device or rule:context_is_advsvc or "
+                                f"{SERVICE} or {ADMIN_OR_NET_OWNER_MEMBER}",
+    "update_port:mac_address": f"{ADMIN} or {SERVICE}",
+    "update_port:fixed_ips:ip_address": f"rule:context_is_advsvc or {SERVICE} or "
+                                        f"{ADMIN_OR_NET_OWNER_MEMBER}",
+    "update_port:port_security_enabled": f"rule:context_is_advsvc or {SERVICE} or "
+                                         f"{ADMIN_OR_NET_OWNER_MEMBER}",
+    "update_port:binding:host_id": f"{ADMIN} or {SERVICE}",
+    "update_port:binding:profile": f"{ADMIN} or {SERVICE}",
+    "update_port:allowed_address_pairs": ADMIN_OR_NET_OWNER_MEMBER,
+    "delete_port": f"rule:context_is_advsvc or {SERVICE} or {ADMIN_OR_NET_OWNER_MEMBER} "
+                   f"or ({PROJECT_MEMBER})",
 
-    "get_port_binding": "rule:admin_only",
-    "create_port_binding": "rule:admin_only",
-    "update_port_binding": "rule:admin_only",
-    "delete_port_binding": "rule:admin_only",
-    "activate": "rule:admin_only",
+    "get_port_binding": ADMIN,
+    "create_port_binding": ADMIN,
+    "update_port_binding": ADMIN,
+    "delete_port_binding": ADMIN,
+    "activate": ADMIN,
 
-    "create_segment": "rule:admin_only",
-    "update_segment": "rule:admin_only",
-    "delete_segment": "rule:admin_only",
+    **_crud("segment", read=ADMIN, write=ADMIN),
 
     # --- security groups
-    "create_security_group": "rule:not_reader",
-    "update_security_group": "rule:admin_or_owner and rule:not_reader",
-    "delete_security_group": "rule:admin_or_owner and rule:not_reader",
-    "create_security_group_rule": "rule:admin_or_owner and rule:not_reader",
-    "delete_security_group_rule": "rule:admin_or_owner and rule:not_reader",
-    "create_address_group": "rule:not_reader",
-    "update_address_group": "rule:admin_or_owner and rule:not_reader",
-    "delete_address_group": "rule:admin_or_owner and rule:not_reader",
-    "add_addresses": "rule:admin_or_owner and rule:not_reader",
-    "remove_addresses": "rule:admin_or_owner and rule:not_reader",
+    **_crud("security_group", read=f"{ADMIN_OR_READER} or rule:shared_security_group"),
+    **_crud("security_group_rule"),
+    **_crud("address_group"),
+    "add_addresses": ADMIN_OR_MEMBER,
+    "remove_addresses": ADMIN_OR_MEMBER,
 
     # --- L3: routers, floating IPs, port forwardings
-    "create_router": "rule:not_reader",
-    "create_router:external_gateway_info:enable_snat": "rule:admin_only",
-    "create_router:external_gateway_info:external_fixed_ips": "rule:admin_only",
-    "update_router": "rule:admin_or_owner and rule:not_reader",
-    "update_router:external_gateway_info:enable_snat": "rule:admin_only",
-    "update_router:external_gateway_info:external_fixed_ips": "rule:admin_only",
-    "delete_router": "rule:admin_or_owner and rule:not_reader",
-    "add_router_interface": "rule:admin_or_owner and rule:not_reader",
-    "remove_router_interface": "rule:admin_or_owner and rule:not_reader",
-    "add_extraroutes": "rule:admin_or_owner and rule:not_reader",
-    "remove_extraroutes": "rule:admin_or_owner and rule:not_reader",
-    "create_floatingip": "rule:not_reader",
-    "create_floatingip:floating_ip_address": "rule:admin_only",
-    "update_floatingip": "rule:admin_or_owner and rule:not_reader",
-    "delete_floatingip": "rule:admin_or_owner and rule:not_reader",
+    **_crud("router"),
+    "create_router:external_gateway_info:enable_snat": ADMIN,
+    "create_router:external_gateway_info:external_fixed_ips": ADMIN,
+    "update_router:external_gateway_info:enable_snat": ADMIN,
+    "update_router:external_gateway_info:external_fixed_ips": ADMIN,
+    "add_router_interface": ADMIN_OR_MEMBER,
+    "remove_router_interface": ADMIN_OR_MEMBER,
+    "add_extraroutes": ADMIN_OR_MEMBER,
+    "remove_extraroutes": ADMIN_OR_MEMBER,
+    **_crud("floatingip"),
+    "create_floatingip:floating_ip_address": ADMIN,
     # a port forwarding's project is its floating IP's
-    "create_floatingip_port_forwarding": "rule:admin_or_owner and rule:not_reader",
-    "update_floatingip_port_forwarding": "rule:admin_or_owner and rule:not_reader",
-    "delete_floatingip_port_forwarding": "rule:admin_or_owner and rule:not_reader",
+    **_crud("floatingip_port_forwarding"),
 
-    # --- port extras: allowed address pairs, extra DHCP options, DNS
-    "create_port:allowed_address_pairs": "rule:admin_or_network_owner",
-    "update_port:allowed_address_pairs": "rule:admin_or_network_owner",
+    # --- RBAC: only admins share with everyone ('*')
+    **_crud("rbac_policy"),
+    "create_rbac_policy:target_tenant": "rule:restrict_wildcard",
+    "update_rbac_policy:target_tenant": f"rule:restrict_wildcard and ({ADMIN_OR_MEMBER})",
 
     # --- agents and the availability zones they make (reads included: others see none)
-    "get_agent": "rule:admin_only",
-    "update_agent": "rule:admin_only",
-    "delete_agent": "rule:admin_only",
-    "get_availability_zone": "rule:admin_only",
+    "get_agent": ADMIN,
+    "update_agent": ADMIN,
+    "delete_agent": ADMIN,
+    "get_availability_zone": ADMIN,
     # which agents host which networks and routers
-    "get_dhcp-networks": "rule:admin_only",
-    "create_dhcp-network": "rule:admin_only",
-    "delete_dhcp-network": "rule:admin_only",
-    "get_dhcp-agents": "rule:admin_only",
-    "get_l3-routers": "rule:admin_only",
-    "create_l3-router": "rule:admin_only",
-    "delete_l3-router": "rule:admin_only",
-    "get_l3-agents": "rule:admin_only",
+    "get_dhcp-networks": ADMIN,
+    "create_dhcp-network": ADMIN,
+    "delete_dhcp-network": ADMIN,
+    "get_dhcp-agents": ADMIN,
+    "get_l3-routers": ADMIN,
+    "create_l3-router": ADMIN,
+    "delete_l3-router": ADMIN,
+    "get_l3-agents": ADMIN,
 
-    "update_tags": "rule:admin_or_owner and rule:not_reader",
-    "get_quota": "rule:admin_or_owner",
-    "update_quota": "rule:admin_only",
-    "delete_quota": "rule:admin_only",
+    "update_tags": ADMIN_OR_MEMBER,
+    "get_quota": ADMIN_OR_READER,
+    "update_quota": ADMIN,
+    "delete_quota": ADMIN,
 }
 
 # A check may hold "%(name)s", so brackets count as tokens only on their own.
@@ -222,16 +259,16 @@ def _check(token: str):
 
 
 def _field_matches(value: Any, wanted: str) -> bool:
-    if wanted.endswith("*"):
-        return isinstance(value, str) and value.startswith(wanted[:-1])
-    if isinstance(value, bool):
-        return str(value) == wanted
-    return str(value) == wanted
+    if wanted.startswith("~"):
+        return isinstance(value, str) and re.search(wanted[1:], value) is not None
+    return value is not None and str(value) == wanted
 
 
 class Policy:
-    def __init__(self, overrides: Mapping[str, str] | None = None):
+    def __init__(self, overrides: Mapping[str, str] | None = None,
+                 enforce_scope: bool = True):
         self.rules = {**DEFAULT_RULES, **(overrides or {})}
+        self.enforce_scope = enforce_scope
         self._compiled = lru_cache(maxsize=None)(self._compile)
         for name in self.rules:  # a broken rule fails at start, not on a request
             self._compiled(name)
@@ -245,7 +282,60 @@ class Policy:
         return self._compiled(name)(self, ctx, target)
 
     def allows(self, action: str, ctx: Context, target: Mapping[str, Any]) -> bool:
-        """Unknown actions default to allowed, as Neutron's default rule for reads."""
+        """Unknown actions default to allowed, as Neutron's default rule for reads.
+
+        Every rule is for project-scoped tokens: with ``enforce_scope`` a token
+        scoped to the system or a domain is refused, as Neutron does."""
+        if self.enforce_scope and ctx.project_id is None and not ctx.project_from_body:
+            return False
         if action not in self.rules:
             return True
         return self._compiled(action)(self, ctx, target)
+
+    def is_admin(self, ctx: Context) -> bool:
+        """``context_is_admin``, which a policy file may redefine; never for a token
+        without a project when scope is enforced."""
+        if self.enforce_scope and ctx.project_id is None:
+            return False
+        return self.check_rule("context_is_admin", ctx, {})
+
+
+def read_policy_file(path: str) -> dict[str, str]:
+    """Rules from a policy.yaml (or .json): a mapping of rule names to rule strings.
+
+    Raises ValueError naming what is wrong."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            data = yaml.safe_load(handle)
+    except OSError as error:
+        raise ValueError(f"cannot read policy file {path}: {error.strerror}") from None
+    except yaml.YAMLError as error:
+        raise ValueError(f"cannot parse policy file {path}: {error}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in data.items()):
+        raise ValueError(f"policy file {path} must map rule names to rule strings")
+    for name, text in data.items():
+        try:
+            _Parser(text).parse()
+        except ValueError as error:
+            raise ValueError(f"rule {name} in policy file {path}: {error}") from None
+    return data
+
+
+def load(conf: Any) -> Policy:
+    """The policy for ``conf``: the defaults, overridden by ``policy_file`` if found."""
+    opts = conf.oslo_policy
+    path = opts.policy_file
+    named_in = conf.named_in("oslo_policy", "policy_file")
+    if not os.path.isabs(path):
+        base = named_in or (conf.files[0] if conf.files else "")
+        path = os.path.join(os.path.dirname(os.path.abspath(base)) if base else ".", path)
+    overrides: dict[str, str] = {}
+    if named_in is not None or os.path.exists(path):
+        try:
+            overrides = read_policy_file(path)
+        except ValueError as error:
+            raise ConfigError(f"{error} (policy_file in [oslo_policy])") from None
+    return Policy(overrides, enforce_scope=opts.enforce_scope)

@@ -16,12 +16,12 @@ import uvicorn
 from sqlalchemy.exc import SQLAlchemyError
 
 from neutrino import config
+from neutrino.api import keystone, policy
 from neutrino.api.agent_scheduler import AgentSchedulerController
 from neutrino.api.app import ApiApp
 from neutrino.api.auth import make_authenticator
 from neutrino.api.controller import ResourceController
 from neutrino.api.extensions import ExtensionError, api_resources, claimed
-from neutrino.api.policy import Policy
 from neutrino.api.quotas import QuotasController
 from neutrino.api.router import Router
 from neutrino.api.tags import TagsController
@@ -58,6 +58,7 @@ def load_config(files: list[str]) -> config.Config:
             except loader.PluginLoadError as error:
                 raise config.ConfigError(
                     f"{error}, set by {conf.source('DEFAULT', option)}") from None
+    conf.register([keystone.GROUP, policy.GROUP])
     for cls in classes:
         conf.register(cls.option_groups)
     return conf
@@ -68,8 +69,9 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
 
     ``serve_rpc``: the process serves the agents' topics and runs the periodic
     tasks; otherwise its bus only sends (rpc workers serve)."""
+    rules = policy.load(conf)
     try:
-        authenticator = make_authenticator(conf.DEFAULT.auth_strategy)
+        authenticator = make_authenticator(conf.DEFAULT.auth_strategy, conf, rules)
     except ValueError as error:
         raise config.ConfigError(
             f"{error}, set by {conf.source('DEFAULT', 'auth_strategy')}") from None
@@ -88,7 +90,6 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     plugins = [plugin for top in (core, *services)
                for plugin in (top, *getattr(top, "companions", []))]
     owners = claimed(plugins)
-    policy = Policy()
     max_limit = int(conf.DEFAULT.pagination_max_limit)
     admin = Context.admin()
     served = api_resources(core, owners)
@@ -100,7 +101,7 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
         return getattr(served[collection][1], f"get_{member}")
 
     controllers = {
-        path: ResourceController(resource, plugin, policy,
+        path: ResourceController(resource, plugin, rules,
                                  max_limit if max_limit > 0 else None,
                                  lambda network_id: core.get_network(admin, network_id),
                                  parent_lookup(resource))
@@ -108,11 +109,11 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     tables = {}
     for plugin in plugins:
         tables.update(plugin.taggable_tables())
-    tags = TagsController(db, tables, policy) if "standard-attr-tag" in owners else None
-    quotas = QuotasController(db, env.quota, policy) if "quotas" in owners else None
+    tags = TagsController(db, tables, rules) if "standard-attr-tag" in owners else None
+    quotas = QuotasController(db, env.quota, rules) if "quotas" in owners else None
     extensions = [EXTENSIONS[alias] for alias in owners]
     router = Router(controllers, extensions, tags, quotas,
-                    AgentSchedulerController(owners, policy))
+                    AgentSchedulerController(owners, rules))
     endpoints: dict[str, list[Any]] = {}
     periodic = []
     for plugin in plugins:
