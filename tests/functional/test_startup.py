@@ -22,6 +22,7 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from neutrino import config
+from neutrino.api import keystone, policy
 from neutrino.cmd.server import load_config
 from neutrino.db import migrate
 from tests.harness import free_port
@@ -240,6 +241,36 @@ def test_rpc_workers_need_a_broker(tmp_path):
     assert "transport_url in [DEFAULT] (default)" in error
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[DEFAULT]\nauth_strategy = keystone\n",
+     "auth_strategy = keystone needs auth_url in [keystone_authtoken]"),
+    ("[DEFAULT]\nauth_strategy = keystone\n[keystone_authtoken]\nauth_url = http://k\n"
+     "auth_type = token\n", "auth_type token in [keystone_authtoken] is not supported"),
+    ("[oslo_policy]\npolicy_file = missing.yaml\n", "cannot read policy file"),
+    ("[oslo_policy]\npolicy_file = broken.yaml\n",
+     "rule create_network in policy file"),
+])
+def test_unusable_auth_or_policy_stops_the_server(tmp_path, text, expected):
+    write(tmp_path / "broken.yaml", '"create_network": "role:a or ("\n')
+    conf = write(tmp_path / "auth.conf", text)
+    code, output = fail_to_start(tmp_path, base_conf(tmp_path), conf)
+    assert code != 0
+    assert expected in one_error_line(output)
+
+
+def test_policy_file_next_to_the_config_is_used(tmp_path, running):
+    """The default policy_file, policy.yaml, is looked for beside the config file."""
+    write(tmp_path / "policy.yaml", '"create_network": "rule:admin_only"\n')
+    port = free_port()
+    srv = running(port, base_conf(tmp_path, port, "auth_strategy = trusted_headers"))
+    member = {"X-Project-Id": "p1", "X-Roles": "member"}
+    resp = httpx.post(f"{srv.url}/v2.0/networks", json={"network": {}}, headers=member)
+    assert resp.status_code == 403, resp.text
+    resp = httpx.post(f"{srv.url}/v2.0/networks", json={"network": {}},
+                      headers={**member, "X-Roles": "admin"})
+    assert resp.status_code == 201, resp.text
+
+
 @pytest.mark.parametrize("url", [
     "nosuchdialect://user@host/db",
     "postgresql+psycopg2://nobody@127.0.0.1:1/neutrino",  # nothing listens on port 1
@@ -392,10 +423,11 @@ def test_example_config_documents_every_option_with_its_default(tmp_path):
         match = re.match(r"^#(\w+) =", line)
         if match:
             documented[(section, match.group(1))] = number
-    expected = {(g.name, o.name) for g in config.CORE_GROUPS for o in g.opts}
+    groups = [*config.CORE_GROUPS, keystone.GROUP, policy.GROUP]
+    expected = {(g.name, o.name) for g in groups for o in g.opts}
     assert set(documented) == expected
 
-    for group in config.CORE_GROUPS:
+    for group in groups:
         for opt in group.opts:
             number = documented[(group.name, opt.name)]
             assert lines[number].rstrip() == f"#{opt.name} = {_shown(opt.default)}".rstrip()
@@ -408,8 +440,9 @@ def test_example_config_documents_every_option_with_its_default(tmp_path):
 
     # every documented default, uncommented, parses back to the default
     uncommented = "\n".join(re.sub(r"^#(\w+ =)", r"\1", line) for line in lines)
-    parsed = config.load([str(write(tmp_path / "uncommented.conf", uncommented))])
-    for group in config.CORE_GROUPS:
+    parsed = config.load([str(write(tmp_path / "uncommented.conf", uncommented))],
+                         [keystone.GROUP, policy.GROUP])
+    for group in groups:
         for opt in group.opts:
             assert getattr(parsed.group(group.name), opt.name) == opt.default, opt.name
 
