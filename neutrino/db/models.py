@@ -51,6 +51,22 @@ networks = Table(
     Column("mtu", Integer, nullable=False),
 )
 
+# Who may use a network beyond its owner: ``access_as_shared`` (ports, subnets)
+# or ``access_as_external`` (router gateways, floating IPs), for one project or
+# every project ("*"). ``networks.shared`` mirrors "a '*' access_as_shared entry
+# exists" and ``networks.router_external`` "the network is external", kept in
+# step in the same transaction.
+networkrbacs = Table(
+    "networkrbacs", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", PROJECT),
+    Column("object_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"), nullable=False),
+    Column("target_project", PROJECT, nullable=False, index=True),
+    Column("action", String(255), nullable=False),
+    UniqueConstraint("object_id", "target_project", "action",
+                     name="uq_networkrbacs_object_id_target_project_action"),
+)
+
 subnetpools = Table(
     "subnetpools", metadata, *_standard(),
     Column("ip_version", Integer, nullable=False),

@@ -24,6 +24,7 @@ from neutrino.definitions import (
     portbindings_extended,
     provider_net,
     quotas,
+    rbac,
     securitygroup,
     segment,
     subnet,
@@ -62,5 +63,6 @@ EXTENSIONS: dict[str, Extension] = {
         *agent.EXTENSIONS,
         *agent_scheduler.EXTENSIONS,
         *availability_zone.EXTENSIONS,
+        *rbac.EXTENSIONS,
     )
 }

@@ -1,7 +1,14 @@
 """external-net: networks a router gateway may attach to (``router:external``)."""
 
+from neutrino import exceptions as exc
 from neutrino.definitions import validators as v
 from neutrino.definitions.base import Attr, Extension, attrs
+
+
+class ExternalNetworkInUse(exc.InUse):
+    message = ("External network %(net_id)s cannot be updated to be made non-external, since "
+               "it has existing gateway ports.")
+
 
 EXTENSION = Extension(
     alias="external-net",

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import bindparam, delete, or_, select
 from sqlalchemy.engine import Connection, Row
+from sqlalchemy.sql import Select
 
 from neutrino import exceptions as exc
 from neutrino.context import Context
@@ -17,16 +18,41 @@ from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions.validators import new_uuid
 
 N = models.networks
+R = models.networkrbacs
+SHARED = "access_as_shared"
 
 COLUMNS = api_columns(N, "status", "admin_state_up", "shared", "mtu",
                       **{"router:external": N.c.router_external})
 
 
+def granted(ctx: Context) -> Select:
+    """Ids of the networks an RBAC entry (either action) opens to the caller."""
+    return select(R.c.object_id).where(R.c.target_project.in_(("*", ctx.project_id)))
+
+
 def visible(ctx: Context):
-    """Rows the caller may see: its own, shared and external networks."""
+    """Rows the caller may see: its own, and those RBAC entries open to it."""
     if ctx.is_admin:
         return None
-    return or_(N.c.project_id == ctx.project_id, N.c.shared, N.c.router_external)
+    return or_(N.c.project_id == ctx.project_id, N.c.id.in_(granted(ctx)))
+
+
+def shared_column(ctx: Context) -> Any:
+    """``shared`` as the caller sees it: shared with everyone ('*', which the
+    column mirrors) or with the caller's project."""
+    if ctx.project_id is None:
+        return N.c.shared
+    mine = select(R.c.object_id).where(R.c.action == SHARED,
+                                       R.c.target_project == ctx.project_id)
+    return or_(N.c.shared, N.c.id.in_(mine))
+
+
+def _shared_with(conn: Connection, ctx: Context) -> set[str]:
+    """The networks shared with the caller's project by name (few, whatever the page)."""
+    if ctx.project_id is None:
+        return set()
+    return set(conn.execute(select(R.c.object_id).where(
+        R.c.action == SHARED, R.c.target_project == ctx.project_id)).scalars())
 
 
 def _where(ctx: Context) -> list:
@@ -52,12 +78,14 @@ def get_row(conn: Connection, ctx: Context, network_id: str, for_update: bool = 
     return row
 
 
-def view(row: Row, subnet_ids: list[str], tag_list: list[str]) -> dict[str, Any]:
+def view(row: Row, subnet_ids: list[str], tag_list: list[str], shared: bool = False
+         ) -> dict[str, Any]:
+    """``shared``: shared with the caller's project (beyond '*', which the row says)."""
     return {
         "id": row.id, "name": row.name, "tenant_id": row.project_id,
         "project_id": row.project_id, "admin_state_up": row.admin_state_up,
         "mtu": row.mtu, "status": row.status, "subnets": subnet_ids,
-        "shared": row.shared, "router:external": row.router_external,
+        "shared": row.shared or shared, "router:external": row.router_external,
         "description": row.description, "tags": tag_list,
         "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
         "revision_number": row.revision_number,
@@ -79,7 +107,8 @@ def _subnet_ids(conn: Connection, network_ids: list[str] | None) -> dict[str, li
 
 def get(conn: Connection, ctx: Context, network_id: str) -> dict[str, Any]:
     row = get_row(conn, ctx, network_id)
-    return view(row, _subnet_ids(conn, [row.id]).get(row.id, []), tags.of(conn, row.id))
+    return view(row, _subnet_ids(conn, [row.id]).get(row.id, []), tags.of(conn, row.id),
+                row.id in _shared_with(conn, ctx))
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery, where: Sequence = ()
@@ -87,12 +116,15 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery, where: Sequenc
     """``where``: the core plugin's own clauses, for attributes of its extensions."""
     if query.marker is not None:
         get_row(conn, ctx, query.marker)
-    rows = select_page(conn, N, COLUMNS, query, [*_where(ctx), *where])
+    columns = {**COLUMNS, "shared": shared_column(ctx)}
+    rows = select_page(conn, N, columns, query, [*_where(ctx), *where])
     ids = [r.id for r in rows]
     many = len(ids) > 200
     subnet_map = _subnet_ids(conn, None if many else ids)
     tag_map = tags.load(conn, ids) if ids else {}
-    return [view(r, subnet_map.get(r.id, []), tag_map.get(r.id, [])) for r in rows]
+    mine = _shared_with(conn, ctx) if rows else set()
+    return [view(r, subnet_map.get(r.id, []), tag_map.get(r.id, []), r.id in mine)
+            for r in rows]
 
 
 def create(conn: Connection, data: dict[str, Any], mtu: int) -> dict[str, Any]:
@@ -109,26 +141,17 @@ def create(conn: Connection, data: dict[str, Any], mtu: int) -> dict[str, Any]:
     return view(SimpleNamespace(**row), [], [])
 
 
+# ``shared`` and ``router:external`` are written through RBAC entries, by the
+# core plugin (services/rbac/db.py: network_flags), in the same transaction.
 _UPDATABLE = {"name": "name", "description": "description", "admin_state_up": "admin_state_up",
-              "shared": "shared", "router:external": "router_external", "mtu": "mtu"}
+              "mtu": "mtu"}
 
 
 def update(conn: Connection, ctx: Context, network_id: str, data: dict[str, Any],
            if_revision: int | None) -> None:
-    row = get_row(conn, ctx, network_id, for_update=True)
+    get_row(conn, ctx, network_id, for_update=True)
     values = {_UPDATABLE[k]: v for k, v in data.items() if k in _UPDATABLE}
-    if data.get("shared") is False and row.shared:
-        _check_unshare(conn, row)
     bump(conn, N, network_id, if_revision, values)
-
-
-def _check_unshare(conn: Connection, row: Row) -> None:
-    p = models.ports
-    other = conn.execute(select(p.c.id).where(
-        p.c.network_id == row.id, p.c.project_id != row.project_id,
-        p.c.device_owner.not_like("network:%")).limit(1)).first()
-    if other is not None:
-        raise exc.InvalidSharedSetting(network=row.id)
 
 
 def delete_(conn: Connection, ctx: Context, network_id: str, if_revision: int | None) -> None:

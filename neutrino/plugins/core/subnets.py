@@ -34,12 +34,11 @@ def _invalid(msg: str) -> exc.InvalidInput:
 
 
 def visible(ctx: Context) -> list:
-    """Own subnets, and the subnets of shared and external networks."""
+    """Own subnets, and the subnets of networks RBAC entries open to the caller."""
     if ctx.is_admin:
         return []
-    N = models.networks
-    open_nets = select(N.c.id).where(or_(N.c.shared, N.c.router_external))
-    return [or_(S.c.project_id == ctx.project_id, S.c.network_id.in_(open_nets))]
+    return [or_(S.c.project_id == ctx.project_id,
+                S.c.network_id.in_(networks.granted(ctx)))]
 
 
 def get_row(conn: Connection, ctx: Context, subnet_id: str) -> Row:
@@ -94,7 +93,8 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[s
     shared = query.pop_filter("shared")
     if shared is not None:
         N = models.networks
-        where.append(S.c.network_id.in_(select(N.c.id).where(N.c.shared.in_(shared))))
+        where.append(S.c.network_id.in_(select(N.c.id).where(
+            networks.shared_column(ctx).in_(shared))))
     rows = select_page(conn, S, COLUMNS, query, where)
     ids = [r.id for r in rows]
     details = _details(conn, ids)

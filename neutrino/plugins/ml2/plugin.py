@@ -46,6 +46,8 @@ from neutrino.rpc import topics
 from neutrino.rpc.notifier import Notifier
 from neutrino.services.agents.dhcp_scheduler import DhcpSchedulerPlugin
 from neutrino.services.agents.plugin import AgentsPlugin
+from neutrino.services.rbac import db as network_rbac
+from neutrino.services.rbac.plugin import RbacPlugin
 from neutrino.services.secgroups.address_group_plugin import AddressGroupPlugin
 from neutrino.services.secgroups.plugin import SecurityGroupPlugin
 
@@ -99,7 +101,7 @@ class Ml2Plugin(Plugin):
                       if "l2population" in conf.ml2.mechanism_drivers else None)
         # plugins this one brings along, serving resources of their own
         self.companions: list[Plugin] = [
-            SecurityGroupPlugin(env, self.notifier), AddressGroupPlugin(env)]
+            SecurityGroupPlugin(env, self.notifier), AddressGroupPlugin(env), RbacPlugin(env)]
         # /v2.0/agents and /v2.0/availability_zones, as Neutron's ML2 serves them
         self.companions.append(AgentsPlugin(env))
         # which DHCP agents serve which networks; they hear of every change
@@ -169,6 +171,7 @@ class Ml2Plugin(Plugin):
         max_mtu = self.types.network_mtu(segs)
         check_requested_mtu(data.get("mtu"), max_mtu)
         view = networks.create(conn, data, data.get("mtu") or max_mtu)
+        network_rbac.network_flags(conn, view["id"], data, created=True)
         stored = segments.add(conn, view["id"], segs)
         view.update(segments.provider_view(stored))
         for driver in self.extension_drivers:
@@ -224,6 +227,7 @@ class Ml2Plugin(Plugin):
                 segs = segments.of_networks(conn, [network_id]).get(network_id, [])
                 check_requested_mtu(data["mtu"], self.types.network_mtu(segs))
             networks.update(conn, ctx, network_id, data, if_revision)
+            network_rbac.network_flags(conn, network_id, data)
             for driver in self.extension_drivers:
                 driver.process_update_network(conn, data, {"id": network_id})
             current = self._network(conn, ctx, network_id)

@@ -498,7 +498,9 @@ class L3RouterPlugin(Plugin):
 
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             self.env.quota.check(conn, data["project_id"], "floatingip")
-            network = networks.get_row(conn, ADMIN, network_id)
+            # as the caller: an external network is theirs to use when an RBAC
+            # entry (access_as_external, or a '*' one) opens it to them
+            network = networks.get_row(conn, ctx, network_id)
             if not network.router_external:
                 raise bad_floatingip(f"Network {network_id} is not a valid external network")
             fip_id = v.new_uuid()
@@ -636,9 +638,11 @@ class L3RouterPlugin(Plugin):
                              ) -> list[dict[str, Any]]:
         def work(conn: Connection) -> list[dict[str, Any]]:
             s, n = models.subnets, models.networks
+            mine = networks.visible(ctx)  # the external networks open to the caller
             rows = conn.execute(select(s.c.id, s.c.name, s.c.network_id, s.c.cidr)
                                 .join(n, n.c.id == s.c.network_id)
-                                .where(n.c.router_external, s.c.ip_version == 4)
+                                .where(n.c.router_external, s.c.ip_version == 4,
+                                       *([] if mine is None else [mine]))
                                 .order_by(s.c.id)).all()
             # as Neutron: the pools are listed as the caller's
             return [{"subnet_id": r.id, "subnet_name": r.name, "network_id": r.network_id,

@@ -1,0 +1,219 @@
+"""Network RBAC entries in the database, and the network flags they stand for.
+
+An entry lets ``target_project`` ("*": every project) use a network it does not
+own, as shared (ports) or as external (router gateways, floating IPs). Taking
+access away is refused while the project still has something on the network
+that needs it and no other entry keeps it. ``networks.shared`` and
+``networks.router_external`` are kept in step here, in the same transaction.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from sqlalchemy import delete, select, union, update
+from sqlalchemy.engine import Connection, Row
+
+from neutrino import exceptions as exc
+from neutrino.context import Context
+from neutrino.db import models
+from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.util import bump
+from neutrino.definitions import external_net
+from neutrino.definitions import rbac as r
+from neutrino.definitions.l3 import FLOATINGIP, ROUTER_GATEWAY
+from neutrino.definitions.validators import new_uuid
+
+R = models.networkrbacs
+N = models.networks
+P = models.ports
+
+COLUMNS = {"id": R.c.id, "project_id": R.c.project_id, "tenant_id": R.c.project_id,
+           "object_id": R.c.object_id, "target_tenant": R.c.target_project,
+           "action": R.c.action}
+
+
+def visible(ctx: Context) -> list:
+    """An entry is its owner's business (and the admins')."""
+    return [] if ctx.is_admin else [R.c.project_id == ctx.project_id]
+
+
+def view(row: Any) -> dict[str, Any]:
+    return {"id": row.id, "project_id": row.project_id, "tenant_id": row.project_id,
+            "object_type": "network", "object_id": row.object_id,
+            "target_tenant": row.target_project, "action": row.action}
+
+
+def get_row(conn: Connection, ctx: Context, policy_id: str, for_update: bool = False) -> Row:
+    stmt = select(R).where(R.c.id == policy_id, *visible(ctx))
+    if for_update and conn.dialect.name != "sqlite":
+        stmt = stmt.with_for_update()
+    row = conn.execute(stmt).first()
+    if row is None:
+        raise r.RbacPolicyNotFound(object_type="network", id=policy_id)
+    return row
+
+
+def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+    types = query.pop_filter("object_type")
+    if types is not None and "network" not in types:
+        return []
+    if query.marker is not None:
+        get_row(conn, ctx, query.marker)
+    return [view(row) for row in select_page(conn, R, COLUMNS, query, visible(ctx))]
+
+
+def _network(conn: Connection, network_id: str) -> Row:
+    """Read as admin: the caller's right to it is checked apart."""
+    stmt = select(N).where(N.c.id == network_id)
+    if conn.dialect.name != "sqlite":
+        stmt = stmt.with_for_update()  # entries of one network change one at a time
+    row = conn.execute(stmt).first()
+    if row is None:
+        raise exc.NetworkNotFound(net_id=network_id)
+    return row
+
+
+def _exists(conn: Connection, network_id: str, target: str, action: str) -> bool:
+    return conn.execute(select(R.c.id).where(
+        R.c.object_id == network_id, R.c.target_project == target, R.c.action == action)
+    ).first() is not None
+
+
+def _insert(conn: Connection, network: Any, project_id: str, target: str, action: str
+            ) -> dict[str, Any]:
+    """Add an entry and what it implies. A duplicate found here is a 409; one
+    committed meanwhile fails the unique key, and the write retries into the 409."""
+    if _exists(conn, network.id, target, action):
+        raise r.DuplicateRbacPolicy()
+    row = {"id": new_uuid(), "project_id": project_id, "object_id": network.id,
+           "target_project": target, "action": action}
+    conn.execute(R.insert().values(**row))
+    _mirror_shared(conn, network.id)
+    return view(SimpleNamespace(**row))
+
+
+def _mirror_shared(conn: Connection, network_id: str) -> None:
+    conn.execute(update(N).where(N.c.id == network_id).values(
+        shared=_exists(conn, network_id, r.WILDCARD, r.ACCESS_SHARED)))
+
+
+def _users(conn: Connection, network_id: str, action: str, project: str | None
+           ) -> set[str]:
+    """Projects (all, or just ``project``) with something on the network that
+    needs ``action``: ports for shared, gateways and floating IPs for external."""
+    if action == r.ACCESS_SHARED:
+        owners = [(P.c.project_id, select(P.c.project_id).where(
+            P.c.network_id == network_id, P.c.device_owner.not_like("network:%")))]
+    else:
+        routers, fips = models.routers, models.floatingips
+        owners = [
+            (routers.c.project_id, select(routers.c.project_id).join(
+                P, P.c.id == routers.c.gw_port_id).where(P.c.network_id == network_id)),
+            (fips.c.project_id, select(fips.c.project_id).where(
+                fips.c.floating_network_id == network_id))]
+    stmts = [stmt.where(column == project) if project is not None else stmt
+             for column, stmt in owners]
+    return {p for p in conn.execute(union(*stmts)).scalars() if p is not None}
+
+
+def losing_user(conn: Connection, network: Any, action: str, target: str,
+                new_target: str | None = None) -> str | None:
+    """A project that uses the network and would lose ``action`` on it if the
+    entry for ``target`` went (or moved to ``new_target``); None if none would."""
+    if target in (network.project_id, new_target):
+        return None
+    kept = set(conn.execute(select(R.c.target_project).where(
+        R.c.object_id == network.id, R.c.action == action,
+        R.c.target_project != target)).scalars())
+    kept |= {network.project_id} | ({new_target} if new_target else set())
+    if r.WILDCARD in kept:
+        return None
+    users = _users(conn, network.id, action, None if target == r.WILDCARD else target)
+    losing = sorted(users - kept)
+    return losing[0] if losing else None
+
+
+def _check_removal(conn: Connection, network: Any, entry: Any,
+                   new_target: str | None = None) -> None:
+    if losing_user(conn, network, entry.action, entry.target_project, new_target):
+        raise r.RbacPolicyInUse(object_id=network.id,
+                                details=f"tenant_id={entry.target_project}")
+
+
+# --- the API ---------------------------------------------------------------------
+
+
+def create(conn: Connection, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+    network = _network(conn, data["object_id"])
+    if not ctx.is_admin and network.project_id != ctx.project_id:
+        raise exc.InvalidInput(
+            error_message="Only admins can manipulate policies on networks they do not own")
+    created = _insert(conn, network, data["project_id"], data["target_tenant"],
+                      data["action"])
+    if data["action"] == r.ACCESS_EXTERNAL and not network.router_external:
+        bump(conn, N, network.id, values={"router_external": True})  # as Neutron
+    return created
+
+
+def update_(conn: Connection, ctx: Context, policy_id: str, data: dict[str, Any]
+            ) -> dict[str, Any]:
+    entry = get_row(conn, ctx, policy_id, for_update=True)
+    target = data.get("target_tenant", entry.target_project)
+    if target != entry.target_project:
+        network = _network(conn, entry.object_id)
+        _check_removal(conn, network, entry, target)
+        if _exists(conn, network.id, target, entry.action):
+            raise r.DuplicateRbacPolicy()
+        conn.execute(update(R).where(R.c.id == policy_id).values(target_project=target))
+        _mirror_shared(conn, network.id)
+    return view(get_row(conn, ctx, policy_id))
+
+
+def delete_(conn: Connection, ctx: Context, policy_id: str) -> None:
+    entry = get_row(conn, ctx, policy_id, for_update=True)
+    network = _network(conn, entry.object_id)
+    _check_removal(conn, network, entry)
+    conn.execute(delete(R).where(R.c.id == policy_id))
+    _mirror_shared(conn, network.id)
+
+
+# --- the network's ``shared`` and ``router:external`` ------------------------------
+
+
+def network_flags(conn: Connection, network_id: str, data: dict[str, Any],
+                  created: bool = False) -> None:
+    """Turn ``shared`` / ``router:external`` of a network create or update into
+    '*' entries, owned by the network's project.
+
+    shared=false is refused (InvalidSharedSetting) while a project with ports
+    would lose access; router:external=false while gateways use the network.
+    """
+    network = _network(conn, network_id)
+    if "shared" in data:
+        wildcard = _exists(conn, network_id, r.WILDCARD, r.ACCESS_SHARED)
+        if data["shared"] and not wildcard:
+            _insert(conn, network, network.project_id, r.WILDCARD, r.ACCESS_SHARED)
+        elif not data["shared"] and wildcard:
+            if losing_user(conn, network, r.ACCESS_SHARED, r.WILDCARD):
+                raise exc.InvalidSharedSetting(network=network_id)
+            conn.execute(delete(R).where(R.c.object_id == network_id,
+                                         R.c.target_project == r.WILDCARD,
+                                         R.c.action == r.ACCESS_SHARED))
+            _mirror_shared(conn, network_id)
+    external = False if created else network.router_external
+    wanted = data.get("router:external", external)
+    if wanted and not external:
+        if not _exists(conn, network_id, r.WILDCARD, r.ACCESS_EXTERNAL):
+            _insert(conn, network, network.project_id, r.WILDCARD, r.ACCESS_EXTERNAL)
+        conn.execute(update(N).where(N.c.id == network_id).values(router_external=True))
+    elif external and not wanted:
+        if conn.execute(select(P.c.id).where(
+                P.c.network_id == network_id,
+                P.c.device_owner.in_((ROUTER_GATEWAY, FLOATINGIP)))
+                        .limit(1)).first() is not None:
+            raise external_net.ExternalNetworkInUse(net_id=network_id)
+        conn.execute(delete(R).where(R.c.object_id == network_id,
+                                     R.c.action == r.ACCESS_EXTERNAL))
+        conn.execute(update(N).where(N.c.id == network_id).values(router_external=False))
