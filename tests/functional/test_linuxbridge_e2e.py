@@ -17,7 +17,7 @@ DHCP = "DHCP agent"
 
 @pytest.fixture
 def deployment(tmp_path, rabbit_url):
-    skip_unless_root("ip", "socat", "ping")
+    skip_unless_root("ip", "socat", "ping", "dnsmasq", "udhcpc", "iptables", "ipset")
     with sandbox() as box:
         deployment = Deployment(box, tmp_path, rabbit_url)
         try:
