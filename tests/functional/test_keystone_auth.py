@@ -15,7 +15,8 @@ import pytest
 from tests.harness import ApiClient, Server, error_of, expect_error, start_server
 from tests.keystone import Keystone, keystone_fixture  # noqa: F401
 
-pytestmark = pytest.mark.slow
+# one keystone per test run: every module using it runs on the same xdist worker
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("keystone")]
 
 CACHE_SECONDS = 4  # token_cache_time of the server under test
 
