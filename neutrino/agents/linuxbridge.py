@@ -21,7 +21,11 @@ from typing import Any, TypeVar
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
 from neutrino.agents.l2 import parse_mappings
-from neutrino.agents.notifications import L2Notifications
+from neutrino.agents.notifications import (
+    L2Notifications,
+    L2PopulationNotifications,
+    merge_fdb,
+)
 from neutrino.agents.sg_info import SecurityGroupInfo
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
 from neutrino.linux.ip import FLOOD_MAC, IpNetns, watch_links
@@ -43,30 +47,6 @@ def bridge_name(network_id: str) -> str:
 
 def tap_name(port_id: str) -> str:
     return TAP + port_id[:11]
-
-
-class L2PopulationNotifications:
-    """Where other hosts' ports are (topic ``L2POPULATION``): ``ports`` maps a
-    host's tunnel IP to [MAC, IP] pairs; the all-zero MAC means "flood there"."""
-
-    rpc_version = "1.0"
-
-    def __init__(self, agent: LinuxBridgeAgent):
-        self._agent = agent
-
-    async def add_fdb_entries(self, context: dict, fdb_entries: dict, host: str | None = None
-                              ) -> None:
-        await self._agent.fdb_changed(fdb_entries, add=True)
-
-    async def remove_fdb_entries(self, context: dict, fdb_entries: dict,
-                                 host: str | None = None) -> None:
-        await self._agent.fdb_changed(fdb_entries, add=False)
-
-    async def update_fdb_entries(self, context: dict, fdb_entries: dict,
-                                 host: str | None = None) -> None:
-        """IP changes of ports (``chg_ip``): nothing to do without ARP entries; a
-        full fetch keeps the agent right."""
-        self._agent.request_full_sync()
 
 
 class LinuxBridgeAgent(Agent):
@@ -377,16 +357,7 @@ class LinuxBridgeAgent(Agent):
     async def fdb_changed(self, entries: dict[str, Any], add: bool) -> None:
         """add_fdb_entries / remove_fdb_entries from the server."""
         networks = self._networks_here()
-        for network_id, value in entries.items():
-            known = self.fdb.setdefault(network_id, {})
-            for remote, found in (value.get("ports") or {}).items():
-                pairs = {tuple(e) for e in found}
-                if add:
-                    known.setdefault(remote, set()).update(pairs)
-                else:
-                    known.get(remote, set()).difference_update(pairs)
-                    if not known.get(remote) or pairs >= {(FLOOD_MAC, "0.0.0.0")}:
-                        known.pop(remote, None)
+        for network_id in merge_fdb(self.fdb, entries, add, FLOOD_MAC):
             if network_id in networks:
                 await self.on_host(self._program_fdb, network_id, networks[network_id])
 

@@ -36,3 +36,48 @@ class L2Notifications:
     async def security_groups_member_updated(self, context: dict,
                                              security_groups: list[str]) -> None:
         self._agent.mark_dirty(*(("security_group", g) for g in security_groups))
+
+
+class L2PopulationNotifications:
+    """Where other hosts' ports are (topic ``L2POPULATION``): ``ports`` maps a
+    host's tunnel IP to [MAC, IP] pairs; the all-zero MAC means "flood there".
+    The agent's ``fdb_changed(entries, add)`` applies them."""
+
+    rpc_version = "1.0"
+
+    def __init__(self, agent: Any):
+        self._agent = agent
+
+    async def add_fdb_entries(self, context: dict, fdb_entries: dict, host: str | None = None
+                              ) -> None:
+        await self._agent.fdb_changed(fdb_entries, add=True)
+
+    async def remove_fdb_entries(self, context: dict, fdb_entries: dict,
+                                 host: str | None = None) -> None:
+        await self._agent.fdb_changed(fdb_entries, add=False)
+
+    async def update_fdb_entries(self, context: dict, fdb_entries: dict,
+                                 host: str | None = None) -> None:
+        """IP changes of ports (``chg_ip``): a full fetch keeps the agent right."""
+        self._agent.request_full_sync()
+
+
+#: network id -> {remote tunnel IP: {(MAC, IP), ...}}
+Fdb = dict[str, dict[str, set[tuple[str, str]]]]
+
+
+def merge_fdb(fdb: Fdb, entries: dict[str, Any], add: bool, flood_mac: str) -> list[str]:
+    """Apply an add_fdb_entries / remove_fdb_entries message to ``fdb``; the
+    networks it names. A remote goes when its last entry does, or its flood
+    entry."""
+    for network_id, value in entries.items():
+        known = fdb.setdefault(network_id, {})
+        for remote, found in (value.get("ports") or {}).items():
+            pairs = {tuple(e) for e in found}
+            if add:
+                known.setdefault(remote, set()).update(pairs)
+            else:
+                known.get(remote, set()).difference_update(pairs)
+                if not known.get(remote) or pairs >= {(flood_mac, "0.0.0.0")}:
+                    known.pop(remote, None)
+    return list(entries)

@@ -2,7 +2,8 @@
 dataplane on one machine (root).
 
     neutrino-instance plug PORT_ID [--host HOST] [--host-netns NS] [--url URL]
-    neutrino-instance unplug PORT_ID [--host-netns NS]
+                           [--ovs-db REMOTE [--ovs-bridge BRIDGE]]
+    neutrino-instance unplug PORT_ID [--host-netns NS] [--ovs-db REMOTE [--ovs-bridge BRIDGE]]
 
 ``plug`` does what a hypervisor does: it binds the port to ``--host``
 (``binding:host_id``), makes a network namespace ``inst-<port id[:11]>`` (the
@@ -12,6 +13,16 @@ a namespace; the current one by default) and whose inner end, ``eth0``,
 carries the port's MAC and its network's MTU; then it runs a DHCP client in
 the instance and prints the address it got. The host's L2 agent finds the tap
 and wires it.
+
+On an Open vSwitch host (``--ovs-db``: its ovsdb-server's remote, as
+``unix:/path/db.sock``) ``plug`` also adds the tap to the integration bridge
+(``--ovs-bridge``, br-int), as Nova's os-vif does, with the Interface's
+``external_ids`` the OVS agent looks for: ``iface-id`` (the port),
+``attached-mac``, ``iface-status=active`` and ``vm-uuid`` (the device id, else
+the port id); and it turns off transmit checksum offload on ``eth0``: OVS's
+userspace datapath would forward the instance's TCP and UDP with partial
+checksums, which the receiver drops (docs/ovs-userspace.md). ``unplug``
+removes the port from the bridge (``--ovs-db`` again) before the rest.
 
 A port with IPv6 addresses gets them too, after IPv4's DHCP, as a guest
 would: on a SLAAC or DHCPv6-stateless subnet the kernel makes it from router
@@ -36,6 +47,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -83,6 +95,47 @@ class ApiError(Exception):
     pass
 
 
+class OvsError(Exception):
+    """ovs-vsctl failed, or OVS could not open the tap."""
+
+
+@dataclass(frozen=True)
+class Ovs:
+    """The integration bridge of an Open vSwitch host, through its ovsdb-server
+    (``db``: an OVSDB remote, ``unix:/path/db.sock`` or ``tcp:IP:PORT``)."""
+
+    db: str
+    bridge: str = "br-int"
+
+    def vsctl(self, *args: str) -> str:
+        try:
+            done = subprocess.run(["ovs-vsctl", f"--db={self.db}", "--timeout=10", *args],
+                                  capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            raise OvsError(f"ovs-vsctl --db={self.db}: no answer") from None
+        if done.returncode != 0:
+            raise OvsError(f"ovs-vsctl {' '.join(args)}: {done.stderr.strip()}")
+        return done.stdout.strip()
+
+    def attach(self, port: dict[str, Any]) -> None:
+        """The port's tap (already in the host's namespace) on the bridge, with
+        the external_ids that tell the agent which port it is. ovs-vsctl waits
+        until ovs-vswitchd has taken it: then its ``error`` column says whether
+        it could open the tap (the command succeeds regardless)."""
+        tap = tap_name(port["id"])
+        self.vsctl("--may-exist", "add-port", self.bridge, tap, "--", "set", "Interface", tap,
+                   f"external_ids:iface-id={port['id']}",
+                   f"external_ids:attached-mac={port['mac_address']}",
+                   "external_ids:iface-status=active",
+                   f"external_ids:vm-uuid={port.get('device_id') or port['id']}")
+        error = self.vsctl("get", "Interface", tap, "error")
+        if error not in ("[]", '""'):
+            raise OvsError(f"{tap} on {self.bridge}: {error}")
+
+    def detach(self, port_id: str) -> None:
+        self.vsctl("--if-exists", "del-port", self.bridge, tap_name(port_id))
+
+
 class Api:
     def __init__(self, url: str, token: str | None):
         self.url = url.rstrip("/")
@@ -113,9 +166,10 @@ def tap_name(port_id: str) -> str:
 
 
 def plug(api: Api, port_id: str, host: str, host_netns: str | None, dhcp: bool,
-         timeout: int) -> list[str]:
-    """Bind, make the instance, wire its veth; the addresses DHCP (and, for
-    IPv6, router advertisements) gave: IPv4 first. None asked: none."""
+         timeout: int, ovs: Ovs | None = None) -> list[str]:
+    """Bind, make the instance, wire its veth (onto ``ovs``'s bridge, on an
+    Open vSwitch host); the addresses DHCP (and, for IPv6, router
+    advertisements) gave: IPv4 first. None asked: none."""
     port = api.call("GET", f"/v2.0/ports/{port_id}")["port"]
     network = api.call("GET", f"/v2.0/networks/{port['network_id']}")["network"]
     if port.get("binding:host_id") != host:
@@ -123,7 +177,8 @@ def plug(api: Api, port_id: str, host: str, host_netns: str | None, dhcp: bool,
     fixed = port.get("fixed_ips") or []
     v6 = [ip for ip in fixed if ":" in ip["ip_address"]]
     namespace = instance_namespace(port_id)
-    _make_instance(port, network.get("mtu") or None, host_netns, ipv6=bool(v6 and dhcp))
+    make_instance(port, network.get("mtu") or None, host_netns, ipv6=bool(v6 and dhcp),
+                  ovs=ovs)
     if not dhcp:
         return []
     got = []
@@ -135,11 +190,13 @@ def plug(api: Api, port_id: str, host: str, host_netns: str | None, dhcp: bool,
     return got + ipv6_addresses(api, namespace, v6, timeout)
 
 
-def _make_instance(port: dict[str, Any], mtu: int | None, host_netns: str | None,
-                   ipv6: bool) -> None:
-    """The instance's namespace, its eth0 up with the port's MAC, the tap beside
-    it; with ``ipv6``, eth0 sure to take RAs and make EUI-64 addresses (a guest's
-    defaults, which the server's SLAAC addresses assume)."""
+def make_instance(port: dict[str, Any], mtu: int | None, host_netns: str | None,
+                  ipv6: bool = False, ovs: Ovs | None = None) -> None:
+    """The instance's namespace, its eth0 up with the port's MAC (``port``: its
+    ``id``, ``mac_address``, maybe ``device_id``), the tap beside it (on
+    ``ovs``'s bridge, if given); with ``ipv6``, eth0 sure to take RAs and make
+    EUI-64 addresses (a guest's defaults, which the server's SLAAC addresses
+    assume)."""
     namespace = instance_namespace(port["id"])
     add_namespace(namespace)
     tap, inner = tap_name(port["id"]), f"i{port['id'][:11]}"
@@ -154,6 +211,19 @@ def _make_instance(port: dict[str, Any], mtu: int | None, host_netns: str | None
             set_ipv6_conf(namespace, "eth0", accept_ra=1, autoconf=1, use_tempaddr=0)
         inside.set("eth0", up=True)
         inside.set("lo", up=True)
+    if ovs is not None:
+        _no_tx_checksum_offload(namespace, "eth0")
+        ovs.attach(port)
+
+
+def _no_tx_checksum_offload(namespace: str, device: str) -> None:
+    """The device's packets leave with full checksums (the kernel computes
+    them): the userspace datapath reads a veth as a packet socket and passes a
+    partial checksum on as it is."""
+    done = subprocess.run(["ip", "netns", "exec", namespace, "ethtool", "-K", device, "tx",
+                           "off"], capture_output=True, text=True, timeout=30)
+    if done.returncode != 0:
+        raise OvsError(f"ethtool -K {device} tx off in {namespace}: {done.stderr.strip()}")
 
 
 def dhcp_client(namespace: str, timeout: int) -> str | None:
@@ -251,10 +321,17 @@ def dhcp6_client(inside: IpNetns, prefix: int, deadline: float) -> set[str]:
         return set(lease.read_text().split()) if lease.exists() else set()
 
 
-def unplug(api: Api | None, port_id: str, host_netns: str | None) -> None:
-    delete_namespace(instance_namespace(port_id))
-    with IpNetns(host_netns) as outside:
-        outside.delete(tap_name(port_id))
+def unplug(api: Api | None, port_id: str, host_netns: str | None,
+           ovs: Ovs | None = None) -> None:
+    """Remove the instance (its port from ``ovs``'s bridge first), then unbind
+    the port if there is an ``api``."""
+    try:
+        if ovs is not None:
+            ovs.detach(port_id)
+    finally:  # the instance goes even if OVS is gone
+        delete_namespace(instance_namespace(port_id))
+        with IpNetns(host_netns) as outside:
+            outside.delete(tap_name(port_id))
     if api is not None:
         api.call("PUT", f"/v2.0/ports/{port_id}", {"port": {"binding:host_id": ""}})
 
@@ -265,28 +342,35 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--url", default="http://127.0.0.1:9696", help="the API")
     parser.add_argument("--token", default=os.environ.get("OS_TOKEN"),
                         help="a keystone token (default: $OS_TOKEN)")
+    host_options = argparse.ArgumentParser(add_help=False)
+    host_options.add_argument("--host-netns", help="the namespace of an emulated host")
+    host_options.add_argument("--ovs-db", metavar="REMOTE",
+                              help="an Open vSwitch host: its OVSDB (unix:/path/db.sock)")
+    host_options.add_argument("--ovs-bridge", default="br-int",
+                              help="the Open vSwitch integration bridge (default: br-int)")
     sub = parser.add_subparsers(dest="command", required=True)
-    plug_cmd = sub.add_parser("plug", help="bind the port and plug an instance into it")
+    plug_cmd = sub.add_parser("plug", parents=[host_options],
+                              help="bind the port and plug an instance into it")
     plug_cmd.add_argument("port_id")
     plug_cmd.add_argument("--host", default=socket.gethostname(),
                           help="the binding:host_id (the L2 agent's host)")
-    plug_cmd.add_argument("--host-netns", help="the namespace of an emulated host")
     plug_cmd.add_argument("--no-dhcp", dest="dhcp", action="store_false",
                           help="leave eth0 without an address")
     plug_cmd.add_argument("--timeout", type=int, default=15, help="DHCP tries (1 s each)")
-    unplug_cmd = sub.add_parser("unplug", help="remove the instance, unbind the port")
+    unplug_cmd = sub.add_parser("unplug", parents=[host_options],
+                                help="remove the instance, unbind the port")
     unplug_cmd.add_argument("port_id")
-    unplug_cmd.add_argument("--host-netns", help="the namespace of an emulated host")
     unplug_cmd.add_argument("--keep-binding", action="store_true",
                             help="leave binding:host_id as it is")
     args = parser.parse_args(argv)
     api = Api(args.url, args.token)
+    ovs = Ovs(args.ovs_db, args.ovs_bridge) if args.ovs_db else None
     try:
         if args.command == "plug":
             addresses = plug(api, args.port_id, args.host, args.host_netns, args.dhcp,
-                             args.timeout)
+                             args.timeout, ovs)
             print(" ".join([instance_namespace(args.port_id), *addresses]))
         else:
-            unplug(None if args.keep_binding else api, args.port_id, args.host_netns)
-    except (ApiError, NoAddress, OSError, LookupError, NetlinkError) as error:
+            unplug(None if args.keep_binding else api, args.port_id, args.host_netns, ovs)
+    except (ApiError, NoAddress, OvsError, OSError, LookupError, NetlinkError) as error:
         sys.exit(f"neutrino-instance: {error}")

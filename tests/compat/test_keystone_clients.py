@@ -24,8 +24,7 @@ from tests.compat.cli import MARK, OPENSTACK, Session, cli_env
 from tests.harness import Server, start_server
 from tests.keystone import Keystone, clouds_yaml, keystone_fixture  # noqa: F401
 
-# one keystone per test run: every module using it runs on the same xdist worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("keystone")]
+pytestmark = pytest.mark.slow
 
 EXT_CIDR = "172.24.50.0/24"
 

@@ -15,8 +15,7 @@ import pytest
 from tests.harness import ApiClient, Server, error_of, expect_error, start_server
 from tests.keystone import Keystone, keystone_fixture  # noqa: F401
 
-# one keystone per test run: every module using it runs on the same xdist worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("keystone")]
+pytestmark = pytest.mark.slow
 
 CACHE_SECONDS = 4  # token_cache_time of the server under test
 

@@ -17,8 +17,7 @@ from keystoneauth1 import session as ks_session
 
 from tests.keystone import USERS, Keystone, clouds_yaml, keystone_fixture  # noqa: F401
 
-# one keystone per test run: every module using it runs on the same xdist worker
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("keystone")]
+pytestmark = pytest.mark.slow
 
 
 def expiry(body: dict) -> datetime.datetime:

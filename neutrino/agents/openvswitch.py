@@ -1,0 +1,391 @@
+"""The Open vSwitch L2 agent: instance ports on an integration bridge, one
+local VLAN per network, tunnels and physical networks behind patch ports.
+
+The hypervisor (or ``neutrino-instance``) adds an instance's port to the
+integration bridge (``br-int``) with ``external_ids:iface-id`` = the port's
+id; the agent hears of it from OVSDB at once, asks the server what the port
+is, and gives it its network's local VLAN (the Port's ``tag``, remembered
+in ``other_config:net_uuid`` so that a restarted agent keeps the same VLANs).
+``br-int`` switches with the NORMAL action inside each local VLAN.
+
+- Tunnel networks (VXLAN, Geneve, GRE) leave ``br-int`` through a patch to the
+  tunnel bridge (``br-tun``), where the local VLAN becomes the network's
+  tunnel key: unicast to the host that has the MAC, broadcast to every host
+  with a port of the network, as l2population tells (a tunnel port per
+  remote host and type, ``vxlan-<remote IP in hex>``).
+- Flat and VLAN networks leave through a patch to the physical network's
+  bridge (``bridge_mappings``), where the local VLAN is stripped or becomes
+  the network's VLAN, and back.
+
+Flows are computed from what the agent knows and written per bridge with
+``replace-flows`` in one bundle: only the difference reaches the switch, so a
+restarted agent that comes to the same flows changes nothing and traffic
+never stops; stale flows go with the same write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from neutrino.agents.base import Agent, named
+from neutrino.agents.cmd import main
+from neutrino.agents.l2 import parse_mappings
+from neutrino.agents.notifications import (
+    Fdb,
+    L2Notifications,
+    L2PopulationNotifications,
+    merge_fdb,
+)
+from neutrino.config import Config, Opt, OptGroup, choice, parse_bool, parse_list
+from neutrino.linux.ovs import DEFAULT_OVSDB, OpenFlow, Ovsdb, cookie_of
+from neutrino.rpc import topics
+from neutrino.rpc.bus import Bus
+from neutrino.rpc.client import RpcClient
+
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+
+FLOOD_MAC = "00:00:00:00:00:00"
+TUNNEL_TYPES = ("vxlan", "geneve", "gre")
+DEAD_VLAN = 4095  # ports that must not pass traffic (admin down, not yet known)
+#: br-tun's tables: where packets from br-int go, and those from tunnels
+FROM_INT, FROM_TUNNEL = 1, 4
+
+
+def tunnel_port_name(network_type: str, remote_ip: str) -> str:
+    """``vxlan-c0000202``: the type and the remote address in hex (15 at most)."""
+    return f"{network_type}-{int(ipaddress.IPv4Address(remote_ip)):08x}"[:15]
+
+
+def _patch_names(bridge: str) -> tuple[str, str]:
+    """The patch ports between br-int and a physical bridge: (on br-int, on it)."""
+    return f"int-{bridge}"[:15], f"phy-{bridge}"[:15]
+
+
+class OpenvswitchAgent(Agent):
+    agent_type = "Open vSwitch agent"
+    binary = "neutrino-openvswitch-agent"
+    notification_topics = (*topics.L2_NOTIFICATIONS, topics.L2POPULATION)
+    option_groups = (
+        OptGroup("ovs", [
+            Opt("integration_bridge", str, "br-int", "The bridge instances plug into."),
+            Opt("tunnel_bridge", str, "br-tun", "The bridge that holds the tunnels."),
+            Opt("bridge_mappings", parse_mappings, {},
+                "Physical networks and the OVS bridges that carry them."),
+            Opt("local_ip", str, "", "This host's address for tunnels."),
+            Opt("datapath_type", choice("system", "netdev"), "system",
+                "system (the kernel's datapath), or netdev (userspace)."),
+            Opt("ovsdb_connection", str, DEFAULT_OVSDB, "Where ovsdb-server listens."),
+            Opt("of_interface", choice("ovs-ofctl"), "ovs-ofctl",
+                "How flows are written: ovs-ofctl bundles."),
+        ]),
+        OptGroup("agent", [
+            Opt("tunnel_types", parse_list, [], "vxlan, geneve and/or gre."),
+            Opt("l2_population", parse_bool, False,
+                "Learn where other hosts' ports are from the server."),
+            Opt("arp_responder", parse_bool, False, "Not used yet."),
+        ]),
+        OptGroup("securitygroup", [
+            Opt("enable_security_group", parse_bool, True,
+                "Filter ports by their security groups."),
+            Opt("firewall_driver", choice("noop"), "noop",
+                "noop: no filtering (the OpenFlow firewall is not there yet)."),
+        ]),
+    )
+
+    def __init__(self, conf: Config, bus: Bus):
+        super().__init__(conf, bus)
+        unknown = set(conf.agent.tunnel_types) - set(TUNNEL_TYPES)
+        if unknown:
+            raise ValueError(f"[agent] tunnel_types: unknown {', '.join(sorted(unknown))}")
+        if conf.agent.tunnel_types and not conf.agent.l2_population:
+            raise ValueError("tunnels need [agent] l2_population = true (it tells where "
+                             "the other hosts are)")
+        self._plugin = RpcClient(bus, topics.PLUGIN, "1.9")
+        self._agent_id = f"ovs-{self.host}"
+        #: port id -> the details the server gave for it, as wired
+        self.ports: dict[str, dict[str, Any]] = {}
+        #: network id -> its local VLAN on br-int
+        self.vlans: dict[str, int] = {}
+        self.fdb: Fdb = {}
+        self._db: Ovsdb | None = None
+        # OVSDB and ovs-ofctl calls block: all host work runs in this one thread
+        self._host = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ovs")
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._applied: dict[str, list[str]] = {}  # bridge -> the flows last written
+        self._tunnels: set[str] = set()  # tunnel ports made on br-tun
+
+    # --- what it says and serves ------------------------------------------------------
+
+    def configurations(self) -> dict[str, Any]:
+        ovs, agent = self.conf.ovs, self.conf.agent
+        return {"bridge_mappings": ovs.bridge_mappings,
+                "integration_bridge": ovs.integration_bridge,
+                "tunnel_types": agent.tunnel_types, "tunneling_ip": ovs.local_ip or None,
+                "l2_population": agent.l2_population, "datapath_type": ovs.datapath_type,
+                "devices": len(self.ports)}
+
+    def endpoints(self) -> list[Any]:
+        return [L2Notifications(self), L2PopulationNotifications(self)]
+
+    async def on_host(self, work: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._host, work, *args)
+
+    # --- OVSDB -------------------------------------------------------------------------
+
+    @property
+    def db(self) -> Ovsdb:
+        if self._db is None:
+            self._db = Ovsdb(self.conf.ovs.ovsdb_connection, on_interface=self._interface_event)
+        return self._db
+
+    def _interface_event(self, event: str, name: str, external_ids: dict[str, str]) -> None:
+        """From the IDL's thread: a port of an instance came, changed or went."""
+        port_id = external_ids.get("iface-id")
+        if port_id and self._loop is not None:
+            self._loop.call_soon_threadsafe(self.mark_dirty, ("device", port_id))
+
+    def _present(self) -> dict[str, str]:
+        """Instance ports on br-int: port id -> interface name."""
+        on_bridge = set(self.db.ports(self.conf.ovs.integration_bridge))
+        return {row["external_ids"]["iface-id"]: name
+                for name, row in self.db.interfaces().items()
+                if name in on_bridge and row["external_ids"].get("iface-id")}
+
+    # --- the reconciling ---------------------------------------------------------------
+
+    async def sync(self, full: bool, dirty: set[Any]) -> None:
+        self._loop = asyncio.get_running_loop()  # where OVSDB's events are handed
+        if full:
+            await self.on_host(self._setup_bridges)
+        present = await self.on_host(self._present)
+        if full:
+            wanted = set(present) | set(self.ports)
+        else:
+            networks = named(dirty, "network")
+            wanted = (named(dirty, "device") | named(dirty, "port")
+                      | {p for p, port in self.ports.items() if port["network_id"] in networks})
+        asked = sorted(wanted & set(present))
+        details = await self._plugin.call(
+            self.context, "get_devices_details_list", devices=asked,
+            agent_id=self._agent_id, host=self.host) if asked else []
+        up, down, fresh = await self.on_host(self._apply, details, wanted - set(present),
+                                             present)
+        if up or down:
+            await self._plugin.call(self.context, "update_device_list", devices_up=up,
+                                    devices_down=down, agent_id=self._agent_id,
+                                    host=self.host)
+        if self.conf.agent.l2_population and (full or fresh):
+            await self._fetch_fdb(None if full else fresh)
+        await self.on_host(self._write_flows, full)
+
+    def _setup_bridges(self) -> None:
+        """The bridges and patches; what a full sync finds again after a restart."""
+        ovs = self.conf.ovs
+        self.db.ensure_bridge(ovs.integration_bridge, ovs.datapath_type)
+        if self.conf.agent.tunnel_types:
+            self.db.ensure_bridge(ovs.tunnel_bridge, ovs.datapath_type)
+            self.db.ensure_patch(ovs.integration_bridge, "patch-tun", "patch-int")
+            self.db.ensure_patch(ovs.tunnel_bridge, "patch-int", "patch-tun")
+        for bridge in ovs.bridge_mappings.values():
+            on_int, on_phys = _patch_names(bridge)
+            self.db.ensure_bridge(bridge, ovs.datapath_type, secure=False)
+            self.db.ensure_patch(ovs.integration_bridge, on_int, on_phys)
+            self.db.ensure_patch(bridge, on_phys, on_int)
+        # local VLANs as a previous run left them, so that they stay
+        for tag, notes in self.db.port_tags().values():
+            network_id = notes.get("net_uuid")
+            if network_id and tag and tag != DEAD_VLAN and network_id not in self.vlans:
+                self.vlans[network_id] = tag
+        self._tunnels = {name for name in self.db.ports(ovs.tunnel_bridge)
+                         if name.startswith(TUNNEL_TYPES)} if self.conf.agent.tunnel_types \
+            else set()
+        self._applied.clear()
+
+    def _vlan_for(self, network_id: str) -> int:
+        if network_id not in self.vlans:
+            used = set(self.vlans.values())
+            free = next((v for v in range(1, DEAD_VLAN) if v not in used), None)
+            if free is None:
+                raise RuntimeError("no local VLAN left on this host")
+            self.vlans[network_id] = free
+        return self.vlans[network_id]
+
+    def _apply(self, details: list[dict[str, Any]], gone: set[str], present: dict[str, str]
+               ) -> tuple[list[str], list[str], set[str]]:
+        """Tag the ports of ``details``; forget those ``gone``. The ports now up
+        and down, and the networks new on this host."""
+        up, down, fresh = [], [], set()
+        for port in details:
+            port_id = port.get("port_id") or port.get("device")
+            name = present.get(port_id)
+            if "port_id" not in port or name is None:
+                # not a port of the server's (any more): it passes nothing
+                if name is not None:
+                    self.db.set_tag(name, DEAD_VLAN)
+                self.ports.pop(port_id, None)
+                continue
+            if not self._can_carry(port):
+                if name is not None:
+                    self.db.set_tag(name, DEAD_VLAN)
+                continue
+            network_id = port["network_id"]
+            if not any(p["network_id"] == network_id for p in self.ports.values()):
+                fresh.add(network_id)
+            vlan = self._vlan_for(network_id)
+            self.db.set_tag(name, vlan if port["admin_state_up"] else DEAD_VLAN,
+                            net_uuid=network_id)
+            self.ports[port_id] = {**port, "interface": name}
+            (up if port["admin_state_up"] else down).append(port_id)
+        for port_id in gone:
+            if self.ports.pop(port_id, None) is not None:
+                down.append(port_id)
+        in_use = {port["network_id"] for port in self.ports.values()}
+        for network_id in set(self.vlans) - in_use:
+            del self.vlans[network_id]
+            self.fdb.pop(network_id, None)
+        return up, down, fresh
+
+    def _can_carry(self, port: dict[str, Any]) -> bool:
+        network_type = port["network_type"]
+        if network_type in TUNNEL_TYPES:
+            ok = network_type in self.conf.agent.tunnel_types and bool(self.conf.ovs.local_ip)
+        elif network_type in ("flat", "vlan"):
+            ok = port.get("physical_network") in self.conf.ovs.bridge_mappings
+        else:
+            ok = network_type == "local"
+        if not ok:
+            LOG.error("port %s: this host cannot carry %s network %s", port["port_id"],
+                      network_type, port["network_id"])
+        return ok
+
+    # --- flows -------------------------------------------------------------------------
+
+    def _networks(self) -> dict[str, dict[str, Any]]:
+        """network id -> a port's details of it (type, segment, physical network)."""
+        return {port["network_id"]: port for port in self.ports.values()}
+
+    def _write_flows(self, full: bool) -> None:
+        ovs = self.conf.ovs
+        networks = self._networks()
+        tables = {ovs.integration_bridge: self._int_flows(networks)}
+        if self.conf.agent.tunnel_types:
+            tables[ovs.tunnel_bridge] = self._tun_flows(networks)
+        for physnet, bridge in ovs.bridge_mappings.items():
+            tables[bridge] = self._phys_flows(physnet, bridge, networks)
+        for bridge, flows in tables.items():
+            if full or self._applied.get(bridge) != flows:
+                OpenFlow(bridge).replace(flows)
+                self._applied[bridge] = flows
+
+    def _int_flows(self, networks: dict[str, dict[str, Any]]) -> list[str]:
+        flows = ["table=0,priority=0,actions=NORMAL"]
+        for port_id, port in self.ports.items():
+            if not port["admin_state_up"]:
+                flows.append(f"cookie={cookie_of(port_id):#x},table=0,priority=10,"
+                             f"in_port={port['interface']},actions=drop")
+        for physnet, bridge in self.conf.ovs.bridge_mappings.items():
+            on_int, _ = _patch_names(bridge)
+            flows.append(f"table=0,priority=2,in_port={on_int},actions=drop")
+            for network_id, port in networks.items():
+                if port.get("physical_network") != physnet:
+                    continue
+                vlan = self.vlans[network_id]
+                match = ("vlan_tci=0x0000/0x1fff" if port["network_type"] == "flat"
+                         else f"dl_vlan={port['segmentation_id']}")
+                flows.append(f"cookie={cookie_of(network_id):#x},table=0,priority=3,"
+                             f"in_port={on_int},{match},actions=mod_vlan_vid:{vlan},NORMAL")
+        return flows
+
+    def _phys_flows(self, physnet: str, bridge: str, networks: dict[str, dict[str, Any]]
+                    ) -> list[str]:
+        _, on_phys = _patch_names(bridge)
+        flows = ["table=0,priority=0,actions=NORMAL",
+                 f"table=0,priority=2,in_port={on_phys},actions=drop"]
+        for network_id, port in networks.items():
+            if port.get("physical_network") != physnet:
+                continue
+            vlan = self.vlans[network_id]
+            action = ("strip_vlan" if port["network_type"] == "flat"
+                      else f"mod_vlan_vid:{port['segmentation_id']}")
+            flows.append(f"cookie={cookie_of(network_id):#x},table=0,priority=4,"
+                         f"in_port={on_phys},dl_vlan={vlan},actions={action},NORMAL")
+        return flows
+
+    def _tun_flows(self, networks: dict[str, dict[str, Any]]) -> list[str]:
+        local_ip = self.conf.ovs.local_ip
+        flows = ["table=0,priority=0,actions=drop",
+                 f"table=0,priority=1,in_port=patch-int,actions=goto_table:{FROM_INT}",
+                 f"table={FROM_INT},priority=0,actions=drop",
+                 f"table={FROM_TUNNEL},priority=0,actions=drop"]
+        wanted_ports: dict[str, tuple[str, str]] = {}
+        for network_id, port in networks.items():
+            network_type = port["network_type"]
+            if network_type not in TUNNEL_TYPES:
+                continue
+            vlan, key = self.vlans[network_id], port["segmentation_id"]
+            cookie = f"cookie={cookie_of(network_id):#x}"
+            remotes = {ip: entries for ip, entries in self.fdb.get(network_id, {}).items()
+                       if ip != local_ip}
+            outputs = []
+            for remote, entries in sorted(remotes.items()):
+                name = tunnel_port_name(network_type, remote)
+                wanted_ports[name] = (network_type, remote)
+                outputs.append(f"output:{name}")
+                for mac, _ in sorted(entries):
+                    if mac != FLOOD_MAC:
+                        flows.append(f"{cookie},table={FROM_INT},priority=2,dl_vlan={vlan},"
+                                     f"dl_dst={mac},actions=strip_vlan,"
+                                     f"set_field:{key}->tun_id,output:{name}")
+            if outputs:
+                flows.append(f"{cookie},table={FROM_INT},priority=1,dl_vlan={vlan},"
+                             f"actions=strip_vlan,set_field:{key}->tun_id,"
+                             f"{','.join(outputs)}")
+            flows.append(f"{cookie},table={FROM_TUNNEL},priority=1,tun_id={key},"
+                         f"actions=mod_vlan_vid:{vlan},output:patch-int")
+        self._tunnel_ports(wanted_ports)
+        for name in sorted(wanted_ports):
+            flows.append(f"table=0,priority=1,in_port={name},actions=goto_table:{FROM_TUNNEL}")
+        return flows
+
+    def _tunnel_ports(self, wanted: dict[str, tuple[str, str]]) -> None:
+        """One port per remote host and tunnel type on br-tun, no more."""
+        bridge = self.conf.ovs.tunnel_bridge
+        for name, (network_type, remote) in wanted.items():
+            if name not in self._tunnels:
+                self.db.ensure_port(bridge, name, type=network_type, options={
+                    "remote_ip": remote, "local_ip": self.conf.ovs.local_ip, "key": "flow"})
+                self._tunnels.add(name)
+        for name in self._tunnels - set(wanted):
+            self.db.delete_port(name, bridge)
+            self._tunnels.discard(name)
+
+    # --- l2population ------------------------------------------------------------------
+
+    async def _fetch_fdb(self, only: set[str] | None) -> None:
+        networks = {n for n, p in self._networks().items() if p["network_type"] in TUNNEL_TYPES}
+        wanted = sorted(networks & only if only is not None else networks)
+        if not wanted:
+            return
+        entries = await self._plugin.call(self.context, "get_fdb_entries",
+                                          network_ids=wanted, host=self.host)
+        for network_id in wanted:
+            by_host = (entries.get(network_id) or {}).get("ports") or {}
+            self.fdb[network_id] = {ip: {tuple(e) for e in found}
+                                    for ip, found in by_host.items()}
+
+    async def fdb_changed(self, entries: dict[str, Any], add: bool) -> None:
+        """add_fdb_entries / remove_fdb_entries from the server."""
+        here = {n: value for n, value in entries.items() if n in self.vlans}
+        if here:
+            merge_fdb(self.fdb, here, add, FLOOD_MAC)
+            await self.on_host(self._write_flows, False)
+
+
+def openvswitch() -> None:
+    main(OpenvswitchAgent)

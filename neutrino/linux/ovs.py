@@ -1,0 +1,188 @@
+"""Open vSwitch: OVSDB through a monitoring IDL, OpenFlow through ``ovs-ofctl``.
+
+``Ovsdb`` holds one connection to ovsdb-server (ovsdbapp's IDL, which keeps a
+replica of the tables the server updates as they change): reads are local,
+writes are transactions, and every change of an Interface row is handed to a
+callback, so the agent hears of a hypervisor plugging a port (``iface-id`` in
+its ``external_ids``) at once, without polling names.
+
+``OpenFlow`` programs one bridge's flows in batches: ``ovs-ofctl --bundle``
+(one atomic OpenFlow bundle per call, whatever the number of flows). A full
+sync replaces the bridge's whole table with ``replace-flows``, which sends
+only the difference: a restarted agent that wants the same flows changes
+nothing, and traffic never stops. Between full syncs, flows are added, and
+deleted by cookie: each port's flows carry a cookie of their own.
+
+``ovs-ofctl`` finds a bridge's OpenFlow socket in ``$OVS_RUNDIR`` (default
+/var/run/openvswitch), as every OVS tool does.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import subprocess
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ovsdbapp.backend.ovs_idl import connection
+from ovsdbapp.schema.open_vswitch import impl_idl
+
+LOG = logging.getLogger(__name__)
+
+DEFAULT_OVSDB = "unix:/var/run/openvswitch/db.sock"
+#: the Interface columns the agent reads
+InterfaceCallback = Callable[[str, str, dict[str, str]], None]
+
+
+class OvsError(RuntimeError):
+    """An OVS operation failed; the message says which and why."""
+
+
+class _MonitoringIdl(connection.OvsdbIdl):
+    """The IDL, telling ``on_interface(event, name, external_ids)`` of every
+    Interface row created, updated or deleted (from the connection's thread)."""
+
+    on_interface: InterfaceCallback | None = None
+
+    def notify(self, event: str, row: Any, updates: Any = None) -> None:
+        if self.on_interface is not None and row._table.name == "Interface":
+            try:
+                self.on_interface(event, row.name, dict(row.external_ids))
+            except Exception:  # the IDL's thread must live on
+                LOG.exception("interface event handler failed")
+
+
+class Ovsdb:
+    """One ovsdb-server's Open_vSwitch database."""
+
+    def __init__(self, remote: str = DEFAULT_OVSDB, timeout: int = 10,
+                 on_interface: InterfaceCallback | None = None):
+        idl = _MonitoringIdl.from_server(
+            remote, "Open_vSwitch",
+            helper_tables=("Open_vSwitch", "Bridge", "Port", "Interface"))
+        idl.on_interface = on_interface
+        self._conn = connection.Connection(idl, timeout)
+        self.api = impl_idl.OvsdbIdl(self._conn)
+        self.remote = remote
+
+    def close(self) -> None:
+        self._conn.stop()
+
+    def _run(self, what: str, *commands: Any) -> None:
+        try:
+            with self.api.transaction(check_error=True) as txn:
+                for command in commands:
+                    txn.add(command)
+        except Exception as error:
+            raise OvsError(f"{what} failed: {error}") from error
+
+    # --- bridges and ports -----------------------------------------------------------
+
+    def ensure_bridge(self, name: str, datapath_type: str, secure: bool = True) -> None:
+        """The bridge, of ``datapath_type``; ``secure``: no flow means drop (not NORMAL)."""
+        commands = [self.api.add_br(name, may_exist=True, datapath_type=datapath_type),
+                    self.api.db_set("Bridge", name, ("datapath_type", datapath_type))]
+        if secure:
+            commands.append(self.api.set_fail_mode(name, "secure"))
+        self._run(f"setting up bridge {name}", *commands)
+
+    def ensure_port(self, bridge: str, port: str, tag: int | None = None,
+                    **interface: Any) -> None:
+        """``port`` on ``bridge`` with these Interface columns (``type``, ``options``,
+        ``external_ids``...) and, given a ``tag``, that access VLAN."""
+        commands = [self.api.add_port(bridge, port, may_exist=True)]
+        if interface:
+            commands.append(self.api.db_set("Interface", port, *interface.items()))
+        if tag is not None:
+            commands.append(self.api.db_set("Port", port, ("tag", tag)))
+        self._run(f"setting up port {port} on {bridge}", *commands)
+
+    def ensure_patch(self, bridge: str, port: str, peer: str) -> None:
+        self.ensure_port(bridge, port, type="patch", options={"peer": peer})
+
+    def delete_port(self, port: str, bridge: str | None = None) -> None:
+        self._run(f"deleting port {port}", self.api.del_port(port, bridge, if_exists=True))
+
+    def set_tag(self, port: str, tag: int, **other_config: str) -> None:
+        """The port's access VLAN, and notes of ours in its ``other_config``."""
+        commands = [self.api.db_set("Port", port, ("tag", tag))]
+        if other_config:
+            commands.append(self.api.db_set("Port", port, ("other_config", other_config)))
+        self._run(f"tagging port {port}", *commands)
+
+    def port_tags(self) -> dict[str, tuple[int | None, dict[str, str]]]:
+        """Every port: name -> (its access VLAN or None, its ``other_config``)."""
+        rows = self.api.db_list("Port", columns=["name", "tag", "other_config"]).execute(
+            check_error=True)
+        return {row["name"]: (_optional(row["tag"]), dict(row["other_config"]))
+                for row in rows}
+
+    def ports(self, bridge: str) -> list[str]:
+        return list(self.api.list_ports(bridge).execute(check_error=True))
+
+    def bridges(self) -> list[str]:
+        return list(self.api.list_br().execute(check_error=True))
+
+    def interfaces(self) -> dict[str, dict[str, Any]]:
+        """Every interface: name -> its ``ofport``, ``type``, ``external_ids``, ``options``."""
+        rows = self.api.db_list("Interface", columns=[
+            "name", "ofport", "type", "external_ids", "options", "error"]).execute(
+            check_error=True)
+        return {row["name"]: row for row in rows}
+
+    def ofport(self, name: str) -> int | None:
+        """The interface's OpenFlow port number, or None while it has none."""
+        rows = self.api.db_find("Interface", ("name", "=", name),
+                                columns=["ofport"]).execute(check_error=True)
+        value = _optional(rows[0]["ofport"]) if rows else None
+        return value if isinstance(value, int) and value > 0 else None
+
+
+def _optional(value: Any) -> Any:
+    """An optional column's value: the IDL gives [] when unset, [x] or x when set."""
+    if isinstance(value, list):
+        return value[0] if value else None
+    return value
+
+
+def cookie_of(key: str) -> int:
+    """A stable 63-bit cookie for what ``key`` names (a port, a network)."""
+    return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 1
+
+
+class OpenFlow:
+    """The flows of one bridge, through ``ovs-ofctl``."""
+
+    def __init__(self, bridge: str, env: Mapping[str, str] | None = None):
+        self.bridge = bridge
+        self.env = dict(env) if env is not None else None
+
+    def _ofctl(self, *args: str, flows: Iterable[str] | None = None) -> str:
+        text = "".join(f"{flow}\n" for flow in flows) if flows is not None else None
+        done = subprocess.run(["ovs-ofctl", "-O", "OpenFlow13", *args], input=text,
+                              capture_output=True, text=True, env=self.env, timeout=60)
+        if done.returncode != 0:
+            raise OvsError(f"ovs-ofctl {' '.join(args[:2])} on {self.bridge}: "
+                           f"{done.stderr.strip()}")
+        return done.stdout
+
+    def add(self, flows: list[str]) -> None:
+        """Add (or overwrite) ``flows`` in one bundle."""
+        if flows:
+            self._ofctl("--bundle", "add-flows", self.bridge, "-", flows=flows)
+
+    def delete_cookie(self, cookie: int) -> None:
+        """Every flow with exactly this cookie."""
+        self._ofctl("del-flows", self.bridge, f"cookie={cookie:#x}/-1")
+
+    def replace(self, flows: list[str]) -> None:
+        """Make the bridge's table exactly ``flows``: only the difference is sent,
+        in one bundle, so flows that stay are never missing."""
+        self._ofctl("--bundle", "replace-flows", self.bridge, "-", flows=flows)
+
+    def dump(self) -> list[str]:
+        """The flows as ``ovs-ofctl dump-flows`` shows them, without statistics."""
+        out = self._ofctl("--no-stats", "dump-flows", self.bridge)
+        return [line.strip() for line in out.splitlines() if line.strip()
+                and not line.startswith(("OFPST_FLOW", "NXST_FLOW"))]

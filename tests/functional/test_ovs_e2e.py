@@ -1,0 +1,111 @@
+"""The Open vSwitch agent end to end: emulated hosts running OVS on its
+userspace datapath, instances plugged as a hypervisor plugs them (the port
+on br-int with ``external_ids:iface-id``), traffic between them.
+
+Addresses are set in the instances by hand: the DHCP agent does not speak
+to OVS yet.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.dataplane import pings, run, sandbox, wait_until
+from tests.functional.emulated_hosts import Deployment
+from tests.ovs import skip_unless_ovs
+
+pytestmark = pytest.mark.slow
+
+OVS_AGENT = "Open vSwitch agent"
+SERVER_EXTRA = ("[ml2]\ntype_drivers = local,flat,vlan,vxlan,geneve\n"
+                "mechanism_drivers = openvswitch,linuxbridge,l2population\n"
+                "[ml2_type_geneve]\nvni_ranges = 3000:3999\n")
+
+
+@pytest.fixture
+def deployment(tmp_path, rabbit_url):
+    skip_unless_ovs("socat", "ping")
+    with sandbox() as box:
+        deployment = Deployment(box, tmp_path, rabbit_url, server_extra=SERVER_EXTRA)
+        try:
+            yield deployment
+        finally:
+            deployment.close()
+
+
+def ovs_hosts(deployment: Deployment, *names: str, first: int = 1) -> None:
+    for index, name in enumerate(names, start=first):
+        deployment.add_host(name, index)
+        deployment.add_ovs(name)
+        deployment.start_ovs_agent(name)
+    for name in names:
+        wait_until(lambda n=name: deployment.agent_alive(n, OVS_AGENT), 30,
+                   f"the OVS agent of {name}")
+
+
+def instance(deployment: Deployment, host: str, network: dict, cidr: str) -> tuple[str, str]:
+    """A port of ``network`` plugged on ``host``, its address set by hand: (the
+    instance's namespace, its address)."""
+    api = deployment.api
+    port = api.port(network["id"])
+    address = port["fixed_ips"][0]["ip_address"]
+    ns = f"inst-{port['id'][:11]}"
+    deployment.plug(host, port["id"])
+    run("ip", "addr", "add", f"{address}/{cidr.split('/')[1]}", "dev", "eth0", namespace=ns)
+    wait_until(lambda: api.show("ports", port["id"])["status"] == "ACTIVE", 20,
+               f"port {port['id']} ACTIVE")
+    return ns, address
+
+
+def network(deployment: Deployment, cidr: str, **attrs) -> dict:
+    net = deployment.api.network(**attrs)
+    deployment.api.subnet(net["id"], cidr, enable_dhcp=False)
+    return net
+
+
+@pytest.mark.parametrize("network_type", ["vxlan", "geneve"])
+def test_instances_on_two_ovs_hosts_reach_each_other(deployment, network_type):
+    ovs_hosts(deployment, "h1", "h2")
+    net = network(deployment, "10.90.0.0/24", **{"provider:network_type": network_type})
+    a, _ = instance(deployment, "h1", net, "10.90.0.0/24")
+    b, b_ip = instance(deployment, "h2", net, "10.90.0.0/24")
+    assert wait_until(lambda: pings(a, b_ip), 20, f"{a} reaching {b_ip}")
+
+
+def test_networks_are_isolated(deployment):
+    ovs_hosts(deployment, "h1", "h2")
+    red, blue = (network(deployment, "10.91.0.0/24") for _ in range(2))
+    a, _ = instance(deployment, "h1", red, "10.91.0.0/24")
+    b, b_ip = instance(deployment, "h2", red, "10.91.0.0/24")
+    c, c_ip = instance(deployment, "h2", blue, "10.91.0.0/24")
+    assert wait_until(lambda: pings(a, b_ip), 20, f"{a} reaching {b_ip}")
+    if c_ip != b_ip:  # the same CIDR: the addresses may coincide
+        assert not pings(a, c_ip)
+
+
+def test_flat_network_between_ovs_hosts(deployment):
+    ovs_hosts(deployment, "h1", "h2")
+    net = network(deployment, "10.92.0.0/24", **{"provider:network_type": "flat",
+                                                  "provider:physical_network": "physnet1"})
+    a, _ = instance(deployment, "h1", net, "10.92.0.0/24")
+    b, b_ip = instance(deployment, "h2", net, "10.92.0.0/24")
+    assert wait_until(lambda: pings(a, b_ip), 20, f"{a} reaching {b_ip}")
+
+
+def test_linux_bridge_and_ovs_hosts_share_a_vxlan_network(deployment):
+    deployment.add_host("lb", 1)
+    deployment.start_l2_agent("lb", firewall="noop")
+    ovs_hosts(deployment, "ovs", first=2)
+    wait_until(lambda: deployment.agent_alive("lb", "Linux bridge agent"), 30, "the LB agent")
+    net = network(deployment, "10.93.0.0/24", **{"provider:network_type": "vxlan"})
+    a, _ = instance(deployment, "lb", net, "10.93.0.0/24")
+    b, b_ip = instance(deployment, "ovs", net, "10.93.0.0/24")
+    ovs, lb = deployment.hosts["ovs"]["ovs"], deployment.hosts["lb"]["namespace"]
+
+    def state() -> str:
+        """What each side knows of the other, for the failure message."""
+        fdb = run("bridge", "fdb", "show", namespace=lb).stdout
+        return (f"{a} (Linux bridge) reaching {b_ip} (OVS); OVS br-tun:\n"
+                f"{ovs.ofctl('dump-flows', 'br-tun')}\n{ovs.vsctl('show')}\nLB fdb:\n{fdb}")
+
+    assert wait_until(lambda: pings(a, b_ip), 20, state)
