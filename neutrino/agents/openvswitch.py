@@ -20,7 +20,9 @@ in ``other_config:net_uuid`` so that a restarted agent keeps the same VLANs).
 Flows are computed from what the agent knows and written per bridge with
 ``replace-flows`` in one bundle: only the difference reaches the switch, so a
 restarted agent that comes to the same flows changes nothing and traffic
-never stops; stale flows go with the same write.
+never stops; stale flows go with the same write. Actions are written as
+OpenFlow 1.3 states them (``pop_vlan``, ``push_vlan`` + ``set_field``), the
+form the switch gives back, or every write would seem a change.
 """
 
 from __future__ import annotations
@@ -60,6 +62,17 @@ FROM_INT, FROM_TUNNEL = 1, 4
 def tunnel_port_name(network_type: str, remote_ip: str) -> str:
     """``vxlan-c0000202``: the type and the remote address in hex (15 at most)."""
     return f"{network_type}-{int(ipaddress.IPv4Address(remote_ip)):08x}"[:15]
+
+
+def set_vlan(vlan: int) -> str:
+    """Actions that give a packet VLAN ``vlan``, in OpenFlow 1.3's own terms
+    (``mod_vlan_vid`` would be read back as these, and every replace-flows
+    would then find a difference to write)."""
+    return f"set_field:{4096 + vlan}->vlan_vid"
+
+
+def push_vlan(vlan: int) -> str:
+    return f"push_vlan:0x8100,{set_vlan(vlan)}"
 
 
 def _patch_names(bridge: str) -> tuple[str, str]:
@@ -296,10 +309,12 @@ class OpenvswitchAgent(Agent):
                 if port.get("physical_network") != physnet:
                     continue
                 vlan = self.vlans[network_id]
-                match = ("vlan_tci=0x0000/0x1fff" if port["network_type"] == "flat"
-                         else f"dl_vlan={port['segmentation_id']}")
+                if port["network_type"] == "flat":
+                    match, action = "vlan_tci=0x0000/0x1fff", push_vlan(vlan)
+                else:
+                    match, action = f"dl_vlan={port['segmentation_id']}", set_vlan(vlan)
                 flows.append(f"cookie={cookie_of(network_id):#x},table=0,priority=3,"
-                             f"in_port={on_int},{match},actions=mod_vlan_vid:{vlan},NORMAL")
+                             f"in_port={on_int},{match},actions={action},NORMAL")
         return flows
 
     def _phys_flows(self, physnet: str, bridge: str, networks: dict[str, dict[str, Any]]
@@ -311,8 +326,8 @@ class OpenvswitchAgent(Agent):
             if port.get("physical_network") != physnet:
                 continue
             vlan = self.vlans[network_id]
-            action = ("strip_vlan" if port["network_type"] == "flat"
-                      else f"mod_vlan_vid:{port['segmentation_id']}")
+            action = ("pop_vlan" if port["network_type"] == "flat"
+                      else set_vlan(port["segmentation_id"]))
             flows.append(f"cookie={cookie_of(network_id):#x},table=0,priority=4,"
                          f"in_port={on_phys},dl_vlan={vlan},actions={action},NORMAL")
         return flows
@@ -340,14 +355,14 @@ class OpenvswitchAgent(Agent):
                 for mac, _ in sorted(entries):
                     if mac != FLOOD_MAC:
                         flows.append(f"{cookie},table={FROM_INT},priority=2,dl_vlan={vlan},"
-                                     f"dl_dst={mac},actions=strip_vlan,"
+                                     f"dl_dst={mac},actions=pop_vlan,"
                                      f"set_field:{key}->tun_id,output:{name}")
             if outputs:
                 flows.append(f"{cookie},table={FROM_INT},priority=1,dl_vlan={vlan},"
-                             f"actions=strip_vlan,set_field:{key}->tun_id,"
+                             f"actions=pop_vlan,set_field:{key}->tun_id,"
                              f"{','.join(outputs)}")
             flows.append(f"{cookie},table={FROM_TUNNEL},priority=1,tun_id={key},"
-                         f"actions=mod_vlan_vid:{vlan},output:patch-int")
+                         f"actions={push_vlan(vlan)},output:patch-int")
         self._tunnel_ports(wanted_ports)
         for name in sorted(wanted_ports):
             flows.append(f"table=0,priority=1,in_port={name},actions=goto_table:{FROM_TUNNEL}")

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests.dataplane import pings, run, sandbox, wait_until
-from tests.functional.emulated_hosts import Deployment
+from tests.functional.emulated_hosts import BIN, Deployment
 from tests.ovs import skip_unless_ovs
 
 pytestmark = pytest.mark.slow
@@ -109,3 +109,51 @@ def test_linux_bridge_and_ovs_hosts_share_a_vxlan_network(deployment):
                 f"{ovs.ofctl('dump-flows', 'br-tun')}\n{ovs.vsctl('show')}\nLB fdb:\n{fdb}")
 
     assert wait_until(lambda: pings(a, b_ip), 20, state)
+
+
+def flow_ages(ovs, bridge: str, needle: str) -> list[float]:
+    """The ages (s) of the bridge's flows that mention ``needle``."""
+    ages = []
+    for line in ovs.ofctl("dump-flows", bridge).splitlines():
+        if needle in line and "duration=" in line:
+            ages.append(float(line.split("duration=")[1].split("s,")[0]))
+    return ages
+
+
+def test_agent_killed_keeps_traffic_and_resyncs(deployment):
+    """kill -9 of the OVS agent: the flows stay and traffic with them; started
+    again, it rewrites nothing that is still right (the flows keep their age),
+    and removes what went meanwhile (a network's flows, its tunnel key)."""
+    ovs_hosts(deployment, "h1", "h2")
+    api, ovs = deployment.api, deployment.hosts["h1"]["ovs"]
+    kept = network(deployment, "10.94.0.0/24")
+    a, _ = instance(deployment, "h1", kept, "10.94.0.0/24")
+    _, b_ip = instance(deployment, "h2", kept, "10.94.0.0/24")
+    doomed_net = network(deployment, "10.95.0.0/24")
+    port = api.port(doomed_net["id"])
+    deployment.plug("h1", port["id"])
+    instance(deployment, "h2", doomed_net, "10.95.0.0/24")
+    kept_key = f"{kept['provider:segmentation_id']:#x}"
+    doomed_key = f"tun_id={doomed_net['provider:segmentation_id']:#x}"
+    wait_until(lambda: flow_ages(ovs, "br-tun", doomed_key), 20, "the doomed network's flows")
+    assert wait_until(lambda: pings(a, b_ip), 20, f"{a} reaching {b_ip}")
+
+    agent = next(proc for proc in deployment.procs if "openvswitch-agent" in " ".join(proc.args)
+                 and f"--net=/run/netns/{deployment.hosts['h1']['namespace']}" in proc.args)
+    agent.kill()
+    agent.wait()
+    assert pings(a, b_ip, count=3), "traffic stops with the agent"
+    run(str(BIN / "neutrino-instance"), "unplug", port["id"], "--keep-binding", "--host-netns",
+        deployment.hosts["h1"]["namespace"], "--ovs-db", ovs.db)
+    assert api.delete(f"/v2.0/ports/{port['id']}").status_code == 204
+    before = min(flow_ages(ovs, "br-tun", kept_key))
+    dumped = ovs.ofctl("dump-flows", "br-tun")
+
+    deployment.start_ovs_agent("h1")
+    wait_until(lambda: not flow_ages(ovs, "br-tun", doomed_key), 30,
+               "the deleted network's flows to go")
+    assert pings(a, b_ip, count=3)
+    assert min(flow_ages(ovs, "br-tun", kept_key)) >= before, (
+        f"flows were written again; before:\n{dumped}\nafter:\n"
+        f"{ovs.ofctl('dump-flows', 'br-tun')}\n"
+        f"{deployment.log('h1-neutrino-openvswitch-agent')[-3000:]}")
