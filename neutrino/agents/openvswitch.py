@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -43,7 +44,9 @@ from neutrino.agents.notifications import (
     L2PopulationNotifications,
     merge_fdb,
 )
+from neutrino.agents.sg_info import SecurityGroupInfo
 from neutrino.config import Config, Opt, OptGroup, choice, parse_bool, parse_list
+from neutrino.linux import ovs_firewall
 from neutrino.linux.ovs import DEFAULT_OVSDB, OpenFlow, Ovsdb, cookie_of
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
@@ -106,8 +109,8 @@ class OpenvswitchAgent(Agent):
         OptGroup("securitygroup", [
             Opt("enable_security_group", parse_bool, True,
                 "Filter ports by their security groups."),
-            Opt("firewall_driver", choice("noop"), "noop",
-                "noop: no filtering (the OpenFlow firewall is not there yet)."),
+            Opt("firewall_driver", choice("openvswitch", "noop"), "openvswitch",
+                "openvswitch (OpenFlow with conntrack), or noop for none."),
         ]),
     )
 
@@ -131,6 +134,9 @@ class OpenvswitchAgent(Agent):
         self._host = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ovs")
         self._loop: asyncio.AbstractEventLoop | None = None
         self._applied: dict[str, list[str]] = {}  # bridge -> the flows last written
+        self._sg = SecurityGroupInfo()
+        sg = conf.securitygroup
+        self.firewall = sg.enable_security_group and sg.firewall_driver == "openvswitch"
         self._tunnels: set[str] = set()  # tunnel ports made on br-tun
 
     # --- what it says and serves ------------------------------------------------------
@@ -195,7 +201,21 @@ class OpenvswitchAgent(Agent):
                                     host=self.host)
         if self.conf.agent.l2_population and (full or fresh):
             await self._fetch_fdb(None if full else fresh)
+        if self.firewall:
+            changed = {p["port_id"] for p in details if "port_id" in p}
+            await self._security_groups(None if full else changed,
+                                        named(dirty, "security_group"))
         await self.on_host(self._write_flows, full)
+
+    async def _security_groups(self, changed: set[str] | None, groups: set[str]) -> None:
+        """Know the groups of every port wired here, asking the server about the
+        ``changed`` ones and those that the ``groups`` changing concern (about all
+        when ``changed`` is None)."""
+        wired = set(self.ports)
+        ask = wired if changed is None else (changed | self._sg.concerned(groups)) & wired
+        answer = await self._plugin.call(self.context, "security_group_info_for_devices",
+                                         devices=sorted(ask)) if ask else {}
+        self._sg.update(answer, wired)
 
     def _setup_bridges(self) -> None:
         """The bridges and patches; what a full sync finds again after a restart."""
@@ -253,7 +273,12 @@ class OpenvswitchAgent(Agent):
             vlan = self._vlan_for(network_id)
             self.db.set_tag(name, vlan if port["admin_state_up"] else DEAD_VLAN,
                             net_uuid=network_id)
-            self.ports[port_id] = {**port, "interface": name}
+            ofport = self._wait_ofport(name)
+            if ofport is None:
+                LOG.warning("%s has no OpenFlow port yet: wired at the next sync", name)
+                self.mark_dirty_soon(port_id)
+                continue
+            self.ports[port_id] = {**port, "interface": name, "ofport": ofport}
             (up if port["admin_state_up"] else down).append(port_id)
         for port_id in gone:
             if self.ports.pop(port_id, None) is not None:
@@ -263,6 +288,19 @@ class OpenvswitchAgent(Agent):
             del self.vlans[network_id]
             self.fdb.pop(network_id, None)
         return up, down, fresh
+
+    def _wait_ofport(self, name: str, seconds: float = 2.0) -> int | None:
+        """ovs-vswitchd numbers a new port a moment after OVSDB has it."""
+        deadline = time.monotonic() + seconds
+        while (ofport := self.db.ofport(name)) is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return ofport
+
+    def mark_dirty_soon(self, port_id: str) -> None:
+        """From the host thread: look at the port again in a second."""
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(
+                self._loop.call_later, 1, self.mark_dirty, ("device", port_id))
 
     def _can_carry(self, port: dict[str, Any]) -> bool:
         network_type = port["network_type"]
@@ -297,6 +335,8 @@ class OpenvswitchAgent(Agent):
                 self._applied[bridge] = flows
 
     def _int_flows(self, networks: dict[str, dict[str, Any]]) -> list[str]:
+        if self.firewall:
+            return self._filtering_int_flows(networks)
         flows = ["table=0,priority=0,actions=NORMAL"]
         for port_id, port in self.ports.items():
             if not port["admin_state_up"]:
@@ -316,6 +356,45 @@ class OpenvswitchAgent(Agent):
                 flows.append(f"cookie={cookie_of(network_id):#x},table=0,priority=3,"
                              f"in_port={on_int},{match},actions={action},NORMAL")
         return flows
+
+    def _filtering_int_flows(self, networks: dict[str, dict[str, Any]]) -> list[str]:
+        """br-int with the OpenFlow firewall (``ovs_firewall``): every packet leaves
+        table 0 untagged with its network's VLAN in reg6; table 94 switches."""
+        fw = ovs_firewall
+        classify, local, normal = fw.CLASSIFY, fw.LOCAL, fw.NORMAL_OUT
+        places = {port_id: fw.Place(port["ofport"], self.vlans[port["network_id"]])
+                  for port_id, port in self.ports.items() if port["admin_state_up"]}
+        flows = [f"table={classify},priority=0,actions=drop",
+                 f"table={normal},priority=0,actions=NORMAL"]
+        filtering = {port_id for port_id, port in self._sg.info()["devices"].items()
+                     if fw.filtered(port) and port_id in places}
+        for port_id, port in self.ports.items():
+            cookie = f"cookie={cookie_of(port_id):#x}"
+            if port_id not in places:  # admin down: nothing in, nothing out
+                flows.append(f"{cookie},table={classify},priority=110,"
+                             f"in_port={port['ofport']},actions=drop")
+            elif port_id not in filtering:
+                flows.append(f"{cookie},table={classify},priority=90,in_port={port['ofport']},"
+                             f"actions=set_field:{places[port_id].vlan}->reg6,"
+                             f"resubmit(,{local})")
+        trunks = []  # (port on br-int, network, how its packets carry the network)
+        if self.conf.agent.tunnel_types:
+            trunks += [("patch-tun", n, f"dl_vlan={self.vlans[n]}") for n, port in
+                       networks.items() if port["network_type"] in TUNNEL_TYPES]
+        for physnet, bridge in self.conf.ovs.bridge_mappings.items():
+            on_int, _ = _patch_names(bridge)
+            trunks += [(on_int, n, "vlan_tci=0x0000/0x1fff" if port["network_type"] == "flat"
+                        else f"dl_vlan={port['segmentation_id']}")
+                       for n, port in networks.items()
+                       if port.get("physical_network") == physnet]
+        for trunk, network_id, match in trunks:
+            vlan, cookie = self.vlans[network_id], f"cookie={cookie_of(network_id):#x}"
+            pop = "" if match.startswith("vlan_tci") else "pop_vlan,"
+            flows += [f"{cookie},table={classify},priority=90,in_port={trunk},{match},"
+                      f"actions={pop}set_field:{vlan}->reg6,resubmit(,{local})",
+                      f"{cookie},table={normal},priority=90,in_port={trunk},reg6={vlan},"
+                      f"actions={push_vlan(vlan)},NORMAL"]
+        return flows + fw.build(self._sg.info(), {p: places[p] for p in filtering})
 
     def _phys_flows(self, physnet: str, bridge: str, networks: dict[str, dict[str, Any]]
                     ) -> list[str]:

@@ -8,6 +8,8 @@ to OVS yet.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
 from tests.dataplane import pings, run, sandbox, wait_until
@@ -63,13 +65,27 @@ def network(deployment: Deployment, cidr: str, **attrs) -> dict:
     return net
 
 
+def flows_of(deployment: Deployment, *names: str) -> Callable[[], str]:
+    """What the hosts' bridges hold, and their agents' logs: a failure's message."""
+    def tell() -> str:
+        text = []
+        for name in names:
+            ovs = deployment.hosts[name]["ovs"]
+            for bridge in ("br-int", "br-tun"):
+                text.append(f"{name} {bridge}:\n{ovs.ofctl('dump-flows', bridge)}")
+            text.append(deployment.log(f"{name}-neutrino-openvswitch-agent")[-2000:])
+        return "\n".join(text)
+
+    return tell
+
+
 @pytest.mark.parametrize("network_type", ["vxlan", "geneve"])
 def test_instances_on_two_ovs_hosts_reach_each_other(deployment, network_type):
     ovs_hosts(deployment, "h1", "h2")
     net = network(deployment, "10.90.0.0/24", **{"provider:network_type": network_type})
     a, _ = instance(deployment, "h1", net, "10.90.0.0/24")
     b, b_ip = instance(deployment, "h2", net, "10.90.0.0/24")
-    assert wait_until(lambda: pings(a, b_ip), 20, f"{a} reaching {b_ip}")
+    assert wait_until(lambda: pings(a, b_ip), 20, flows_of(deployment, "h1", "h2"))
 
 
 def test_networks_are_isolated(deployment):
@@ -147,12 +163,15 @@ def test_agent_killed_keeps_traffic_and_resyncs(deployment):
         deployment.hosts["h1"]["namespace"], "--ovs-db", ovs.db)
     assert api.delete(f"/v2.0/ports/{port['id']}").status_code == 204
     before = min(flow_ages(ovs, "br-tun", kept_key))
+    firewall_before = min(flow_ages(ovs, "br-int", "table=71"))
     dumped = ovs.ofctl("dump-flows", "br-tun")
 
     deployment.start_ovs_agent("h1")
     wait_until(lambda: not flow_ages(ovs, "br-tun", doomed_key), 30,
                "the deleted network's flows to go")
     assert pings(a, b_ip, count=3)
+    assert min(flow_ages(ovs, "br-int", "table=71")) >= firewall_before, (
+        "the firewall's flows were written again")
     assert min(flow_ages(ovs, "br-tun", kept_key)) >= before, (
         f"flows were written again; before:\n{dumped}\nafter:\n"
         f"{ovs.ofctl('dump-flows', 'br-tun')}\n"

@@ -1,0 +1,237 @@
+"""Security groups in OpenFlow with conntrack, on the integration bridge.
+
+The OVS agent's br-int pipeline when the firewall is on (``build`` writes
+the firewall's part; the agent the rest). Before table 60 every packet is
+untagged and carries its network's local VLAN in ``reg6``, which is also its
+conntrack zone; ``reg5`` holds the OpenFlow port of the filtered port a
+packet leaves or is bound for::
+
+    0   classify: from a filtered port -> reg5, reg6, table 71; from other
+        ports and patches -> reg6 (VLAN popped), table 60
+    60  local delivery: to a filtered port's MAC in the packet's network ->
+        reg5, table 81; anything else -> table 94 (the agent's: NORMAL)
+    71  egress of a filtered port: anti-spoofing (its MACs with their
+        addresses only), DHCP and neighbour discovery, then conntrack
+    72  egress rules: established and related pass, new connections that a
+        rule allows are committed; the rest is dropped -> table 60
+    81  ingress of a filtered port: ARP, DHCP replies, neighbour discovery
+        pass; IP goes through conntrack
+    82  ingress rules, as 72 -> output to reg5
+
+Tables are chained with ``resubmit`` (OpenFlow's goto_table only goes
+forward, and 72 hands on to 60). A connection between two filtered ports of
+one host passes the sender's egress and the receiver's ingress rules. Ports
+without port security, and the network's own ports (DHCP, routers), are not
+filtered, as in Neutron.
+
+Left out, as in the iptables driver: stateless groups are filtered statefully.
+Broadcast and multicast reach filtered ports by NORMAL, without their ingress
+rules (ARP and DHCP need it; IP broadcast is rare). Conntrack entries of a
+removed rule are not deleted: the connection lives on until it ends.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from neutrino.linux.ovs import cookie_of
+
+CLASSIFY, LOCAL, EGRESS, EGRESS_RULES, INGRESS, INGRESS_RULES, NORMAL_OUT = (
+    0, 60, 71, 72, 81, 82, 94)
+ZONE = "zone=NXM_NX_REG6[0..15]"
+TO_PORT = "output:NXM_NX_REG5[]"
+PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "sctp": 132, "ipv6-icmp": 58, "icmpv6": 58,
+             "dccp": 33, "udplite": 136}
+PORTED = (6, 17, 132)  # tcp, udp, sctp: tp_dst matches their ports
+# ICMPv6 that neighbour discovery and multicast listening need
+ICMPV6_OUT = (130, 131, 132, 133, 135, 136, 143)
+ICMPV6_IN = (130, 131, 132, 134, 135, 136, 143)
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a port is on br-int: its OpenFlow port and its network's local VLAN."""
+    ofport: int
+    vlan: int
+
+
+def filtered(port: Mapping[str, Any]) -> bool:
+    """Ports without port security and the network's own ports pass unfiltered."""
+    if port.get("port_security_enabled") is False:
+        return False
+    return not (port.get("device_owner") or "").startswith("network:")
+
+
+def port_masks(low: int, high: int) -> list[str]:
+    """The value/mask pairs that together match exactly ``low``..``high``."""
+    if low <= 1 and high >= 65535:
+        return []  # every port
+    found, value = [], low
+    while value <= high:
+        size = value & -value if value else 1 << 16
+        while value + size - 1 > high:
+            size >>= 1
+        found.append(f"{value:#x}/{0xffff ^ (size - 1):#x}" if size > 1 else f"{value:#x}")
+        value += size
+    return found
+
+
+def build(info: Mapping[str, Any], places: Mapping[str, Place]) -> list[str]:
+    """The firewall's flows for the filtered ports of ``info`` (the server's
+    ``security_group_info_for_devices`` answer) that have a ``places`` entry."""
+    flows = [
+        f"table={LOCAL},priority=0,actions=resubmit(,{NORMAL_OUT})",
+        f"table={EGRESS},priority=0,actions=drop",
+        f"table={EGRESS_RULES},priority=100,ct_state=+inv+trk,actions=drop",
+        f"table={EGRESS_RULES},priority=90,ct_state=-new+est+trk,actions=resubmit(,{LOCAL})",
+        f"table={EGRESS_RULES},priority=90,ct_state=-new+rel+trk,actions=resubmit(,{LOCAL})",
+        f"table={EGRESS_RULES},priority=0,actions=drop",
+        f"table={INGRESS},priority=95,arp,actions={TO_PORT}",
+        f"table={INGRESS},priority=95,udp,tp_src=67,tp_dst=68,actions={TO_PORT}",
+        f"table={INGRESS},priority=95,udp6,tp_src=547,tp_dst=546,actions={TO_PORT}",
+        *(f"table={INGRESS},priority=95,icmp6,icmp_type={t},actions={TO_PORT}"
+          for t in ICMPV6_IN),
+        f"table={INGRESS},priority=90,ip,actions=ct(table={INGRESS_RULES},{ZONE})",
+        f"table={INGRESS},priority=90,ipv6,actions=ct(table={INGRESS_RULES},{ZONE})",
+        f"table={INGRESS},priority=0,actions=drop",
+        f"table={INGRESS_RULES},priority=100,ct_state=+inv+trk,actions=drop",
+        f"table={INGRESS_RULES},priority=90,ct_state=-new+est+trk,actions={TO_PORT}",
+        f"table={INGRESS_RULES},priority=90,ct_state=-new+rel+trk,actions={TO_PORT}",
+        f"table={INGRESS_RULES},priority=0,actions=drop",
+    ]
+    groups = info.get("security_groups") or {}
+    members = info.get("sg_member_ips") or {}
+    address_groups = info.get("address_group_ips") or {}
+    for port_id, port in sorted((info.get("devices") or {}).items()):
+        place = places.get(port_id)
+        if place is None or not filtered(port):
+            continue
+        cookie = f"cookie={cookie_of(port_id):#x}"
+        flows += [f"{cookie},{line}" for line in _port_flows(port, place)]
+        rules = [rule for group in sorted(set(port.get("security_groups") or ()))
+                 for rule in groups.get(group, [])]
+        for rule in rules:
+            for match in _rule_matches(rule, members, address_groups):
+                if rule["direction"] == "egress":
+                    flows.append(f"{cookie},table={EGRESS_RULES},priority=70,"
+                                 f"reg5={place.ofport},ct_state=+new-est+trk,{match},"
+                                 f"actions=ct(commit,{ZONE}),resubmit(,{LOCAL})")
+                else:
+                    flows.append(f"{cookie},table={INGRESS_RULES},priority=70,"
+                                 f"reg5={place.ofport},ct_state=+new-est+trk,{match},"
+                                 f"actions=ct(commit,{ZONE}),{TO_PORT}")
+    return flows
+
+
+def _port_flows(port: Mapping[str, Any], place: Place) -> list[str]:
+    """Classification, local delivery and anti-spoofing of one filtered port."""
+    n, vlan = place.ofport, place.vlan
+    mac = port["mac_address"].lower()
+    pairs = [(mac, ip["ip_address"]) for ip in port.get("fixed_ips") or []]
+    pairs += [((p.get("mac_address") or mac).lower(), p["ip_address"])
+              for p in port.get("allowed_address_pairs") or []]
+    macs = sorted({m for m, _ in pairs} | {mac})
+    flows = [f"table={CLASSIFY},priority=100,in_port={n},actions=set_field:{n}->reg5,"
+             f"set_field:{vlan}->reg6,resubmit(,{EGRESS})"]
+    flows += [f"table={LOCAL},priority=100,reg6={vlan},dl_dst={m},"
+              f"actions=set_field:{n}->reg5,resubmit(,{INGRESS})" for m in macs]
+    egress = f"table={EGRESS},reg5={n}"
+    flows += [f"{egress},priority=95,udp,tp_src=67,actions=drop",  # no DHCP server
+              f"{egress},priority=95,udp6,tp_src=547,actions=drop",
+              f"{egress},priority=95,icmp6,icmp_type=134,actions=drop"]  # no router
+    for m in macs:
+        flows += [f"{egress},priority=90,udp,dl_src={m},tp_src=68,tp_dst=67,"
+                  f"actions=resubmit(,{LOCAL})",
+                  f"{egress},priority=90,udp6,dl_src={m},tp_src=546,tp_dst=547,"
+                  f"actions=resubmit(,{LOCAL})"]
+        flows += [f"{egress},priority=90,icmp6,dl_src={m},icmp_type={t},"
+                  f"actions=resubmit(,{LOCAL})" for t in ICMPV6_OUT]
+        link_local = _link_local(m)
+        flows.append(f"{egress},priority=80,ipv6,dl_src={m},ipv6_src={link_local},"
+                     f"actions=ct(table={EGRESS_RULES},{ZONE})")
+    for m, address in sorted(set(pairs)):
+        net = ipaddress.ip_network(address, strict=False)
+        if net.version == 4:
+            flows += [f"{egress},priority=80,ip,dl_src={m},nw_src={_text(net)},"
+                      f"actions=ct(table={EGRESS_RULES},{ZONE})",
+                      f"{egress},priority=80,arp,dl_src={m},arp_sha={m},"
+                      f"arp_spa={_text(net)},actions=resubmit(,{LOCAL})"]
+        else:
+            flows.append(f"{egress},priority=80,ipv6,dl_src={m},ipv6_src={_text(net)},"
+                         f"actions=ct(table={EGRESS_RULES},{ZONE})")
+    return flows
+
+
+def _text(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str:
+    return str(net.network_address) if net.prefixlen == net.max_prefixlen else str(net)
+
+
+def _link_local(mac: str) -> str:
+    """The EUI-64 link-local address a MAC makes."""
+    octets = [int(part, 16) for part in mac.split(":")]
+    octets[0] ^= 0x02
+    eui = octets[:3] + [0xFF, 0xFE] + octets[3:]
+    return str(ipaddress.IPv6Address(bytes([0xFE, 0x80] + [0] * 6 + eui)))
+
+
+def _rule_matches(rule: Mapping[str, Any], members: Mapping[str, Any],
+                  address_groups: Mapping[str, Any]) -> list[str]:
+    """The OpenFlow matches of one rule: one per remote address, per port mask."""
+    version = 6 if rule.get("ethertype") == "IPv6" else 4
+    protocol = _protocol_number(rule.get("protocol"), version)
+    if protocol is None:
+        return []
+    base = "ipv6" if version == 6 else "ip"
+    if protocol:
+        base += f",nw_proto={protocol}"
+    details = [""]
+    low, high = rule.get("port_range_min"), rule.get("port_range_max")
+    if protocol in PORTED and low is not None:
+        masks = port_masks(int(low), int(high if high is not None else low))
+        details = [f",tp_dst={mask}" for mask in masks] or [""]
+    elif protocol in (1, 58) and low is not None:
+        details = [f",icmp_type={int(low)}" + (f",icmp_code={int(high)}"
+                                                if high is not None else "")]
+    remotes = _remotes(rule, version, members, address_groups)
+    side = ("nw_dst" if version == 4 else "ipv6_dst") if rule["direction"] == "egress" \
+        else ("nw_src" if version == 4 else "ipv6_src")
+    return [f"{base}{detail}" + (f",{side}={remote}" if remote else "")
+            for remote in remotes for detail in details]
+
+
+def _protocol_number(name: Any, version: int) -> int | None:
+    """0 for any protocol; None when the rule cannot match this IP version."""
+    if name is None or str(name).lower() in ("", "any"):
+        return 0
+    text = str(name).lower()
+    number = PROTOCOLS[text] if text in PROTOCOLS else int(text) if text.isdigit() else None
+    if number is None:
+        return None
+    if version == 6 and number == 1:
+        return 58  # ICMP in an IPv6 rule means ICMPv6
+    if version == 4 and number == 58:
+        return None
+    return number
+
+
+def _remotes(rule: Mapping[str, Any], version: int, members: Mapping[str, Any],
+             address_groups: Mapping[str, Any]) -> list[str]:
+    """The remote addresses a rule names ("" for any)."""
+    key = f"IPv{version}"
+    if rule.get("remote_group_id"):
+        found = (members.get(rule["remote_group_id"]) or {}).get(key) or []
+    elif rule.get("remote_address_group_id"):
+        found = (address_groups.get(rule["remote_address_group_id"]) or {}).get(key) or []
+    elif rule.get("remote_ip_prefix"):
+        found = [rule["remote_ip_prefix"]]
+    else:
+        return [""]
+    remotes = []
+    for text in found:
+        net = ipaddress.ip_network(text, strict=False)
+        if net.version == version:
+            remotes.append("" if net.prefixlen == 0 else _text(net))
+    return sorted(set(remotes))

@@ -1,0 +1,101 @@
+"""Security groups end to end, one test body for both L2 agents: the Linux
+bridge agent's iptables firewall and the Open vSwitch agent's OpenFlow one.
+Root only: everything happens in namespaces the tests make and remove."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.dataplane import pings, run, sandbox, skip_unless_root, wait_until
+from tests.functional.emulated_hosts import Deployment
+from tests.functional.test_linuxbridge_e2e import address_of, configure, nc_connects, port_status
+from tests.functional.test_ovs_e2e import SERVER_EXTRA
+from tests.ovs import skip_unless_ovs
+
+pytestmark = pytest.mark.slow
+
+AGENT_TYPES = {"linuxbridge": "Linux bridge agent", "openvswitch": "Open vSwitch agent"}
+
+
+@pytest.fixture(params=sorted(AGENT_TYPES))
+def driver(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def deployment(tmp_path, rabbit_url, driver):
+    skip_unless_root("ip", "socat", "ping", "nc", "iptables", "ipset")
+    if driver == "openvswitch":
+        skip_unless_ovs()
+    with sandbox() as box:
+        deployment = Deployment(box, tmp_path, rabbit_url, server_extra=SERVER_EXTRA)
+        try:
+            yield deployment
+        finally:
+            deployment.close()
+
+
+def test_security_groups_filter_instances(deployment, driver):
+    """The default group lets its members talk; a group without an ICMP rule
+    blocks pings until the rule is added, and again once it is removed; a
+    spoofed source is dropped; port_security_enabled=false passes everything."""
+    api = deployment.api
+    deployment.add_host("h1", 1)
+    if driver == "openvswitch":
+        deployment.add_ovs("h1")
+        deployment.start_ovs_agent("h1")
+    else:
+        deployment.start_l2_agent("h1")
+    wait_until(lambda: deployment.agent_alive("h1", AGENT_TYPES[driver]), 30, "the agent")
+    net = api.network()
+    api.subnet(net["id"], "10.20.0.0/24")
+    port_a, port_b = api.port(net["id"]), api.port(net["id"])
+    for port in (port_a, port_b):
+        deployment.plug("h1", port["id"])
+        configure(port)
+        wait_until(lambda p=port: port_status(api, p["id"]) == "ACTIVE", 20, "ACTIVE")
+    inst_a, inst_b = (f"inst-{p['id'][:11]}" for p in (port_a, port_b))
+    ip_b = address_of(port_b)
+    wait_until(lambda: pings(inst_a, ip_b), 15, "default group members to ping")
+
+    # b moves to a group that lets in only TCP 8080
+    group = api.post("/v2.0/security-groups", json={"security_group": {
+        "name": "web"}}).json()["security_group"]
+    rule = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
+        "security_group_id": group["id"], "direction": "ingress", "protocol": "tcp",
+        "port_range_min": 8080, "port_range_max": 8080}})
+    assert rule.status_code == 201, rule.text
+    moved = api.put(f"/v2.0/ports/{port_b['id']}", json={"port": {
+        "security_groups": [group["id"]]}})
+    assert moved.status_code == 200, moved.text
+    wait_until(lambda: not pings(inst_a, ip_b), 10, "ping to be blocked")
+    for listen in (8080, 9090):
+        run("sh", "-c", f"nc -lk -p {listen} >/dev/null 2>&1 &", namespace=inst_b)
+    wait_until(lambda: nc_connects(inst_a, ip_b, 8080), 10, "TCP 8080 to be let in")
+    assert not nc_connects(inst_a, ip_b, 9090)
+
+    icmp = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
+        "security_group_id": group["id"], "direction": "ingress", "protocol": "icmp"}})
+    assert icmp.status_code == 201, icmp.text
+    wait_until(lambda: pings(inst_a, ip_b), 5, "the ICMP rule to open pings")
+    deleted = api.delete(f"/v2.0/security-group-rules/{icmp.json()['security_group_rule']['id']}")
+    assert deleted.status_code == 204
+    wait_until(lambda: not pings(inst_a, ip_b), 5, "the rule's removal to close pings")
+
+    # back in the default group: a spoofed source address from a is dropped
+    api.put(f"/v2.0/ports/{port_b['id']}", json={"port": {"security_groups": port_a[
+        "security_groups"]}})
+    wait_until(lambda: pings(inst_a, ip_b), 10, "default group again")
+    run("ip", "addr", "add", "10.20.0.250/24", "dev", "eth0", namespace=inst_a)
+    assert not run("ping", "-c", "1", "-W", "1", "-I", "10.20.0.250", ip_b,
+                   namespace=inst_a, check=False).returncode == 0
+
+    # a in no group drops everything coming in; without port security, it passes
+    no_groups = api.put(f"/v2.0/ports/{port_a['id']}", json={"port": {"security_groups": []}})
+    assert no_groups.status_code == 200, no_groups.text
+    wait_until(lambda: not pings(inst_b, address_of(port_a)), 10, "a to let nothing in")
+    open_port = api.put(f"/v2.0/ports/{port_a['id']}", json={"port": {
+        "port_security_enabled": False}})
+    assert open_port.status_code == 200, open_port.text
+    wait_until(lambda: pings(inst_b, address_of(port_a)), 10,
+               "a port without port security to let everything in")
