@@ -28,7 +28,11 @@ def main(agent_class: type[Agent], argv: list[str] | None = None) -> None:
         sys.exit(2)
     logging.basicConfig(level=logging.DEBUG if conf.DEFAULT.debug else logging.INFO,
                         format="%(asctime)s %(process)d %(levelname)s %(name)s %(message)s")
-    agent = agent_class(conf, Bus(transport, timeout=conf.DEFAULT.rpc_response_timeout))
+    try:
+        agent = agent_class(conf, Bus(transport, timeout=conf.DEFAULT.rpc_response_timeout))
+    except ValueError as error:  # options that cannot go together
+        print(f"{agent_class.binary}: {error}", file=sys.stderr)
+        sys.exit(2)
     asyncio.run(_serve(agent))
 
 

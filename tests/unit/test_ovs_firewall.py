@@ -1,0 +1,75 @@
+"""The OpenFlow firewall's flows, without a switch (tests/functional: with one)."""
+
+import random
+
+import pytest
+
+from neutrino.linux.ovs_firewall import Place, build, port_masks
+
+PORT = {"port_id": "p1", "device": "p1", "mac_address": "FA:16:3E:00:00:01",
+        "fixed_ips": [{"ip_address": "10.0.0.5"}, {"ip_address": "2001:db8::5"}],
+        "security_groups": ["g1"], "allowed_address_pairs": [
+            {"ip_address": "10.0.0.100/30", "mac_address": "fa:16:3e:00:00:99"}]}
+
+
+def flows_of(rules, port=PORT, members=None):
+    info = {"devices": {"p1": port}, "security_groups": {"g1": rules},
+            "sg_member_ips": members or {}}
+    return build(info, {"p1": Place(ofport=7, vlan=3)})
+
+
+@pytest.mark.parametrize("low,high", [(22, 22), (8080, 8081), (1000, 1999), (0, 0),
+                                      (1, 1023), (65535, 65535), (3, 60000)])
+def test_port_masks_match_exactly_the_range(low, high):
+    masks = port_masks(low, high)
+    sample = {low, high, max(0, low - 1), min(65535, high + 1),
+              *random.Random(low).sample(range(65536), 200)}
+    for port in sample:
+        hits = 0
+        for mask in masks:
+            value, _, bits = mask.partition("/")
+            bits_value = int(bits, 16) if bits else 0xFFFF
+            hits += (port & bits_value) == int(value, 16)
+        assert hits == (1 if low <= port <= high else 0), (port, masks)
+
+
+def test_every_port_is_no_match():
+    assert port_masks(1, 65535) == [] and port_masks(0, 65535) == []
+
+
+def test_only_the_ports_own_addresses_leave_it():
+    flows = flows_of([])
+    spoof = [f for f in flows if "table=71" in f and "ct(table=72" in f]
+    assert any("dl_src=fa:16:3e:00:00:01" in f and "nw_src=10.0.0.5," in f for f in spoof)
+    assert any("ipv6_src=2001:db8::5," in f for f in spoof)
+    assert any("dl_src=fa:16:3e:00:00:99" in f and "nw_src=10.0.0.100/30" in f for f in spoof)
+    assert any("ipv6_src=fe80::f816:3eff:fe00:1," in f for f in spoof)  # EUI-64 of the MAC
+    assert any("table=71" in f and "reg5=7" in f and "priority=0" not in f
+               and f.endswith("actions=drop") and "tp_src=67" in f for f in flows)
+
+
+def test_rules_become_committing_flows():
+    flows = flows_of([
+        {"direction": "ingress", "ethertype": "IPv4", "protocol": "tcp",
+         "port_range_min": 8080, "port_range_max": 8081, "remote_ip_prefix": "192.0.2.0/24"},
+        {"direction": "egress", "ethertype": "IPv4"},
+        {"direction": "ingress", "ethertype": "IPv6", "protocol": "icmp",
+         "port_range_min": 128},
+        {"direction": "ingress", "ethertype": "IPv4", "remote_group_id": "g1"},
+    ], members={"g1": {"IPv4": ["10.0.0.5", "10.0.0.6"], "IPv6": ["2001:db8::5"]}})
+    ingress = [f for f in flows if "table=82" in f and "priority=70" in f]
+    egress = [f for f in flows if "table=72" in f and "priority=70" in f]
+    assert any("nw_proto=6" in f and "tp_dst=0x1f90/0xfffe" in f
+               and "nw_src=192.0.2.0/24" in f for f in ingress)
+    assert any("nw_proto=58" in f and "icmp_type=128" in f for f in ingress)  # ICMPv6
+    assert {f.split("nw_src=")[1].split(",")[0] for f in ingress
+            if "nw_src=10.0.0" in f} == {"10.0.0.5", "10.0.0.6"}
+    assert len(egress) == 1 and "ip," in egress[0] and "nw_dst" not in egress[0]
+    assert all("reg5=7" in f and "ct(commit" in f for f in ingress + egress)
+
+
+def test_unfiltered_ports_and_empty_groups_get_no_rules():
+    assert not any("reg5=7" in f for f in flows_of(
+        [], port={**PORT, "port_security_enabled": False}))
+    assert not any("priority=70" in f for f in flows_of(
+        [{"direction": "ingress", "ethertype": "IPv4", "remote_group_id": "g9"}]))
