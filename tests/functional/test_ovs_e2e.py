@@ -19,9 +19,10 @@ from tests.ovs import skip_unless_ovs
 pytestmark = pytest.mark.slow
 
 OVS_AGENT = "Open vSwitch agent"
-SERVER_EXTRA = ("[ml2]\ntype_drivers = local,flat,vlan,vxlan,geneve\n"
+SERVER_EXTRA = ("[ml2]\ntype_drivers = local,flat,vlan,vxlan,geneve,gre\n"
                 "mechanism_drivers = openvswitch,linuxbridge,l2population\n"
-                "[ml2_type_geneve]\nvni_ranges = 3000:3999\n")
+                "[ml2_type_geneve]\nvni_ranges = 3000:3999\n"
+                "[ml2_type_gre]\ntunnel_id_ranges = 4000:4999\n")
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ def flows_of(deployment: Deployment, *names: str) -> Callable[[], str]:
     return tell
 
 
-@pytest.mark.parametrize("network_type", ["vxlan", "geneve"])
+@pytest.mark.parametrize("network_type", ["vxlan", "geneve", "gre"])
 def test_instances_on_two_ovs_hosts_reach_each_other(deployment, network_type):
     ovs_hosts(deployment, "h1", "h2")
     net = network(deployment, "10.90.0.0/24", **{"provider:network_type": network_type})
@@ -99,9 +100,12 @@ def test_networks_are_isolated(deployment):
         assert not pings(a, c_ip)
 
 
-def test_flat_network_between_ovs_hosts(deployment):
+@pytest.mark.parametrize("network_type", ["flat", "vlan"])
+def test_provider_network_between_ovs_hosts(deployment, network_type):
+    """physnet1's wire joins the hosts' br-phys; a VLAN network's frames cross
+    it tagged with the network's VLAN (OVS tags them: no 8021q needed)."""
     ovs_hosts(deployment, "h1", "h2")
-    net = network(deployment, "10.92.0.0/24", **{"provider:network_type": "flat",
+    net = network(deployment, "10.92.0.0/24", **{"provider:network_type": network_type,
                                                   "provider:physical_network": "physnet1"})
     a, _ = instance(deployment, "h1", net, "10.92.0.0/24")
     b, b_ip = instance(deployment, "h2", net, "10.92.0.0/24")
