@@ -78,6 +78,24 @@ def push_vlan(vlan: int) -> str:
     return f"push_vlan:0x8100,{set_vlan(vlan)}"
 
 
+def _ipv4(address: str) -> bool:
+    try:
+        return ipaddress.ip_address(address).version == 4
+    except ValueError:
+        return False
+
+
+def arp_reply(vlan: int, mac: str, ip: str) -> str:
+    """A br-tun flow that answers "who has ``ip``?" on local VLAN ``vlan`` with
+    ``mac`` itself, back where the question came from: no broadcast crosses
+    the tunnels for a port the server told us of."""
+    return (f"table={FROM_INT},priority=3,arp,arp_op=1,dl_vlan={vlan},arp_tpa={ip},"
+            "actions=move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],"
+            f"set_field:{mac}->eth_src,set_field:2->arp_op,"
+            "move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],"
+            f"set_field:{mac}->arp_sha,set_field:{ip}->arp_spa,IN_PORT")
+
+
 def _patch_names(bridge: str) -> tuple[str, str]:
     """The patch ports between br-int and a physical bridge: (on br-int, on it)."""
     return f"int-{bridge}"[:15], f"phy-{bridge}"[:15]
@@ -104,7 +122,8 @@ class OpenvswitchAgent(Agent):
             Opt("tunnel_types", parse_list, [], "vxlan, geneve and/or gre."),
             Opt("l2_population", parse_bool, False,
                 "Learn where other hosts' ports are from the server."),
-            Opt("arp_responder", parse_bool, False, "Not used yet."),
+            Opt("arp_responder", parse_bool, False,
+                "Answer ARP for other hosts' ports on br-tun (with l2_population)."),
         ]),
         OptGroup("securitygroup", [
             Opt("enable_security_group", parse_bool, True,
@@ -431,11 +450,14 @@ class OpenvswitchAgent(Agent):
                 name = tunnel_port_name(network_type, remote)
                 wanted_ports[name] = (network_type, remote)
                 outputs.append(f"output:{name}")
-                for mac, _ in sorted(entries):
-                    if mac != FLOOD_MAC:
-                        flows.append(f"{cookie},table={FROM_INT},priority=2,dl_vlan={vlan},"
-                                     f"dl_dst={mac},actions=pop_vlan,"
-                                     f"set_field:{key}->tun_id,output:{name}")
+                for mac, ip in sorted(entries):
+                    if mac == FLOOD_MAC:
+                        continue
+                    flows.append(f"{cookie},table={FROM_INT},priority=2,dl_vlan={vlan},"
+                                 f"dl_dst={mac},actions=pop_vlan,"
+                                 f"set_field:{key}->tun_id,output:{name}")
+                    if self.conf.agent.arp_responder and _ipv4(ip):
+                        flows.append(f"{cookie},{arp_reply(vlan, mac, ip)}")
             if outputs:
                 flows.append(f"{cookie},table={FROM_INT},priority=1,dl_vlan={vlan},"
                              f"actions=pop_vlan,set_field:{key}->tun_id,"

@@ -151,7 +151,7 @@ class Deployment:
         host = self.hosts[name]
         ovs: OvsHost = host["ovs"]
         conf = self.config(name, "neutrino-openvswitch-agent", "", (
-            "tunnel_types = vxlan,geneve,gre\nl2_population = true\n"
+            "tunnel_types = vxlan,geneve,gre\nl2_population = true\narp_responder = true\n"
             f"[ovs]\nlocal_ip = {host['local_ip']}\ndatapath_type = netdev\n"
             f"ovsdb_connection = {ovs.db}\nbridge_mappings = {PHYSNET}:br-phys\n"))
         return self._spawn([str(BIN / "neutrino-openvswitch-agent"), "--config-file",

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 import pytest
 
+from neutrino.linux.ovs import cookie_of
 from tests.dataplane import pings, run, sandbox, wait_until
 from tests.functional.emulated_hosts import BIN, Deployment
 from tests.ovs import skip_unless_ovs
@@ -87,6 +88,12 @@ def test_instances_on_two_ovs_hosts_reach_each_other(deployment, network_type):
     a, _ = instance(deployment, "h1", net, "10.90.0.0/24")
     b, b_ip = instance(deployment, "h2", net, "10.90.0.0/24")
     assert wait_until(lambda: pings(a, b_ip), 20, flows_of(deployment, "h1", "h2"))
+    # h1's br-tun answers a's ARP for b itself (arp_responder)
+    run("ip", "neigh", "flush", "all", namespace=a)
+    assert pings(a, b_ip)
+    answered = [line for line in deployment.hosts["h1"]["ovs"].ofctl(
+        "dump-flows", "br-tun").splitlines() if f"arp_tpa={b_ip}" in line]
+    assert answered and "n_packets=0," not in answered[0], answered
 
 
 def test_networks_are_isolated(deployment):
@@ -153,7 +160,7 @@ def test_agent_killed_keeps_traffic_and_resyncs(deployment):
     port = api.port(doomed_net["id"])
     deployment.plug("h1", port["id"])
     instance(deployment, "h2", doomed_net, "10.95.0.0/24")
-    kept_key = f"{kept['provider:segmentation_id']:#x}"
+    kept_key = f"cookie={cookie_of(kept['id']):#x},"  # all of its flows, ARP replies too
     doomed_key = f"tun_id={doomed_net['provider:segmentation_id']:#x}"
     wait_until(lambda: flow_ages(ovs, "br-tun", doomed_key), 20, "the doomed network's flows")
     assert wait_until(lambda: pings(a, b_ip), 20, f"{a} reaching {b_ip}")
