@@ -234,7 +234,8 @@ class OpenvswitchAgent(Agent):
         ask = wired if changed is None else (changed | self._sg.concerned(groups)) & wired
         answer = await self._plugin.call(self.context, "security_group_info_for_devices",
                                          devices=sorted(ask)) if ask else {}
-        self._sg.update(answer, wired)
+        # in the host thread, which reads it when it writes flows
+        await self.on_host(self._sg.update, answer, wired)
 
     def _setup_bridges(self) -> None:
         """The bridges and patches; what a full sync finds again after a restart."""
