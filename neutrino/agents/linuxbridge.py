@@ -22,8 +22,10 @@ from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
 from neutrino.agents.l2 import parse_mappings
 from neutrino.agents.notifications import (
+    Fdb,
     L2Notifications,
     L2PopulationNotifications,
+    fetch_fdb,
     merge_fdb,
 )
 from neutrino.agents.sg_info import SecurityGroupInfo
@@ -84,7 +86,7 @@ class LinuxBridgeAgent(Agent):
         #: tap -> the details the server gave for it, as wired
         self.ports: dict[str, dict[str, Any]] = {}
         #: network id -> {remote IP: {(mac, ip), ...}} from l2population
-        self.fdb: dict[str, dict[str, set[tuple[str, str]]]] = {}
+        self.fdb: Fdb = {}
         self._ip: IpNetns | None = None
         # netlink calls block, and pyroute2's must not run on a running event
         # loop: all host work runs in this one thread, one step at a time
@@ -333,12 +335,8 @@ class LinuxBridgeAgent(Agent):
         wanted = sorted(set(networks) & only if only is not None else set(networks))
         if not wanted:
             return
-        entries = await self._plugin.call(self.context, "get_fdb_entries",
-                                          network_ids=wanted, host=self.host)
+        self.fdb.update(await fetch_fdb(self._plugin, self.context, self.host, wanted))
         for network_id in wanted:
-            by_host = (entries.get(network_id) or {}).get("ports") or {}
-            self.fdb[network_id] = {ip: {tuple(e) for e in found}
-                                    for ip, found in by_host.items()}
             await self.on_host(self._program_fdb, network_id, networks[network_id])
 
     def _program_fdb(self, network_id: str, device: str) -> None:

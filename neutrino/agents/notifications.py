@@ -81,3 +81,12 @@ def merge_fdb(fdb: Fdb, entries: dict[str, Any], add: bool, flood_mac: str) -> l
                 if not known.get(remote) or pairs >= {(flood_mac, "0.0.0.0")}:
                     known.pop(remote, None)
     return list(entries)
+
+
+async def fetch_fdb(plugin: Any, context: dict, host: str, network_ids: list[str]) -> Fdb:
+    """The whole of what l2population knows of ``network_ids``, from the server."""
+    entries = await plugin.call(context, "get_fdb_entries", network_ids=network_ids,
+                                host=host)
+    return {network_id: {ip: {tuple(e) for e in found} for ip, found in (
+        (entries.get(network_id) or {}).get("ports") or {}).items()}
+        for network_id in network_ids}

@@ -42,6 +42,7 @@ from neutrino.agents.notifications import (
     Fdb,
     L2Notifications,
     L2PopulationNotifications,
+    fetch_fdb,
     merge_fdb,
 )
 from neutrino.agents.sg_info import SecurityGroupInfo
@@ -489,12 +490,7 @@ class OpenvswitchAgent(Agent):
         wanted = sorted(networks & only if only is not None else networks)
         if not wanted:
             return
-        entries = await self._plugin.call(self.context, "get_fdb_entries",
-                                          network_ids=wanted, host=self.host)
-        for network_id in wanted:
-            by_host = (entries.get(network_id) or {}).get("ports") or {}
-            self.fdb[network_id] = {ip: {tuple(e) for e in found}
-                                    for ip, found in by_host.items()}
+        self.fdb.update(await fetch_fdb(self._plugin, self.context, self.host, wanted))
 
     async def fdb_changed(self, entries: dict[str, Any], add: bool) -> None:
         """add_fdb_entries / remove_fdb_entries from the server."""

@@ -16,15 +16,28 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from tests.dataplane import Sandbox, as_a_host, run, wait_until
+from tests.dataplane import Sandbox, as_a_host, run, sandbox, wait_until
 from tests.harness import Server, create_database, start_server
 from tests.ovs import OvsHost
 
 BIN = Path(sys.executable).parent
 AMQP_PORT = 5672
 PHYSNET, PHYS_INTERFACE = "physnet1", "ph0"
+
+
+@contextmanager
+def deployed(tmp: Path, rabbit_url: str, server_extra: str = "") -> Iterator[Deployment]:
+    """A Deployment in a sandbox of its own, closed and removed whatever happens."""
+    with sandbox() as box:
+        deployment = Deployment(box, tmp, rabbit_url, server_extra)
+        try:
+            yield deployment
+        finally:
+            deployment.close()
 
 
 class Deployment:

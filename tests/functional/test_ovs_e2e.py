@@ -13,8 +13,8 @@ from collections.abc import Callable
 import pytest
 
 from neutrino.linux.ovs import cookie_of
-from tests.dataplane import pings, run, sandbox, wait_until
-from tests.functional.emulated_hosts import BIN, Deployment
+from tests.dataplane import pings, run, wait_until
+from tests.functional.emulated_hosts import BIN, Deployment, deployed
 from tests.ovs import skip_unless_ovs
 
 pytestmark = pytest.mark.slow
@@ -29,12 +29,8 @@ SERVER_EXTRA = ("[ml2]\ntype_drivers = local,flat,vlan,vxlan,geneve,gre\n"
 @pytest.fixture
 def deployment(tmp_path, rabbit_url):
     skip_unless_ovs("socat", "ping")
-    with sandbox() as box:
-        deployment = Deployment(box, tmp_path, rabbit_url, server_extra=SERVER_EXTRA)
-        try:
-            yield deployment
-        finally:
-            deployment.close()
+    with deployed(tmp_path, rabbit_url, SERVER_EXTRA) as deployment:
+        yield deployment
 
 
 def ovs_hosts(deployment: Deployment, *names: str, first: int = 1) -> None:

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.dataplane import pings, run, sandbox, skip_unless_root, wait_until
-from tests.functional.emulated_hosts import Deployment
+from tests.dataplane import pings, run, skip_unless_root, wait_until
+from tests.functional.emulated_hosts import deployed
 from tests.functional.test_linuxbridge_e2e import address_of, configure, nc_connects, port_status
 from tests.functional.test_ovs_e2e import SERVER_EXTRA
 from tests.ovs import skip_unless_ovs
@@ -27,12 +27,8 @@ def deployment(tmp_path, rabbit_url, driver):
     skip_unless_root("ip", "socat", "ping", "nc", "iptables", "ipset")
     if driver == "openvswitch":
         skip_unless_ovs()
-    with sandbox() as box:
-        deployment = Deployment(box, tmp_path, rabbit_url, server_extra=SERVER_EXTRA)
-        try:
-            yield deployment
-        finally:
-            deployment.close()
+    with deployed(tmp_path, rabbit_url, SERVER_EXTRA) as deployment:
+        yield deployment
 
 
 def test_security_groups_filter_instances(deployment, driver):
