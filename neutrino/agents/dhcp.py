@@ -66,8 +66,8 @@ def parse_lease(text: str) -> int:
 OPTIONS = (
     OptGroup("DEFAULT", [
         Opt("interface_driver", interface.parse_driver, "",
-            "How the DHCP port's device is made: linuxbridge. Unset, the agent "
-            "registers but serves no network."),
+            "How the DHCP port's device is made: linuxbridge or openvswitch. Unset, "
+            "the agent registers but serves no network."),
         Opt("dhcp_confs", str, "",
             "Directory of the networks' dnsmasq files (default: $state_path/dhcp)."),
         Opt("dhcp_lease_duration", parse_lease, 86400,
@@ -86,6 +86,7 @@ OPTIONS = (
             "Seconds between checks that each network's dnsmasq and metadata proxy "
             "still run (one that died is started again); 0: no checks."),
     ]),
+    interface.OVS_OPTIONS,
 )
 
 
@@ -151,7 +152,7 @@ class DhcpDataplane:
     processes), which the agent runs in threads."""
 
     def __init__(self, confs_dir: str, settings: dnsmasq.Settings,
-                 driver: interface.LinuxBridgeInterfaceDriver,
+                 driver: interface.InterfaceDriver,
                  metadata_socket: str | None = None):
         """``metadata_socket``: the metadata agent's socket, when isolated
         networks get metadata here (None: they do not)."""
@@ -289,7 +290,7 @@ class DhcpAgent(Agent):
             socket = (metadata_proxy.socket_path(conf) if conf.dhcp.enable_isolated_metadata
                       else None)
             self.dataplane = DhcpDataplane(os.path.abspath(confs), settings,
-                                           interface.LinuxBridgeInterfaceDriver(agent_namespace),
+                                           interface.make_driver(conf, agent_namespace),
                                            socket)
         else:
             LOG.error("no interface_driver configured: this agent serves no network")

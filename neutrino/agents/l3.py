@@ -73,8 +73,8 @@ def parse_external_network_bridge(text: str) -> str:
 
 OPTIONS = (OptGroup("DEFAULT", [
     Opt("interface_driver", interface.parse_driver, "",
-        "How the routers' devices are made: linuxbridge. Unset, the agent registers "
-        "but sets up no router."),
+        "How the routers' devices are made: linuxbridge or openvswitch. Unset, the "
+        "agent registers but sets up no router."),
     Opt("agent_mode", parse_agent_mode, "legacy", "legacy (the only mode)."),
     Opt("handle_internal_only_routers", parse_bool, True,
         "Also serve routers without an external gateway."),
@@ -97,7 +97,7 @@ OPTIONS = (OptGroup("DEFAULT", [
     Opt("check_child_processes_interval", int_range(0), 60,
         "Seconds between checks that each router's metadata proxy still runs (one "
         "that died is started again); 0: no checks."),
-]))
+]), interface.OVS_OPTIONS)
 
 
 # --- the server's data to a router on the host ----------------------------------------------
@@ -220,7 +220,7 @@ class L3Agent(Agent):
             socket = (metadata_proxy.socket_path(conf) if conf.DEFAULT.enable_metadata_proxy
                       else None)
             self.dataplane = router.RouterDataplane(
-                state, interface.LinuxBridgeInterfaceDriver(),
+                state, interface.make_driver(conf),
                 conf.DEFAULT.send_arp_for_ha, socket,
                 (conf.DEFAULT.min_rtr_adv_interval, conf.DEFAULT.max_rtr_adv_interval))
         else:

@@ -48,7 +48,7 @@ from neutrino.agents.notifications import (
 from neutrino.agents.sg_info import SecurityGroupInfo
 from neutrino.config import Config, Opt, OptGroup, choice, parse_bool, parse_list
 from neutrino.linux import ovs_firewall
-from neutrino.linux.ovs import DEFAULT_OVSDB, OpenFlow, Ovsdb, cookie_of
+from neutrino.linux.ovs import DEAD_VLAN, DEFAULT_OVSDB, OpenFlow, Ovsdb, cookie_of
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
@@ -58,7 +58,6 @@ T = TypeVar("T")
 
 FLOOD_MAC = "00:00:00:00:00:00"
 TUNNEL_TYPES = ("vxlan", "geneve", "gre")
-DEAD_VLAN = 4095  # ports that must not pass traffic (admin down, not yet known)
 #: br-tun's tables: where packets from br-int go, and those from tunnels
 FROM_INT, FROM_TUNNEL = 1, 4
 

@@ -31,6 +31,8 @@ from ovsdbapp.schema.open_vswitch import impl_idl
 LOG = logging.getLogger(__name__)
 
 DEFAULT_OVSDB = "unix:/var/run/openvswitch/db.sock"
+#: the access VLAN of ports that must pass nothing (not yet known, admin down)
+DEAD_VLAN = 4095
 #: the Interface columns the agent reads
 InterfaceCallback = Callable[[str, str, dict[str, str]], None]
 

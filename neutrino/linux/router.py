@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pyroute2 import NetlinkError
 
 from neutrino.linux import arping, ip, metadata_proxy, radvd
-from neutrino.linux.interface import LinuxBridgeInterfaceDriver, device_name
+from neutrino.linux.interface import InterfaceDriver, device_name
 from neutrino.linux.nat import NatTable, RouterNat
 
 LOG = logging.getLogger(__name__)
@@ -88,7 +88,7 @@ class RouterDataplane:
     """The host side of routers: blocking calls (netlink, iptables, files),
     which the agent runs in threads, one router at a time per router."""
 
-    def __init__(self, state_dir: str, driver: LinuxBridgeInterfaceDriver,
+    def __init__(self, state_dir: str, driver: InterfaceDriver,
                  arp_count: int = 3, metadata_socket: str | None = None,
                  ra_intervals: tuple[int, int] = (radvd.MIN_INTERVAL, radvd.MAX_INTERVAL)):
         """``metadata_socket``: the metadata agent's socket, where the routers'
@@ -159,7 +159,7 @@ class RouterDataplane:
             for device in links:
                 if device.startswith((INTERNAL, EXTERNAL)) and device not in wanted:
                     LOG.info("router %s: %s is not its port any more", router.id, device)
-                    inside.delete(device)
+                    self.driver.unplug_with(inside, device)
             _routes(inside, router)
         gateway = device_name(router.gateway.id, EXTERNAL) if router.gateway else None
         self._metadata(router, directory)
@@ -204,7 +204,7 @@ class RouterDataplane:
             with ip.IpNetns(namespace) as inside:
                 for device in inside.links():
                     if device.startswith((INTERNAL, EXTERNAL)):
-                        inside.delete(device)  # and its tap with it
+                        self.driver.unplug_with(inside, device)  # and its tap
             _terminate(ip.namespace_pids(namespace))  # what else ran there (arping, ...)
             ip.delete_namespace(namespace)
         shutil.rmtree(self.router_dir(router_id), ignore_errors=True)

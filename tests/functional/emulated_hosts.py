@@ -130,12 +130,28 @@ class Deployment:
         return path
 
     def start_agent(self, name: str, binary: str, text: str = "",
-                    default: str = "") -> subprocess.Popen:
-        """``text``: sections after [agent]; ``default``: more of [DEFAULT]."""
+                    default: str = "", env: dict[str, str] | None = None
+                    ) -> subprocess.Popen:
+        """``text``: sections after [agent]; ``default``: more of [DEFAULT];
+        ``env``: more of the environment."""
         conf = self.config(name, binary, default, text)
         return self._spawn([str(BIN / binary), "--config-file", str(conf)],
                            f"{name}-{binary}", namespace=self.hosts[name]["namespace"],
-                           agent=True)
+                           env=env, agent=True)
+
+    def _interface_driver(self, name: str, text: str) -> tuple[str, str, dict[str, str] | None]:
+        """How a DHCP or L3 agent on the host plugs its ports: (its
+        ``interface_driver`` line, ``text`` with the ``[ovs]`` section it
+        needs, its environment). An OVS host's (``add_ovs``) put them on its
+        br-int; any other's are plugged by its Linux bridge agent."""
+        ovs: OvsHost | None = self.hosts[name].get("ovs")
+        if ovs is None:
+            return "interface_driver = linuxbridge\n", text, None
+        if text and not text.endswith("\n"):
+            text += "\n"
+        return ("interface_driver = openvswitch\n",
+                f"{text}[ovs]\nintegration_bridge = br-int\novsdb_connection = {ovs.db}\n",
+                ovs.env)
 
     def start_l2_agent(self, name: str, firewall: str = "iptables") -> subprocess.Popen:
         host = self.hosts[name]
@@ -173,13 +189,15 @@ class Deployment:
 
     def start_dhcp_agent(self, name: str, text: str = "", default: str = ""
                          ) -> subprocess.Popen:
-        """``text``, ``default``: more configuration, as for ``start_agent``."""
+        """``text``, ``default``: more configuration, as for ``start_agent``
+        (the interface driver: ``_interface_driver``)."""
         # dnsmasq reads its files as nobody: a directory all may search, not tmp's
         confs = Path(tempfile.mkdtemp(prefix="neutrino-dhcp-"))
         confs.chmod(0o755)
         self._remove.append(confs)
+        driver, text, env = self._interface_driver(name, text)
         return self.start_agent(name, "neutrino-dhcp-agent", text=text, default=(
-            f"interface_driver = linuxbridge\ndhcp_confs = {confs}\n{default}"))
+            f"{driver}dhcp_confs = {confs}\n{default}"), env=env)
 
     def metadata_socket(self, name: str) -> Path:
         """The host's metadata agent socket: short (a UNIX socket path is at most
@@ -201,8 +219,9 @@ class Deployment:
         """The L3 agent of the host; the ``qrouter-`` namespaces it makes are
         removed at the end (it keeps a directory per router under
         ``$state_path/l3``)."""
-        return self.start_agent(name, "neutrino-l3-agent", default=(
-            f"interface_driver = linuxbridge\nsend_arp_for_ha = 1\n{default}"))
+        driver, text, env = self._interface_driver(name, "")
+        return self.start_agent(name, "neutrino-l3-agent", text=text, default=(
+            f"{driver}send_arp_for_ha = 1\n{default}"), env=env)
 
     def agent_alive(self, name: str, agent_type: str) -> bool:
         found = self.api.get("/v2.0/agents", params={"host": self.hosts[name]["host"],

@@ -146,8 +146,9 @@ def test_only_legacy_routers_and_no_external_bridge(tmp_path):
         load("agent_mode = dvr_snat")
     with pytest.raises(config.ConfigError, match="external_network_bridge"):
         load("external_network_bridge = br-ex")
-    with pytest.raises(config.ConfigError, match="not supported yet"):
-        load("interface_driver = openvswitch")
+    assert load("interface_driver = openvswitch").DEFAULT.interface_driver == "openvswitch"
+    with pytest.raises(config.ConfigError, match="must be one of linuxbridge, openvswitch"):
+        load("interface_driver = ovs")
 
 
 def test_metadata_redirect_and_input_rules():
