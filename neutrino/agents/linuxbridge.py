@@ -87,6 +87,7 @@ class LinuxBridgeAgent(Agent):
         self.ports: dict[str, dict[str, Any]] = {}
         #: network id -> {remote IP: {(mac, ip), ...}} from l2population
         self.fdb: Fdb = {}
+        self._fdb_changes = 0  # l2population messages heard (see fetch_fdb)
         self._ip: IpNetns | None = None
         # netlink calls block, and pyroute2's must not run on a running event
         # loop: all host work runs in this one thread, one step at a time
@@ -335,7 +336,8 @@ class LinuxBridgeAgent(Agent):
         wanted = sorted(set(networks) & only if only is not None else set(networks))
         if not wanted:
             return
-        self.fdb.update(await fetch_fdb(self._plugin, self.context, self.host, wanted))
+        self.fdb.update(await fetch_fdb(self._plugin, self.context, self.host, wanted,
+                                        lambda: self._fdb_changes))
         for network_id in wanted:
             await self.on_host(self._program_fdb, network_id, networks[network_id])
 
@@ -354,6 +356,7 @@ class LinuxBridgeAgent(Agent):
 
     async def fdb_changed(self, entries: dict[str, Any], add: bool) -> None:
         """add_fdb_entries / remove_fdb_entries from the server."""
+        self._fdb_changes += 1
         networks = self._networks_here()
         for network_id in merge_fdb(self.fdb, entries, add, FLOOD_MAC):
             if network_id in networks:

@@ -6,6 +6,7 @@ it names dirty, and its next sync looks at it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
@@ -83,10 +84,17 @@ def merge_fdb(fdb: Fdb, entries: dict[str, Any], add: bool, flood_mac: str) -> l
     return list(entries)
 
 
-async def fetch_fdb(plugin: Any, context: dict, host: str, network_ids: list[str]) -> Fdb:
-    """The whole of what l2population knows of ``network_ids``, from the server."""
-    entries = await plugin.call(context, "get_fdb_entries", network_ids=network_ids,
-                                host=host)
+async def fetch_fdb(plugin: Any, context: dict, host: str, network_ids: list[str],
+                    changes: Callable[[], int]) -> Fdb:
+    """The whole of what l2population knows of ``network_ids``, from the server.
+    ``changes()`` counts the changes the server announced: one announced while
+    the answer was on its way may be missing from it, so then it asks again."""
+    for _ in range(3):
+        before = changes()
+        entries = await plugin.call(context, "get_fdb_entries", network_ids=network_ids,
+                                    host=host)
+        if changes() == before:
+            break
     return {network_id: {ip: {tuple(e) for e in found} for ip, found in (
         (entries.get(network_id) or {}).get("ports") or {}).items()}
         for network_id in network_ids}

@@ -31,7 +31,7 @@ import asyncio
 import ipaddress
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -60,6 +60,9 @@ FLOOD_MAC = "00:00:00:00:00:00"
 TUNNEL_TYPES = ("vxlan", "geneve", "gre")
 #: br-tun's tables: where packets from br-int go, and those from tunnels
 FROM_INT, FROM_TUNNEL = 1, 4
+#: a flow in a table nothing uses, on br-int: gone, ovs-vswitchd lost every
+#: flow (it restarted) and they must all be written again
+CANARY = "table=23,priority=0,actions=drop"
 
 
 def tunnel_port_name(network_type: str, remote_ip: str) -> str:
@@ -148,6 +151,7 @@ class OpenvswitchAgent(Agent):
         #: network id -> its local VLAN on br-int
         self.vlans: dict[str, int] = {}
         self.fdb: Fdb = {}
+        self._fdb_changes = 0  # l2population messages heard (see fetch_fdb)
         self._db: Ovsdb | None = None
         # OVSDB and ovs-ofctl calls block: all host work runs in this one thread
         self._host = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ovs")
@@ -170,6 +174,27 @@ class OpenvswitchAgent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [L2Notifications(self), L2PopulationNotifications(self)]
+
+    def background(self) -> list[Callable[[], Awaitable[None]]]:
+        return [self._watch_canary]
+
+    async def _watch_canary(self) -> None:
+        """A full sync when ovs-vswitchd has lost the flows written."""
+        bridge = self.conf.ovs.integration_bridge
+        while True:
+            await asyncio.sleep(self.conf.agent.polling_interval)
+            if bridge not in self._applied:
+                continue  # nothing written yet, or a full sync is coming
+            try:
+                present = await self.on_host(lambda: OpenFlow(bridge).dump("table=23"))
+            except Exception as error:  # the switch is away: the syncs will say so
+                LOG.warning("cannot read the flows of %s: %s", bridge, error)
+                continue
+            if not present:
+                LOG.warning("%s lost its flows (ovs-vswitchd restarted?): full resync",
+                            bridge)
+                self._applied.clear()
+                self.request_full_sync()
 
     async def on_host(self, work: Callable[..., T], *args: Any) -> T:
         return await asyncio.get_running_loop().run_in_executor(self._host, work, *args)
@@ -356,8 +381,8 @@ class OpenvswitchAgent(Agent):
 
     def _int_flows(self, networks: dict[str, dict[str, Any]]) -> list[str]:
         if self.firewall:
-            return self._filtering_int_flows(networks)
-        flows = ["table=0,priority=0,actions=NORMAL"]
+            return [CANARY, *self._filtering_int_flows(networks)]
+        flows = [CANARY, "table=0,priority=0,actions=NORMAL"]
         for port_id, port in self.ports.items():
             if not port["admin_state_up"]:
                 flows.append(f"cookie={cookie_of(port_id):#x},table=0,priority=10,"
@@ -489,10 +514,12 @@ class OpenvswitchAgent(Agent):
         wanted = sorted(networks & only if only is not None else networks)
         if not wanted:
             return
-        self.fdb.update(await fetch_fdb(self._plugin, self.context, self.host, wanted))
+        self.fdb.update(await fetch_fdb(self._plugin, self.context, self.host, wanted,
+                                        lambda: self._fdb_changes))
 
     async def fdb_changed(self, entries: dict[str, Any], add: bool) -> None:
         """add_fdb_entries / remove_fdb_entries from the server."""
+        self._fdb_changes += 1
         here = {n: value for n, value in entries.items() if n in self.vlans}
         if here:
             merge_fdb(self.fdb, here, add, FLOOD_MAC)

@@ -183,8 +183,9 @@ class OpenFlow:
         in one bundle, so flows that stay are never missing."""
         self._ofctl("--bundle", "replace-flows", self.bridge, "-", flows=flows)
 
-    def dump(self) -> list[str]:
-        """The flows as ``ovs-ofctl dump-flows`` shows them, without statistics."""
-        out = self._ofctl("--no-stats", "dump-flows", self.bridge)
+    def dump(self, match: str = "") -> list[str]:
+        """The flows (those ``match`` matches) as ``ovs-ofctl dump-flows`` shows
+        them, without statistics."""
+        out = self._ofctl("--no-stats", "dump-flows", self.bridge, *((match,) if match else ()))
         return [line.strip() for line in out.splitlines() if line.strip()
                 and not line.startswith(("OFPST_FLOW", "NXST_FLOW"))]

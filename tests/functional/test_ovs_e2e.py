@@ -183,3 +183,17 @@ def test_agent_killed_keeps_traffic_and_resyncs(deployment):
         f"flows were written again; before:\n{dumped}\nafter:\n"
         f"{ovs.ofctl('dump-flows', 'br-tun')}\n"
         f"{deployment.log('h1-neutrino-openvswitch-agent')[-3000:]}")
+
+
+def test_flows_come_back_after_ovs_vswitchd_restarts(deployment):
+    """ovs-vswitchd keeps no flow across a restart: the agent notices (its
+    canary flow is gone) and writes them all again."""
+    ovs_hosts(deployment, "h1", "h2")
+    net = network(deployment, "10.96.0.0/24")
+    a, _ = instance(deployment, "h1", net, "10.96.0.0/24")
+    _, b_ip = instance(deployment, "h2", net, "10.96.0.0/24")
+    assert wait_until(lambda: pings(a, b_ip), 20, f"{a} reaching {b_ip}")
+    ovs = deployment.hosts["h1"]["ovs"]
+    ovs.restart_vswitchd()
+    assert wait_until(lambda: pings(a, b_ip), 30, flows_of(deployment, "h1"))
+    assert "table=23" in ovs.ofctl("dump-flows", "br-int")
