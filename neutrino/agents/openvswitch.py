@@ -239,10 +239,6 @@ class OpenvswitchAgent(Agent):
             agent_id=self._agent_id, host=self.host) if asked else []
         up, down, fresh = await self.on_host(self._apply, details, wanted - set(present),
                                              present)
-        if up or down:
-            await self._plugin.call(self.context, "update_device_list", devices_up=up,
-                                    devices_down=down, agent_id=self._agent_id,
-                                    host=self.host)
         if self.conf.agent.l2_population and (full or fresh):
             await self._fetch_fdb(None if full else fresh)
         if self.firewall:
@@ -250,6 +246,10 @@ class OpenvswitchAgent(Agent):
             await self._security_groups(None if full else changed,
                                         named(dirty, "security_group"))
         await self.on_host(self._write_flows, full)
+        if up or down:  # ACTIVE once its flows (filters included) are in place
+            await self._plugin.call(self.context, "update_device_list", devices_up=up,
+                                    devices_down=down, agent_id=self._agent_id,
+                                    host=self.host)
 
     async def _security_groups(self, changed: set[str] | None, groups: set[str]) -> None:
         """Know the groups of every port wired here, asking the server about the
