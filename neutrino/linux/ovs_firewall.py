@@ -32,6 +32,7 @@ removed rule are not deleted: the connection lives on until it ends.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -103,8 +104,8 @@ def build(info: Mapping[str, Any], places: Mapping[str, Place]) -> list[str]:
         f"table={INGRESS_RULES},priority=0,actions=drop",
     ]
     groups = info.get("security_groups") or {}
-    members = info.get("sg_member_ips") or {}
-    address_groups = info.get("address_group_ips") or {}
+    remotes = Remotes(info.get("sg_member_ips") or {}, info.get("address_group_ips") or {})
+    conjunctions = Conjunctions()
     for port_id, port in sorted((info.get("devices") or {}).items()):
         place = places.get(port_id)
         if place is None or not filtered(port):
@@ -114,16 +115,115 @@ def build(info: Mapping[str, Any], places: Mapping[str, Place]) -> list[str]:
         rules = [rule for group in sorted(set(port.get("security_groups") or ()))
                  for rule in groups.get(group, [])]
         for rule in rules:
-            for match in _rule_matches(rule, members, address_groups):
-                if rule["direction"] == "egress":
-                    flows.append(f"{cookie},table={EGRESS_RULES},priority=70,"
-                                 f"reg5={place.ofport},ct_state=+new-est+trk,{match},"
-                                 f"actions=ct(commit,{ZONE}),resubmit(,{LOCAL})")
-                else:
-                    flows.append(f"{cookie},table={INGRESS_RULES},priority=70,"
-                                 f"reg5={place.ofport},ct_state=+new-est+trk,{match},"
-                                 f"actions=ct(commit,{ZONE}),{TO_PORT}")
-    return flows
+            table, verdict = _verdict(rule)
+            new = f"table={table},reg5={place.ofport},ct_state=+new-est+trk"
+            remote = remotes.named_by(rule)
+            if remote is None:  # any address, or a prefix
+                flows += [f"{cookie},{new},priority={RULE},{match},actions={verdict}"
+                          for match in _rule_matches(rule, remotes.addresses(rule))]
+            elif remotes.addresses(rule):
+                # the port's clause of a conjunction whose other clause is the members
+                key = (*remote, rule["direction"], _version(rule))
+                conjunctions.add(key, 1, [f"{cookie},{new},priority={CONJUNCTION},{match}"
+                                          for match in _rule_matches(rule, [""])])
+    for key, conj_id in conjunctions.ids.items():
+        kind, remote_id, direction, version = key
+        table, verdict = _verdict({"direction": direction})
+        ip, side = ("ipv6" if version == 6 else "ip"), _side(direction, version)
+        new = f"table={table},priority={CONJUNCTION},ct_state=+new-est+trk"
+        # a member's address is one flow whichever conjunctions name it: no own cookie
+        conjunctions.add(key, 2, [f"{new},{ip},{side}={address}" if address else f"{new},{ip}"
+                                  for address in remotes.members(kind, remote_id, version)])
+        flows.append(f"cookie={cookie_of(remote_id):#x},{new},conj_id={conj_id},{ip},"
+                     f"actions={verdict}")
+    return flows + conjunctions.flows()
+
+
+# priorities in tables 72 and 82: a rule's own flow, a conjunction's flows
+RULE, CONJUNCTION = 70, 60
+
+
+class Remotes:
+    """The addresses of remote groups and address groups, from the server's answer."""
+
+    def __init__(self, members: Mapping[str, Any], address_groups: Mapping[str, Any]):
+        self._of = {"remote_group_id": members, "remote_address_group_id": address_groups}
+
+    @staticmethod
+    def named_by(rule: Mapping[str, Any]) -> tuple[str, str] | None:
+        """(kind, id) when the rule's remote is a group of addresses."""
+        for kind in ("remote_group_id", "remote_address_group_id"):
+            if rule.get(kind):
+                return kind, rule[kind]
+        return None
+
+    def members(self, kind: str, remote_id: str, version: int) -> list[str]:
+        """A group's addresses of one IP version, as matches ("" for any)."""
+        return _addresses((self._of[kind].get(remote_id) or {}).get(f"IPv{version}") or [],
+                          version)
+
+    def addresses(self, rule: Mapping[str, Any]) -> list[str]:
+        """The remote addresses a rule names ("" for any)."""
+        remote = self.named_by(rule)
+        if remote is not None:
+            return self.members(*remote, _version(rule))
+        if rule.get("remote_ip_prefix"):
+            return _addresses([rule["remote_ip_prefix"]], _version(rule))
+        return [""]
+
+
+class Conjunctions:
+    """Rules whose remote is a group, as OpenFlow conjunctions.
+
+    A rule naming a group would take a flow per port per member, quadratic
+    in a group's size; as a conjunction it takes a flow per port (clause 1:
+    the port and the protocol) and a flow per member (clause 2: the address),
+    shared by every port whose rules name that group. One conjunction per
+    (group, direction, IP version); its id is a hash of those, so that it
+    stays the same across syncs and restarts and unchanged flows are left alone.
+    """
+
+    def __init__(self) -> None:
+        self.ids: dict[tuple, int] = {}
+        self._taken: set[int] = set()
+        self._actions: dict[str, set[str]] = {}  # a match -> its conjunction actions
+
+    def add(self, key: tuple, clause: int, matches: list[str]) -> None:
+        conj_id = self._id(key)
+        for match in matches:
+            self._actions.setdefault(match, set()).add(f"conjunction({conj_id},{clause}/2)")
+
+    def flows(self) -> list[str]:
+        """One flow per match, with every conjunction it is a clause of."""
+        return [f"{match},actions={','.join(sorted(actions))}"
+                for match, actions in self._actions.items()]
+
+    def _id(self, key: tuple) -> int:
+        if key not in self.ids:
+            conj_id = int.from_bytes(hashlib.sha256(repr(key).encode()).digest()[:4], "big")
+            while conj_id in self._taken:  # a collision: the next free one
+                conj_id = (conj_id + 1) % 2**32
+            self.ids[key] = conj_id
+            self._taken.add(conj_id)
+        return self.ids[key]
+
+
+def _verdict(rule: Mapping[str, Any]) -> tuple[int, str]:
+    """The table of a rule's direction, and what a new connection it allows gets."""
+    if rule["direction"] == "egress":
+        return EGRESS_RULES, f"ct(commit,{ZONE}),resubmit(,{LOCAL})"
+    return INGRESS_RULES, f"ct(commit,{ZONE}),{TO_PORT}"
+
+
+def _version(rule: Mapping[str, Any]) -> int:
+    return 6 if rule.get("ethertype") == "IPv6" else 4
+
+
+def _side(direction: str, version: int) -> str:
+    """The field that holds the remote address: the destination of what leaves."""
+    if direction == "egress":
+        return "nw_dst" if version == 4 else "ipv6_dst"
+    return "nw_src" if version == 4 else "ipv6_src"
 
 
 def _port_flows(port: Mapping[str, Any], place: Place) -> list[str]:
@@ -177,10 +277,9 @@ def _link_local(mac: str) -> str:
     return str(ipaddress.IPv6Address(bytes([0xFE, 0x80] + [0] * 6 + eui)))
 
 
-def _rule_matches(rule: Mapping[str, Any], members: Mapping[str, Any],
-                  address_groups: Mapping[str, Any]) -> list[str]:
+def _rule_matches(rule: Mapping[str, Any], remotes: list[str]) -> list[str]:
     """The OpenFlow matches of one rule: one per remote address, per port mask."""
-    version = 6 if rule.get("ethertype") == "IPv6" else 4
+    version = _version(rule)
     protocol = _protocol_number(rule.get("protocol"), version)
     if protocol is None:
         return []
@@ -195,9 +294,7 @@ def _rule_matches(rule: Mapping[str, Any], members: Mapping[str, Any],
     elif protocol in (1, 58) and low is not None:
         details = [f",icmp_type={int(low)}" + (f",icmp_code={int(high)}"
                                                 if high is not None else "")]
-    remotes = _remotes(rule, version, members, address_groups)
-    side = ("nw_dst" if version == 4 else "ipv6_dst") if rule["direction"] == "egress" \
-        else ("nw_src" if version == 4 else "ipv6_src")
+    side = _side(rule["direction"], version)
     return [f"{base}{detail}" + (f",{side}={remote}" if remote else "")
             for remote in remotes for detail in details]
 
@@ -217,21 +314,11 @@ def _protocol_number(name: Any, version: int) -> int | None:
     return number
 
 
-def _remotes(rule: Mapping[str, Any], version: int, members: Mapping[str, Any],
-             address_groups: Mapping[str, Any]) -> list[str]:
-    """The remote addresses a rule names ("" for any)."""
-    key = f"IPv{version}"
-    if rule.get("remote_group_id"):
-        found = (members.get(rule["remote_group_id"]) or {}).get(key) or []
-    elif rule.get("remote_address_group_id"):
-        found = (address_groups.get(rule["remote_address_group_id"]) or {}).get(key) or []
-    elif rule.get("remote_ip_prefix"):
-        found = [rule["remote_ip_prefix"]]
-    else:
-        return [""]
-    remotes = []
+def _addresses(found: list[str], version: int) -> list[str]:
+    """Addresses and prefixes of one IP version as matches; "" for any address."""
+    addresses = set()
     for text in found:
         net = ipaddress.ip_network(text, strict=False)
         if net.version == version:
-            remotes.append("" if net.prefixlen == 0 else _text(net))
-    return sorted(set(remotes))
+            addresses.add("" if net.prefixlen == 0 else _text(net))
+    return sorted(addresses)

@@ -54,7 +54,7 @@ class Bus:
         waiter = asyncio.get_running_loop().create_future()
         self._pending[request.msg_id] = waiter
         try:
-            await self.transport.send(queue, envelope.encode(request))
+            await self.transport.send(queue, envelope.encode(request), routed=True)
             wait = self.timeout if timeout is None else timeout
             try:
                 reply: envelope.Reply = await asyncio.wait_for(waiter, wait)

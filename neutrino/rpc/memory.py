@@ -64,8 +64,8 @@ class MemoryTransport(Transport):
             self.queues[f"{topic}.{host}"].add(deliver)
         self.fanouts[topic].append(deliver)
 
-    async def send(self, queue: str, body: bytes) -> None:
-        self.queues[queue].put(body)
+    async def send(self, queue: str, body: bytes, *, routed: bool = False) -> None:
+        self.queues[queue].put(body)  # a queue is never lost here: it waits for listeners
 
     async def fanout(self, topic: str, body: bytes) -> None:
         loop = asyncio.get_running_loop()

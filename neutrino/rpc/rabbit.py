@@ -63,7 +63,7 @@ from aio_pika.abc import (
     AbstractRobustChannel,
     AbstractRobustConnection,
 )
-from aio_pika.exceptions import CONNECTION_EXCEPTIONS
+from aio_pika.exceptions import CONNECTION_EXCEPTIONS, PublishError
 from yarl import URL
 
 from neutrino.rpc.errors import TransportError
@@ -118,7 +118,8 @@ class RabbitTransport(Transport):
                 raise TransportError(f"cannot connect to {where}: "
                                      f"{_connect_failure(error, url)}") from None
             try:
-                publisher = await connection.channel(publisher_confirms=True)
+                publisher = await connection.channel(publisher_confirms=True,
+                                                     on_return_raises=True)
                 consumer = await connection.channel(publisher_confirms=False)
                 await consumer.set_qos(prefetch_count=self.prefetch)
             except _FAILURES as error:
@@ -213,9 +214,9 @@ class RabbitTransport(Transport):
 
     # --- sending -------------------------------------------------------------------------
 
-    async def send(self, queue: str, body: bytes) -> None:
+    async def send(self, queue: str, body: bytes, *, routed: bool = False) -> None:
         publisher, _ = self._channels()
-        await self._publish(publisher.default_exchange, queue, body)
+        await self._publish(publisher.default_exchange, queue, body, mandatory=routed)
 
     async def fanout(self, topic: str, body: bytes) -> None:
         publisher, _ = self._channels()
@@ -232,11 +233,20 @@ class RabbitTransport(Transport):
         return await channel.declare_exchange(f"{topic}_fanout", aio_pika.ExchangeType.FANOUT,
                                               durable=False, auto_delete=False)
 
-    async def _publish(self, exchange: AbstractExchange, routing_key: str, body: bytes) -> None:
+    async def _publish(self, exchange: AbstractExchange, routing_key: str, body: bytes,
+                       mandatory: bool = False) -> None:
         message = aio_pika.Message(body, content_type="application/json",
                                    delivery_mode=aio_pika.DeliveryMode.NOT_PERSISTENT)
-        await self._bounded(exchange.publish(message, routing_key, mandatory=False),
-                            f"cannot send to {routing_key or exchange.name}")
+        where = routing_key or exchange.name
+
+        async def publish() -> None:
+            try:
+                await exchange.publish(message, routing_key, mandatory=mandatory)
+            except PublishError:  # returned: no queue of that name (yet)
+                raise TransportError(f"cannot send to {where}: no such queue on the "
+                                     "broker; is anyone listening?") from None
+
+        await self._bounded(publish(), f"cannot send to {where}")
 
     async def _bounded(self, work: Awaitable[T], failed: str) -> T:
         """``work`` within ``send_timeout``; a broker failure is a TransportError.

@@ -36,8 +36,13 @@ class Transport(ABC):
         """Consume ``topic``, ``topic.host`` (when given) and the topic's fanout."""
 
     @abstractmethod
-    async def send(self, queue: str, body: bytes) -> None:
-        """Put ``body`` on ``queue`` (a topic, ``topic.host`` or a reply queue)."""
+    async def send(self, queue: str, body: bytes, *, routed: bool = False) -> None:
+        """Put ``body`` on ``queue`` (a topic, ``topic.host`` or a reply queue).
+
+        ``routed``: fail at once when the broker has no such queue (a call made
+        while a restarted broker waits for its listeners to come back), rather
+        than drop the message and leave the caller waiting for its timeout.
+        """
 
     @abstractmethod
     async def fanout(self, topic: str, body: bytes) -> None:

@@ -32,7 +32,8 @@ def deployment(tmp_path, rabbit_url, driver):
 
 
 def test_security_groups_filter_instances(deployment, driver):
-    """The default group lets its members talk; a group without an ICMP rule
+    """The default group lets its members talk; a rule naming a group lets in
+    its members only; a group without an ICMP rule
     blocks pings until the rule is added, and again once it is removed; a
     spoofed source is dropped; port_security_enabled=false passes everything."""
     api = deployment.api
@@ -69,6 +70,21 @@ def test_security_groups_filter_instances(deployment, driver):
         run("sh", "-c", f"nc -lk -p {listen} >/dev/null 2>&1 &", namespace=inst_b)
     wait_until(lambda: nc_connects(inst_a, ip_b, 8080), 10, "TCP 8080 to be let in")
     assert not nc_connects(inst_a, ip_b, 9090)
+
+    # a rule naming the group lets in its members only: a, while it is one
+    by_group = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
+        "security_group_id": group["id"], "direction": "ingress", "protocol": "tcp",
+        "port_range_min": 9090, "port_range_max": 9090, "remote_group_id": group["id"]}})
+    assert by_group.status_code == 201, by_group.text
+    joined = api.put(f"/v2.0/ports/{port_a['id']}", json={"port": {
+        "security_groups": [*port_a["security_groups"], group["id"]]}})
+    assert joined.status_code == 200, joined.text
+    wait_until(lambda: nc_connects(inst_a, ip_b, 9090), 10, "a member of the group to get in")
+    left = api.put(f"/v2.0/ports/{port_a['id']}", json={"port": {
+        "security_groups": port_a["security_groups"]}})
+    assert left.status_code == 200, left.text
+    wait_until(lambda: not nc_connects(inst_a, ip_b, 9090), 10, "a to be kept out once it left")
+    assert nc_connects(inst_a, ip_b, 8080)
 
     icmp = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
         "security_group_id": group["id"], "direction": "ingress", "protocol": "icmp"}})

@@ -62,10 +62,49 @@ def test_rules_become_committing_flows():
     assert any("nw_proto=6" in f and "tp_dst=0x1f90/0xfffe" in f
                and "nw_src=192.0.2.0/24" in f for f in ingress)
     assert any("nw_proto=58" in f and "icmp_type=128" in f for f in ingress)  # ICMPv6
-    assert {f.split("nw_src=")[1].split(",")[0] for f in ingress
-            if "nw_src=10.0.0" in f} == {"10.0.0.5", "10.0.0.6"}
+    assert not any("nw_src=10.0.0" in f for f in ingress)  # the group's rule: below
     assert len(egress) == 1 and "ip," in egress[0] and "nw_dst" not in egress[0]
     assert all("reg5=7" in f and "ct(commit" in f for f in ingress + egress)
+
+
+def conjunction_flows(flows):
+    """(the ports' clauses, the members' clauses, the conjunctions) in table 82."""
+    found = [f for f in flows if "table=82" in f and "priority=60" in f]
+    return ([f for f in found if "1/2)" in f], [f for f in found if "2/2)" in f],
+            [f for f in found if "conj_id=" in f])
+
+
+def test_a_remote_group_is_a_conjunction_linear_in_ports_and_members():
+    """N ports of a group allowing each other: a flow per port and per member,
+    not one per pair."""
+    rules = {"g1": [{"direction": "ingress", "ethertype": "IPv4", "protocol": "tcp",
+                     "port_range_min": 22, "port_range_max": 22, "remote_group_id": "g1"},
+                    {"direction": "ingress", "ethertype": "IPv4", "protocol": "udp",
+                     "remote_group_id": "g1"}],
+             "g2": [{"direction": "ingress", "ethertype": "IPv4", "protocol": "tcp",
+                     "port_range_min": 22, "port_range_max": 22, "remote_group_id": "g2"}]}
+    devices, places, members = {}, {}, []
+    for n in range(1, 51):
+        groups = ["g1", "g2"] if n == 1 else ["g1"]
+        devices[f"p{n}"] = {**PORT, "port_id": f"p{n}", "security_groups": groups,
+                            "fixed_ips": [{"ip_address": f"10.0.0.{n}"}],
+                            "allowed_address_pairs": []}
+        places[f"p{n}"] = Place(ofport=n, vlan=3)
+        members.append(f"10.0.0.{n}")
+    info = {"devices": devices, "security_groups": rules,
+            "sg_member_ips": {"g1": {"IPv4": members}, "g2": {"IPv4": ["10.0.0.1"]}}}
+    ports, addresses, conjunctions = conjunction_flows(build(info, places))
+    assert len(ports) == 50 * 2  # tcp/22 and udp per port (port 1: g2 shares its tcp/22)
+    assert len(addresses) == 50  # one per member, whatever groups name it
+    assert len(conjunctions) == 2  # g1 and g2, ingress, IPv4
+    g1, g2 = (int(f.split("conj_id=")[1].split(",")[0]) for f in conjunctions)
+    member_1 = next(f for f in addresses if "nw_src=10.0.0.1," in f)
+    assert member_1.endswith(f"actions=conjunction({min(g1, g2)},2/2),"
+                             f"conjunction({max(g1, g2)},2/2)")
+    port_1_ssh = next(f for f in ports if "reg5=1," in f and "tp_dst=0x16" in f)
+    assert f"conjunction({g1},1/2)" in port_1_ssh and f"conjunction({g2},1/2)" in port_1_ssh
+    # the same ids next time, and in another process: unchanged flows stay
+    assert conjunction_flows(build(info, places))[2] == conjunctions
 
 
 def test_unfiltered_ports_and_empty_groups_get_no_rules():
