@@ -15,8 +15,9 @@ Figures, not pass/fail; the machine's load before each phase, as it may be
 shared. It prints:
 
 * flows: ``OpenFlow.add`` (one bundle) of 1,000 and 10,000 distinct flows on
-  a bridge of a private Open vSwitch, and ``OpenFlow.replace`` of a
-  10,000-flow table with one flow changed (and with none); flows/s;
+  a bridge of a private Open vSwitch, ``OpenFlow.replace`` of a 10,000-flow
+  table with one flow changed (and with none), and ``OpenFlow.update`` of it
+  with one flow changed (what the agent sends between full syncs); flows/s;
 * port up: for each of ``--ports`` ports in turn (then ``--more-ports`` more),
   the time from the API's port create, through the plug (binding, namespace,
   veth on br-int, as ``neutrino-instance plug --ovs-db`` does, in this
@@ -127,6 +128,8 @@ def flow_rates(box: Sandbox, tmp: Path, repeat: int) -> None:
         timed("replace of 10,000 flows, 1 changed", 10000,
               lambda: flows.replace(one_changed), restore)
         timed("replace of 10,000 flows, none changed", 10000, lambda: flows.replace(full))
+        timed("update of 10,000 flows, 1 changed (the agent's incremental write)", 10000,
+              lambda: flows.update(full, one_changed), restore)
     finally:
         ovs.stop()
 
@@ -135,7 +138,7 @@ def flow_rates(box: Sandbox, tmp: Path, repeat: int) -> None:
 
 def port_up_times(deployment: Deployment, api: Api, net_id: str, count: int,
                   label: str) -> tuple[list[str], list[float]]:
-    times, ports = [], []
+    times, plugs, ports = [], [], []
     host = deployment.hosts["h1"]
     ovs = Ovs(host["ovs"].db)
     for _ in range(count):
@@ -143,15 +146,20 @@ def port_up_times(deployment: Deployment, api: Api, net_id: str, count: int,
         port = deployment.api.port(net_id)
         deployment.box.adopt(instance_namespace(port["id"]))
         plug(api, port["id"], host["host"], host["namespace"], dhcp=False, timeout=1, ovs=ovs)
+        plugs.append(time.perf_counter() - began)
         while status(deployment, port["id"]) != "ACTIVE":
             if time.perf_counter() - began > 300:
                 raise TimeoutError(f"port {port['id']} not ACTIVE after 300 s")
             time.sleep(0.01)
         times.append(time.perf_counter() - began)
         ports.append(port["id"])
+    agent = [total - plugged for total, plugged in zip(times, plugs, strict=True)]
     print(f"port up      {label}, {count} one after another: p50 {percentile(times, 50):.3f} s"
           f"   p99 {percentile(times, 99):.3f} s   max {max(times):.3f} s   "
-          f"mean {statistics.mean(times):.3f} s", flush=True)
+          f"mean {statistics.mean(times):.3f} s; of which create + plug p50 "
+          f"{percentile(plugs, 50):.3f} s p99 {percentile(plugs, 99):.3f} s, then until "
+          f"ACTIVE p50 {percentile(agent, 50):.3f} s p99 {percentile(agent, 99):.3f} s",
+          flush=True)
     return ports, times
 
 
@@ -175,7 +183,7 @@ def fill_internal(deployment: Deployment, api: Api, net_id: str, count: int,
                      f"external_ids:iface-id={port['id']}",
                      f"external_ids:attached-mac={port['mac_address']}",
                      "external_ids:iface-status=active"]
-        host["ovs"].vsctl(*args)
+        host["ovs"].vsctl("--no-wait", *args)  # the agent waits for ovs-vswitchd
     plugged = time.perf_counter()
     ids = {port["id"] for port in ports}
     wait_until(lambda: ids <= active(deployment, net_id), 900,
@@ -304,15 +312,22 @@ def address(deployment: Deployment, port_id: str) -> tuple[str, str]:
     return ns, ip
 
 
-def agent_log_findings(deployment: Deployment) -> None:
+def agent_log_findings(deployment: Deployment, when: str) -> None:
+    """Warnings and errors in h1's agent log (each start of the agent begins a new log)."""
     text = deployment.log(AGENT_LOG)
     bad = [line for line in text.splitlines()
            if re.search(r"\b(ERROR|WARNING|Traceback|CRITICAL)\b", line)]
     syncs = re.findall(r"full sync done in ([0-9.]+) s", text)
-    print(f"agent log    (after the restart) {len(bad)} warning/error lines; "
+    print(f"agent log    ({when}) {len(bad)} warning/error lines; "
           f"full syncs {', '.join(syncs) or 'none'} s")
     for line in bad[:10]:
         print(f"             {line[:200]}")
+    lines = text.splitlines()
+    first = next((i for i, line in enumerate(lines) if "Traceback" in line), None)
+    if first is not None:  # the first traceback in full: what went wrong
+        end = next((i for i in range(first + 1, len(lines))
+                    if re.match(r"\d{4}-\d\d-\d\d ", lines[i])), len(lines))
+        print("\n".join(f"             {line[:200]}" for line in lines[first - 1:end]))
 
 
 # --- the whole -------------------------------------------------------------------------------
@@ -390,8 +405,9 @@ def run_deployment(deployment: Deployment, args: argparse.Namespace) -> None:
     for what, (source, target) in pingers.items():
         if not any(pings(source, target) for _ in range(20)):
             print(f"traffic      ping {what} fails before the kill", flush=True)
+    agent_log_findings(deployment, "before the kill")
     resync(deployment, agents["h1"], pingers)
-    agent_log_findings(deployment)
+    agent_log_findings(deployment, "after the restart")
 
 
 def _args() -> argparse.Namespace:

@@ -17,10 +17,11 @@ in ``other_config:net_uuid`` so that a restarted agent keeps the same VLANs).
   bridge (``bridge_mappings``), where the local VLAN is stripped or becomes
   the network's VLAN, and back.
 
-Flows are computed from what the agent knows and written per bridge with
-``replace-flows`` in one bundle: only the difference reaches the switch, so a
-restarted agent that comes to the same flows changes nothing and traffic
-never stops; stale flows go with the same write. Actions are written as
+Flows are computed from what the agent knows and written per bridge in one
+bundle. A full sync uses ``replace-flows``: only the difference reaches the
+switch, so a restarted agent that comes to the same flows changes nothing
+and traffic never stops; stale flows go with the same write. Other syncs
+send the flow mods between the table last written and the new one. Actions are written as
 OpenFlow 1.3 states them (``pop_vlan``, ``push_vlan`` + ``set_field``), the
 form the switch gives back, or every write would seem a change.
 """
@@ -375,9 +376,12 @@ class OpenvswitchAgent(Agent):
         for physnet, bridge in ovs.bridge_mappings.items():
             tables[bridge] = self._phys_flows(physnet, bridge, networks)
         for bridge, flows in tables.items():
-            if full or self._applied.get(bridge) != flows:
+            applied = None if full else self._applied.get(bridge)
+            if applied is None:  # the switch's table is not known: ovs-ofctl diffs
                 OpenFlow(bridge).replace(flows)
-                self._applied[bridge] = flows
+            elif applied != flows:  # only what changed since the last write
+                OpenFlow(bridge).update(applied, flows)
+            self._applied[bridge] = flows
 
     def _int_flows(self, networks: dict[str, dict[str, Any]]) -> list[str]:
         if self.firewall:

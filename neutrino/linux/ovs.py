@@ -10,8 +10,10 @@ its ``external_ids``) at once, without polling names.
 (one atomic OpenFlow bundle per call, whatever the number of flows). A full
 sync replaces the bridge's whole table with ``replace-flows``, which sends
 only the difference: a restarted agent that wants the same flows changes
-nothing, and traffic never stops. Between full syncs, flows are added, and
-deleted by cookie: each port's flows carry a cookie of their own.
+nothing, and traffic never stops. Between full syncs the caller knows the
+table it wrote, and ``update`` sends the flow mods that turn it into the
+new one, with no dump of the switch's table. Each port's and network's flows
+carry a cookie of their own, to tell them apart in a dump.
 
 ``ovs-ofctl`` finds a bridge's OpenFlow socket in ``$OVS_RUNDIR`` (default
 /var/run/openvswitch), as every OVS tool does.
@@ -153,6 +155,23 @@ def cookie_of(key: str) -> int:
     return int.from_bytes(hashlib.sha256(key.encode()).digest()[:8], "big") >> 1
 
 
+def flow_key(flow: str) -> str:
+    """What names a flow in its table (table, priority, match): the flow
+    without its cookie and actions, written as this module's callers write."""
+    head = flow.partition(",actions=")[0]
+    return ",".join(part for part in head.split(",") if not part.startswith("cookie="))
+
+
+def flow_mods(old: list[str], new: list[str]) -> list[str]:
+    """The flow mods (``ovs-ofctl add-flows`` lines) that turn ``old`` into ``new``:
+    an add for each flow new or changed (it replaces the flow of the same
+    match), a strict delete for each flow gone."""
+    before = {flow_key(flow): flow for flow in old}
+    after = {flow_key(flow): flow for flow in new}
+    return ([f"delete_strict {key}" for key in before if key not in after]
+            + [f"add {flow}" for key, flow in after.items() if before.get(key) != flow])
+
+
 class OpenFlow:
     """The flows of one bridge, through ``ovs-ofctl``."""
 
@@ -174,9 +193,14 @@ class OpenFlow:
         if flows:
             self._ofctl("--bundle", "add-flows", self.bridge, "-", flows=flows)
 
-    def delete_cookie(self, cookie: int) -> None:
-        """Every flow with exactly this cookie."""
-        self._ofctl("del-flows", self.bridge, f"cookie={cookie:#x}/-1")
+    def update(self, old: list[str], new: list[str]) -> int:
+        """Turn the table from ``old`` (as last written) into ``new`` in one bundle
+        that holds only the flows added, changed and removed: no dump, no diff by
+        ovs-ofctl. The number of flow mods sent."""
+        changes = flow_mods(old, new)
+        if changes:
+            self._ofctl("--bundle", "add-flows", self.bridge, "-", flows=changes)
+        return len(changes)
 
     def replace(self, flows: list[str]) -> None:
         """Make the bridge's table exactly ``flows``: only the difference is sent,

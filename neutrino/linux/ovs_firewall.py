@@ -12,8 +12,10 @@ packet leaves or is bound for::
         reg5, table 81; anything else -> table 94 (the agent's: NORMAL)
     71  egress of a filtered port: anti-spoofing (its MACs with their
         addresses only), DHCP and neighbour discovery, then conntrack
-    72  egress rules: established and related pass, new connections that a
-        rule allows are committed; the rest is dropped -> table 60
+    72  egress rules: replies and related packets pass; the rest must match
+        a rule, which commits the connection (again: a no-op) -> table 60;
+        what no rule allows is dropped, so a removed rule also stops the
+        connections it had let through, with no conntrack entry to delete
     81  ingress of a filtered port: ARP, DHCP replies, neighbour discovery
         pass; IP goes through conntrack
     82  ingress rules, as 72 -> output to reg5
@@ -26,8 +28,7 @@ filtered, as in Neutron.
 
 Left out, as in the iptables driver: stateless groups are filtered statefully.
 Broadcast and multicast reach filtered ports by NORMAL, without their ingress
-rules (ARP and DHCP need it; IP broadcast is rare). Conntrack entries of a
-removed rule are not deleted: the connection lives on until it ends.
+rules (ARP and DHCP need it; IP broadcast is rare).
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def build(info: Mapping[str, Any], places: Mapping[str, Place]) -> list[str]:
         f"table={LOCAL},priority=0,actions=resubmit(,{NORMAL_OUT})",
         f"table={EGRESS},priority=0,actions=drop",
         f"table={EGRESS_RULES},priority=100,ct_state=+inv+trk,actions=drop",
-        f"table={EGRESS_RULES},priority=90,ct_state=-new+est+trk,actions=resubmit(,{LOCAL})",
+        f"table={EGRESS_RULES},priority=90,ct_state=+est+rpl+trk,actions=resubmit(,{LOCAL})",
         f"table={EGRESS_RULES},priority=90,ct_state=-new+rel+trk,actions=resubmit(,{LOCAL})",
         f"table={EGRESS_RULES},priority=0,actions=drop",
         f"table={INGRESS},priority=95,arp,actions={TO_PORT}",
@@ -99,7 +100,7 @@ def build(info: Mapping[str, Any], places: Mapping[str, Place]) -> list[str]:
         f"table={INGRESS},priority=90,ipv6,actions=ct(table={INGRESS_RULES},{ZONE})",
         f"table={INGRESS},priority=0,actions=drop",
         f"table={INGRESS_RULES},priority=100,ct_state=+inv+trk,actions=drop",
-        f"table={INGRESS_RULES},priority=90,ct_state=-new+est+trk,actions={TO_PORT}",
+        f"table={INGRESS_RULES},priority=90,ct_state=+est+rpl+trk,actions={TO_PORT}",
         f"table={INGRESS_RULES},priority=90,ct_state=-new+rel+trk,actions={TO_PORT}",
         f"table={INGRESS_RULES},priority=0,actions=drop",
     ]
@@ -116,25 +117,25 @@ def build(info: Mapping[str, Any], places: Mapping[str, Place]) -> list[str]:
                  for rule in groups.get(group, [])]
         for rule in rules:
             table, verdict = _verdict(rule)
-            new = f"table={table},reg5={place.ofport},ct_state=+new-est+trk"
+            at = f"table={table},reg5={place.ofport}"
             remote = remotes.named_by(rule)
             if remote is None:  # any address, or a prefix
-                flows += [f"{cookie},{new},priority={RULE},{match},actions={verdict}"
+                flows += [f"{cookie},{at},priority={RULE},{match},actions={verdict}"
                           for match in _rule_matches(rule, remotes.addresses(rule))]
             elif remotes.addresses(rule):
                 # the port's clause of a conjunction whose other clause is the members
                 key = (*remote, rule["direction"], _version(rule))
-                conjunctions.add(key, 1, [f"{cookie},{new},priority={CONJUNCTION},{match}"
+                conjunctions.add(key, 1, [f"{cookie},{at},priority={CONJUNCTION},{match}"
                                           for match in _rule_matches(rule, [""])])
     for key, conj_id in conjunctions.ids.items():
         kind, remote_id, direction, version = key
         table, verdict = _verdict({"direction": direction})
         ip, side = ("ipv6" if version == 6 else "ip"), _side(direction, version)
-        new = f"table={table},priority={CONJUNCTION},ct_state=+new-est+trk"
+        at = f"table={table},priority={CONJUNCTION}"
         # a member's address is one flow whichever conjunctions name it: no own cookie
-        conjunctions.add(key, 2, [f"{new},{ip},{side}={address}" if address else f"{new},{ip}"
+        conjunctions.add(key, 2, [f"{at},{ip},{side}={address}" if address else f"{at},{ip}"
                                   for address in remotes.members(kind, remote_id, version)])
-        flows.append(f"cookie={cookie_of(remote_id):#x},{new},conj_id={conj_id},{ip},"
+        flows.append(f"cookie={cookie_of(remote_id):#x},{at},conj_id={conj_id},{ip},"
                      f"actions={verdict}")
     return flows + conjunctions.flows()
 
@@ -148,6 +149,7 @@ class Remotes:
 
     def __init__(self, members: Mapping[str, Any], address_groups: Mapping[str, Any]):
         self._of = {"remote_group_id": members, "remote_address_group_id": address_groups}
+        self._parsed: dict[tuple[str, str, int], list[str]] = {}  # once per group, not per port
 
     @staticmethod
     def named_by(rule: Mapping[str, Any]) -> tuple[str, str] | None:
@@ -159,8 +161,11 @@ class Remotes:
 
     def members(self, kind: str, remote_id: str, version: int) -> list[str]:
         """A group's addresses of one IP version, as matches ("" for any)."""
-        return _addresses((self._of[kind].get(remote_id) or {}).get(f"IPv{version}") or [],
-                          version)
+        key = (kind, remote_id, version)
+        if key not in self._parsed:
+            found = (self._of[kind].get(remote_id) or {}).get(f"IPv{version}") or []
+            self._parsed[key] = _addresses(found, version)
+        return self._parsed[key]
 
     def addresses(self, rule: Mapping[str, Any]) -> list[str]:
         """The remote addresses a rule names ("" for any)."""
@@ -209,7 +214,7 @@ class Conjunctions:
 
 
 def _verdict(rule: Mapping[str, Any]) -> tuple[int, str]:
-    """The table of a rule's direction, and what a new connection it allows gets."""
+    """The table of a rule's direction, and what a packet it allows gets."""
     if rule["direction"] == "egress":
         return EGRESS_RULES, f"ct(commit,{ZONE}),resubmit(,{LOCAL})"
     return INGRESS_RULES, f"ct(commit,{ZONE}),{TO_PORT}"

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from neutrino.cmd.instance import Ovs, instance_namespace, make_instance, tap_name, unplug
+from neutrino.linux.ovs import OpenFlow
 from tests.dataplane import Sandbox, pings, run, sandbox, wait_until
 from tests.ovs import OvsError, OvsHost, alive, ovs_host, skip_unless_ovs
 
@@ -161,3 +163,36 @@ def test_stop_kills_daemons_that_do_not_answer(box: Sandbox, tmp_path: Path):
     finally:
         ovs.stop()
     assert not any(map(alive, pids.values()))
+
+
+def test_update_sends_only_the_change_and_leaves_the_rest(box: Sandbox, tmp_path: Path):
+    """``OpenFlow.update`` turns the table it was told of into the new one: added,
+    changed (actions or cookie) and removed flows; the others keep their age."""
+    ovs = OvsHost.start(box.namespace("h1"), tmp_path)
+    try:
+        ovs.add_bridge("br-x", "fail_mode=secure")
+        flows = OpenFlow("br-x", {**os.environ, **ovs.env})
+        old = [f"cookie={n:#x},table=0,priority=10,ip,nw_dst=10.0.0.{n},actions=NORMAL"
+               for n in range(1, 6)]
+        flows.replace(old)
+        time.sleep(1.1)  # so that a flow written again is younger
+        new = [old[0],  # kept
+               old[1].replace("actions=NORMAL", "actions=drop"),  # changed actions
+               old[2].replace("cookie=0x3", "cookie=0x33"),  # changed cookie
+               "table=1,priority=5,arp,actions=NORMAL"]  # added; 4 and 5 removed
+        assert flows.update(old, new) == 5
+        dumped = flows.dump()
+        assert len(dumped) == 4, dumped
+        by_address = {line.split("nw_dst=")[1].split()[0]: line
+                      for line in dumped if "nw_dst=" in line}
+        assert set(by_address) == {"10.0.0.1", "10.0.0.2", "10.0.0.3"}
+        assert "actions=drop" in by_address["10.0.0.2"]
+        assert "cookie=0x33" in by_address["10.0.0.3"]
+        assert any("table=1" in line and "arp" in line for line in dumped)
+        ages = {line.split("nw_dst=")[1].split()[0]: float(line.split("duration=")[1]
+                                                           .split("s")[0])
+                for line in ovs.ofctl("dump-flows", "br-x").splitlines() if "nw_dst=" in line}
+        assert ages["10.0.0.1"] >= 1.0 and ages["10.0.0.2"] < 1.0, ages
+        assert flows.update(new, new) == 0
+    finally:
+        ovs.stop()

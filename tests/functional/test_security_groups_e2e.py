@@ -4,6 +4,9 @@ Root only: everything happens in namespaces the tests make and remove."""
 
 from __future__ import annotations
 
+import subprocess
+import time
+
 import pytest
 
 from tests.dataplane import pings, run, skip_unless_root, wait_until
@@ -34,7 +37,8 @@ def deployment(tmp_path, rabbit_url, driver):
 def test_security_groups_filter_instances(deployment, driver):
     """The default group lets its members talk; a rule naming a group lets in
     its members only; a group without an ICMP rule
-    blocks pings until the rule is added, and again once it is removed; a
+    blocks pings until the rule is added, and again once it is removed (a
+    running ping too); a
     spoofed source is dropped; port_security_enabled=false passes everything."""
     api = deployment.api
     deployment.add_host("h1", 1)
@@ -90,9 +94,18 @@ def test_security_groups_filter_instances(deployment, driver):
         "security_group_id": group["id"], "direction": "ingress", "protocol": "icmp"}})
     assert icmp.status_code == 201, icmp.text
     wait_until(lambda: pings(inst_a, ip_b), 5, "the ICMP rule to open pings")
+    # a ping that keeps running is one connection: the rule's removal ends it too
+    flood = subprocess.Popen(["ip", "netns", "exec", inst_a, "ping", "-n", "-i", "0.2",
+                              "-w", "8", ip_b], stdout=subprocess.PIPE, text=True)
+    time.sleep(1.2)
     deleted = api.delete(f"/v2.0/security-group-rules/{icmp.json()['security_group_rule']['id']}")
     assert deleted.status_code == 204
     wait_until(lambda: not pings(inst_a, ip_b), 5, "the rule's removal to close pings")
+    out, _ = flood.communicate(timeout=15)
+    replied = [int(word.split("=")[1]) for line in out.splitlines()
+               for word in line.split() if word.startswith("icmp_seq=")]
+    # about 40 sent; replies from the start, none in the last 2 s
+    assert replied and min(replied) <= 3 and max(replied) <= 30, out
 
     # back in the default group: a spoofed source address from a is dropped
     api.put(f"/v2.0/ports/{port_b['id']}", json={"port": {"security_groups": port_a[
