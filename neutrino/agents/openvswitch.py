@@ -300,32 +300,36 @@ class OpenvswitchAgent(Agent):
         """Tag the ports of ``details``; forget those ``gone``. The ports now up
         and down, and the networks new on this host."""
         up, down, fresh = [], [], set()
+        tags: dict[str, tuple[int, dict[str, str]]] = {}  # interface -> (tag, notes)
+        wiring: list[tuple[dict[str, Any], str]] = []
         for port in details:
             port_id = port.get("port_id") or port.get("device")
             name = present.get(port_id)
             if "port_id" not in port or name is None:
                 # not a port of the server's (any more): it passes nothing
                 if name is not None:
-                    self.db.set_tag(name, DEAD_VLAN)
+                    tags[name] = (DEAD_VLAN, {})
                 self.ports.pop(port_id, None)
                 continue
             if not self._can_carry(port):
-                if name is not None:
-                    self.db.set_tag(name, DEAD_VLAN)
+                tags[name] = (DEAD_VLAN, {})
                 continue
             network_id = port["network_id"]
             if not any(p["network_id"] == network_id for p in self.ports.values()):
                 fresh.add(network_id)
             vlan = self._vlan_for(network_id)
-            self.db.set_tag(name, vlan if port["admin_state_up"] else DEAD_VLAN,
-                            net_uuid=network_id)
-            ofport = self._wait_ofport(name)
-            if ofport is None:
+            tags[name] = (vlan if port["admin_state_up"] else DEAD_VLAN,
+                          {"net_uuid": network_id})
+            wiring.append((port, name))
+        self.db.set_tags(tags)  # one transaction for the whole batch
+        ofports = self._wait_ofports({name for _, name in wiring})
+        for port, name in wiring:
+            if name not in ofports:
                 LOG.warning("%s has no OpenFlow port yet: wired at the next sync", name)
-                self.mark_dirty_soon(port_id)
+                self.mark_dirty_soon(port["port_id"])
                 continue
-            self.ports[port_id] = {**port, "interface": name, "ofport": ofport}
-            (up if port["admin_state_up"] else down).append(port_id)
+            self.ports[port["port_id"]] = {**port, "interface": name, "ofport": ofports[name]}
+            (up if port["admin_state_up"] else down).append(port["port_id"])
         for port_id in gone:
             if self.ports.pop(port_id, None) is not None:
                 down.append(port_id)
@@ -335,12 +339,15 @@ class OpenvswitchAgent(Agent):
             self.fdb.pop(network_id, None)
         return up, down, fresh
 
-    def _wait_ofport(self, name: str, seconds: float = 2.0) -> int | None:
-        """ovs-vswitchd numbers a new port a moment after OVSDB has it."""
+    def _wait_ofports(self, names: set[str], seconds: float = 2.0) -> dict[str, int]:
+        """The OpenFlow ports of ``names``: ovs-vswitchd numbers a new port a
+        moment after OVSDB has it, so wait a little (once for all) for those missing."""
         deadline = time.monotonic() + seconds
-        while (ofport := self.db.ofport(name)) is None and time.monotonic() < deadline:
+        while True:
+            ofports = self.db.ofports()
+            if names <= set(ofports) or time.monotonic() >= deadline:
+                return ofports
             time.sleep(0.02)
-        return ofport
 
     def mark_dirty_soon(self, port_id: str) -> None:
         """From the host thread: look at the port again in a second."""

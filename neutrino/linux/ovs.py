@@ -108,12 +108,25 @@ class Ovsdb:
     def delete_port(self, port: str, bridge: str | None = None) -> None:
         self._run(f"deleting port {port}", self.api.del_port(port, bridge, if_exists=True))
 
-    def set_tag(self, port: str, tag: int, **other_config: str) -> None:
-        """The port's access VLAN, and notes of ours in its ``other_config``."""
-        commands = [self.api.db_set("Port", port, ("tag", tag))]
-        if other_config:
-            commands.append(self.api.db_set("Port", port, ("other_config", other_config)))
-        self._run(f"tagging port {port}", *commands)
+    def set_tags(self, tags: Mapping[str, tuple[int, Mapping[str, str]]]) -> int:
+        """Ports' access VLANs, and notes of ours in their ``other_config``
+        (name -> (tag, notes)), in one transaction. Ports that already have them
+        are left alone, ports gone meanwhile are passed over. How many changed."""
+        current = self.port_tags()
+        commands, changed = [], set()
+        for port, (tag, notes) in tags.items():
+            if port not in current:
+                continue
+            now_tag, now_notes = current[port]
+            if now_tag != tag:
+                commands.append(self.api.db_set("Port", port, ("tag", tag)))
+                changed.add(port)
+            if any(now_notes.get(key) != value for key, value in notes.items()):
+                commands.append(self.api.db_set("Port", port, ("other_config", dict(notes))))
+                changed.add(port)
+        if commands:
+            self._run(f"tagging {len(changed)} ports", *commands)
+        return len(changed)
 
     def port_tags(self) -> dict[str, tuple[int | None, dict[str, str]]]:
         """Every port: name -> (its access VLAN or None, its ``other_config``)."""
@@ -135,12 +148,12 @@ class Ovsdb:
             check_error=True)
         return {row["name"]: row for row in rows}
 
-    def ofport(self, name: str) -> int | None:
-        """The interface's OpenFlow port number, or None while it has none."""
-        rows = self.api.db_find("Interface", ("name", "=", name),
-                                columns=["ofport"]).execute(check_error=True)
-        value = _optional(rows[0]["ofport"]) if rows else None
-        return value if isinstance(value, int) and value > 0 else None
+    def ofports(self) -> dict[str, int]:
+        """Interface name -> its OpenFlow port number, for those that have one."""
+        rows = self.api.db_list("Interface", columns=["name", "ofport"]).execute(
+            check_error=True)
+        numbers = {row["name"]: _optional(row["ofport"]) for row in rows}
+        return {name: n for name, n in numbers.items() if isinstance(n, int) and n > 0}
 
 
 def _optional(value: Any) -> Any:
