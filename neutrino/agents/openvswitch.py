@@ -47,7 +47,7 @@ from neutrino.agents.notifications import (
     merge_fdb,
 )
 from neutrino.agents.sg_info import SecurityGroupInfo
-from neutrino.config import Config, Opt, OptGroup, choice, parse_bool, parse_list
+from neutrino.config import Config, Opt, OptGroup, choice, int_range, parse_bool, parse_list
 from neutrino.linux import ovs_firewall
 from neutrino.linux.ovs import DEAD_VLAN, DEFAULT_OVSDB, OpenFlow, Ovsdb, cookie_of
 from neutrino.rpc import topics
@@ -119,6 +119,8 @@ class OpenvswitchAgent(Agent):
             Opt("datapath_type", choice("system", "netdev"), "system",
                 "system (the kernel's datapath), or netdev (userspace)."),
             Opt("ovsdb_connection", str, DEFAULT_OVSDB, "Where ovsdb-server listens."),
+            Opt("ovsdb_timeout", int_range(1), 10,
+                "Seconds an OVSDB transaction may take, ovs-vswitchd applying it included."),
             Opt("of_interface", choice("ovs-ofctl"), "ovs-ofctl",
                 "How flows are written: ovs-ofctl bundles."),
         ]),
@@ -205,7 +207,9 @@ class OpenvswitchAgent(Agent):
     @property
     def db(self) -> Ovsdb:
         if self._db is None:
-            self._db = Ovsdb(self.conf.ovs.ovsdb_connection, on_interface=self._interface_event)
+            ovs = self.conf.ovs
+            self._db = Ovsdb(ovs.ovsdb_connection, ovs.ovsdb_timeout,
+                             on_interface=self._interface_event)
         return self._db
 
     def _interface_event(self, event: str, name: str, external_ids: dict[str, str]) -> None:

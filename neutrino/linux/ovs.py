@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ovsdbapp.backend.ovs_idl import connection
+from ovsdbapp.backend.ovs_idl.transaction import Transaction
 from ovsdbapp.schema.open_vswitch import impl_idl
 
 LOG = logging.getLogger(__name__)
@@ -73,11 +74,15 @@ class Ovsdb:
     def close(self) -> None:
         self._conn.stop()
 
-    def _run(self, what: str, *commands: Any) -> None:
+    def _run(self, what: str, *commands: Any, wait: bool = True) -> None:
+        """``commands`` in one transaction; with ``wait``, until ovs-vswitchd has
+        applied it too, as ovs-vsctl does (a busy ovs-vswitchd can take seconds)."""
+        kind = impl_idl.OvsVsctlTransaction if wait else Transaction
+        txn = kind(self.api, self._conn, check_error=True)
+        for command in commands:
+            txn.add(command)
         try:
-            with self.api.transaction(check_error=True) as txn:
-                for command in commands:
-                    txn.add(command)
+            txn.commit()
         except Exception as error:
             raise OvsError(f"{what} failed: {error}") from error
 
@@ -124,8 +129,8 @@ class Ovsdb:
             if any(now_notes.get(key) != value for key, value in notes.items()):
                 commands.append(self.api.db_set("Port", port, ("other_config", dict(notes))))
                 changed.add(port)
-        if commands:
-            self._run(f"tagging {len(changed)} ports", *commands)
+        if commands:  # ovs-vswitchd applies them soon; the OpenFlow ports are waited for
+            self._run(f"tagging {len(changed)} ports", *commands, wait=False)
         return len(changed)
 
     def port_tags(self) -> dict[str, tuple[int | None, dict[str, str]]]:
