@@ -88,8 +88,20 @@ class Ovsdb:
 
     # --- bridges and ports -----------------------------------------------------------
 
+    def _row(self, table: str, name: str, *columns: str) -> dict[str, Any] | None:
+        """A row's columns by its name, from the replica (no round trip)."""
+        rows = self.api.db_find(table, ("name", "=", name), columns=list(columns)).execute(
+            check_error=True)
+        return rows[0] if rows else None
+
     def ensure_bridge(self, name: str, datapath_type: str, secure: bool = True) -> None:
-        """The bridge, of ``datapath_type``; ``secure``: no flow means drop (not NORMAL)."""
+        """The bridge, of ``datapath_type``; ``secure``: no flow means drop (not NORMAL).
+        Nothing is written when it is so already: every transaction waits for
+        ovs-vswitchd, which a full sync of a busy host would feel."""
+        row = self._row("Bridge", name, "datapath_type", "fail_mode")
+        if row is not None and row["datapath_type"] == datapath_type and (
+                not secure or _optional(row["fail_mode"]) == "secure"):
+            return
         commands = [self.api.add_br(name, may_exist=True, datapath_type=datapath_type),
                     self.api.db_set("Bridge", name, ("datapath_type", datapath_type))]
         if secure:
@@ -99,7 +111,14 @@ class Ovsdb:
     def ensure_port(self, bridge: str, port: str, tag: int | None = None,
                     **interface: Any) -> None:
         """``port`` on ``bridge`` with these Interface columns (``type``, ``options``,
-        ``external_ids``...) and, given a ``tag``, that access VLAN."""
+        ``external_ids``...) and, given a ``tag``, that access VLAN; nothing is
+        written when it is so already."""
+        if bridge in self.bridges() and port in self.ports(bridge):
+            row = self._row("Interface", port, *interface)
+            tagged = tag is None or _optional(self._row("Port", port, "tag")["tag"]) == tag
+            if row is not None and tagged and all(
+                    _optional(row[key]) == value for key, value in interface.items()):
+                return
         commands = [self.api.add_port(bridge, port, may_exist=True)]
         if interface:
             commands.append(self.api.db_set("Interface", port, *interface.items()))

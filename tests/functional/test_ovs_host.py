@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from neutrino.cmd.instance import Ovs, instance_namespace, make_instance, tap_name, unplug
-from neutrino.linux.ovs import OpenFlow
+from neutrino.linux.ovs import OpenFlow, Ovsdb
 from tests.dataplane import Sandbox, pings, run, sandbox, wait_until
 from tests.ovs import OvsError, OvsHost, alive, ovs_host, skip_unless_ovs
 
@@ -195,4 +195,32 @@ def test_update_sends_only_the_change_and_leaves_the_rest(box: Sandbox, tmp_path
         assert ages["10.0.0.1"] >= 1.0 and ages["10.0.0.2"] < 1.0, ages
         assert flows.update(new, new) == 0
     finally:
+        ovs.stop()
+
+
+def test_ensure_writes_only_what_is_missing(box: Sandbox, tmp_path: Path):
+    """A full sync ensures every bridge and patch: when they are there already,
+    no transaction is made (each would wait for ovs-vswitchd to reconfigure)."""
+    ovs = OvsHost.start(box.namespace("h1"), tmp_path)
+    db = Ovsdb(ovs.db)
+    try:
+        def generation() -> int:
+            return ovs.get("Open_vSwitch", ".", "next_cfg")
+
+        def ensure_all() -> None:
+            for bridge in ("br-a", "br-b"):
+                db.ensure_bridge(bridge, "netdev")
+            db.ensure_patch("br-a", "patch-b", "patch-a")
+            db.ensure_patch("br-b", "patch-a", "patch-b")
+            db.ensure_port("br-a", "p1", tag=5, type="internal")
+
+        ensure_all()
+        written = generation()
+        ensure_all()
+        assert generation() == written
+        assert ovs.get("Port", "p1", "tag") == 5
+        db.ensure_port("br-a", "p1", tag=6, type="internal")  # a change is written
+        assert generation() > written and ovs.get("Port", "p1", "tag") == 6
+    finally:
+        db.close()
         ovs.stop()
