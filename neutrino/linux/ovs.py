@@ -63,12 +63,16 @@ class Ovsdb:
 
     def __init__(self, remote: str = DEFAULT_OVSDB, timeout: int = 10,
                  on_interface: InterfaceCallback | None = None):
-        idl = _MonitoringIdl.from_server(
-            remote, "Open_vSwitch",
-            helper_tables=("Open_vSwitch", "Bridge", "Port", "Interface"))
-        idl.on_interface = on_interface
-        self._conn = connection.Connection(idl, timeout)
-        self.api = impl_idl.OvsdbIdl(self._conn)
+        try:
+            idl = _MonitoringIdl.from_server(
+                remote, "Open_vSwitch",
+                helper_tables=("Open_vSwitch", "Bridge", "Port", "Interface"))
+            idl.on_interface = on_interface
+            self._conn = connection.Connection(idl, timeout)
+            self.api = impl_idl.OvsdbIdl(self._conn)
+        except Exception as error:
+            raise OvsError(f"cannot use the OVS database at {remote} (waited up to "
+                           f"{timeout} s): {_describe(error.__cause__ or error)}") from None
         self.remote = remote
 
     def close(self) -> None:
@@ -178,6 +182,16 @@ class Ovsdb:
             check_error=True)
         numbers = {row["name"]: _optional(row["ofport"]) for row in rows}
         return {name: n for name, n in numbers.items() if isinstance(n, int) and n > 0}
+
+
+def _describe(error: BaseException) -> str:
+    """An error's message; its type when it has none, or when it cannot even
+    say it (some of ovsdbapp's timeouts)."""
+    try:
+        text = str(error)
+    except Exception:
+        text = ""
+    return text or type(error).__name__
 
 
 def _optional(value: Any) -> Any:
