@@ -58,6 +58,20 @@ class _MonitoringIdl(connection.OvsdbIdl):
                 LOG.exception("interface event handler failed")
 
 
+class _Api(impl_idl.OvsdbIdl):
+    """ovsdbapp's Open_vSwitch API with a connection of its own: ovsdbapp keeps
+    one per class, for the whole process, so a second database (another
+    emulated host, a test) would be reached through the first one's."""
+
+    @property
+    def ovsdb_connection(self) -> connection.Connection:
+        return self._connection
+
+    @ovsdb_connection.setter
+    def ovsdb_connection(self, value: connection.Connection) -> None:
+        self._connection = value
+
+
 class Ovsdb:
     """One ovsdb-server's Open_vSwitch database."""
 
@@ -69,7 +83,7 @@ class Ovsdb:
                 helper_tables=("Open_vSwitch", "Bridge", "Port", "Interface"))
             idl.on_interface = on_interface
             self._conn = connection.Connection(idl, timeout)
-            self.api = impl_idl.OvsdbIdl(self._conn)
+            self.api = _Api(self._conn)
         except Exception as error:
             raise OvsError(f"cannot use the OVS database at {remote} (waited up to "
                            f"{timeout} s): {_describe(error.__cause__ or error)}") from None
@@ -77,6 +91,7 @@ class Ovsdb:
 
     def close(self) -> None:
         self._conn.stop()
+        self._conn.idl.close()  # its session to the server, which stop() leaves open
 
     def _run(self, what: str, *commands: Any, wait: bool = True) -> None:
         """``commands`` in one transaction; with ``wait``, until ovs-vswitchd has

@@ -224,3 +224,25 @@ def test_ensure_writes_only_what_is_missing(box: Sandbox, tmp_path: Path):
     finally:
         db.close()
         ovs.stop()
+
+
+def test_two_databases_in_one_process_stay_apart(box: Sandbox, tmp_path: Path):
+    """ovsdbapp keeps one connection per API class; each Ovsdb has its own, so a
+    second database is not reached through the first, closed or not."""
+    first = OvsHost.start(box.namespace("h1"), tmp_path / "h1")
+    second = OvsHost.start(box.namespace("h2"), tmp_path / "h2")
+    try:
+        db1 = Ovsdb(first.db)
+        db1.ensure_bridge("br-one", "netdev")
+        db1.close()
+        first.stop()
+        db2 = Ovsdb(second.db)
+        try:
+            db2.ensure_bridge("br-two", "netdev")
+            assert db2.bridges() == ["br-two"]
+            assert second.vsctl("list-br").split() == ["br-two"]
+        finally:
+            db2.close()
+    finally:
+        second.stop()
+        first.stop()
