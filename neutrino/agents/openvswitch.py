@@ -21,9 +21,10 @@ Flows are computed from what the agent knows and written per bridge in one
 bundle. A full sync uses ``replace-flows``: only the difference reaches the
 switch, so a restarted agent that comes to the same flows changes nothing
 and traffic never stops; stale flows go with the same write. Other syncs
-send the flow mods between the table last written and the new one. Actions are written as
-OpenFlow 1.3 states them (``pop_vlan``, ``push_vlan`` + ``set_field``), the
-form the switch gives back, or every write would seem a change.
+send the flow mods between the table last written and the new one. Actions
+are written as OpenFlow 1.3 states them (``pop_vlan``, ``push_vlan`` +
+``set_field``), the form the switch gives back, or every write would seem a
+change.
 """
 
 from __future__ import annotations

@@ -151,10 +151,10 @@ class Ovsdb:
     def delete_port(self, port: str, bridge: str | None = None) -> None:
         self._run(f"deleting port {port}", self.api.del_port(port, bridge, if_exists=True))
 
-    def set_tags(self, tags: Mapping[str, tuple[int, Mapping[str, str]]]) -> int:
+    def set_tags(self, tags: Mapping[str, tuple[int, Mapping[str, str]]]) -> None:
         """Ports' access VLANs, and notes of ours in their ``other_config``
         (name -> (tag, notes)), in one transaction. Ports that already have them
-        are left alone, ports gone meanwhile are passed over. How many changed."""
+        are left alone, ports gone meanwhile are passed over."""
         current = self.port_tags()
         commands, changed = [], set()
         for port, (tag, notes) in tags.items():
@@ -169,7 +169,6 @@ class Ovsdb:
                 changed.add(port)
         if commands:  # ovs-vswitchd applies them soon; the OpenFlow ports are waited for
             self._run(f"tagging {len(changed)} ports", *commands, wait=False)
-        return len(changed)
 
     def port_tags(self) -> dict[str, tuple[int | None, dict[str, str]]]:
         """Every port: name -> (its access VLAN or None, its ``other_config``)."""

@@ -43,6 +43,8 @@ from neutrino.linux.ovs import cookie_of
 
 CLASSIFY, LOCAL, EGRESS, EGRESS_RULES, INGRESS, INGRESS_RULES, NORMAL_OUT = (
     0, 60, 71, 72, 81, 82, 94)
+# priorities in tables 72 and 82: a rule's own flow, a conjunction's flows
+RULE, CONJUNCTION = 70, 60
 ZONE = "zone=NXM_NX_REG6[0..15]"
 TO_PORT = "output:NXM_NX_REG5[]"
 PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "sctp": 132, "ipv6-icmp": 58, "icmpv6": 58,
@@ -138,10 +140,6 @@ def build(info: Mapping[str, Any], places: Mapping[str, Place]) -> list[str]:
         flows.append(f"cookie={cookie_of(remote_id):#x},{at},conj_id={conj_id},{ip},"
                      f"actions={verdict}")
     return flows + conjunctions.flows()
-
-
-# priorities in tables 72 and 82: a rule's own flow, a conjunction's flows
-RULE, CONJUNCTION = 70, 60
 
 
 class Remotes:
