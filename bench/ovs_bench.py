@@ -38,6 +38,7 @@ shared. It prints:
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 import re
 import shutil
@@ -139,6 +140,7 @@ def flow_rates(box: Sandbox, tmp: Path, repeat: int) -> None:
 def port_up_times(deployment: Deployment, api: Api, net_id: str, count: int,
                   label: str) -> tuple[list[str], list[float]]:
     times, plugs, ports = [], [], []
+    windows: list[tuple[float, float]] = []  # plugged, ACTIVE (wall clock)
     host = deployment.hosts["h1"]
     ovs = Ovs(host["ovs"].db)
     for _ in range(count):
@@ -147,12 +149,14 @@ def port_up_times(deployment: Deployment, api: Api, net_id: str, count: int,
         deployment.box.adopt(instance_namespace(port["id"]))
         plug(api, port["id"], host["host"], host["namespace"], dhcp=False, timeout=1, ovs=ovs)
         plugs.append(time.perf_counter() - began)
+        plugged_at = time.time()
         while status(deployment, port["id"]) != "ACTIVE":
             if time.perf_counter() - began > 300:
                 raise TimeoutError(f"port {port['id']} not ACTIVE after 300 s")
             time.sleep(0.01)
         times.append(time.perf_counter() - began)
         ports.append(port["id"])
+        windows.append((plugged_at, time.time()))
     agent = [total - plugged for total, plugged in zip(times, plugs, strict=True)]
     print(f"port up      {label}, {count} one after another: p50 {percentile(times, 50):.3f} s"
           f"   p99 {percentile(times, 99):.3f} s   max {max(times):.3f} s   "
@@ -160,7 +164,25 @@ def port_up_times(deployment: Deployment, api: Api, net_id: str, count: int,
           f"{percentile(plugs, 50):.3f} s p99 {percentile(plugs, 99):.3f} s, then until "
           f"ACTIVE p50 {percentile(agent, 50):.3f} s p99 {percentile(agent, 99):.3f} s",
           flush=True)
+    slowest = max(range(count), key=lambda i: times[i]) if count else None
+    if slowest is not None and times[slowest] > 5:
+        agent_log_between(deployment, *windows[slowest])
     return ports, times
+
+
+def agent_log_between(deployment: Deployment, start: float, end: float) -> None:
+    """h1's agent log while the slowest port waited to be ACTIVE (at most 15 lines)."""
+    lines = []
+    for line in deployment.log(AGENT_LOG).splitlines():
+        try:
+            when = datetime.datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+        except ValueError:
+            continue
+        if start - 0.5 <= when <= end:
+            lines.append(line)
+    print(f"             the slowest port's wait ({end - start:.1f} s), as h1's agent logged it:")
+    for line in lines[:15]:
+        print(f"             {line[:200]}")
 
 
 def fill_internal(deployment: Deployment, api: Api, net_id: str, count: int,
@@ -408,6 +430,16 @@ def run_deployment(deployment: Deployment, args: argparse.Namespace) -> None:
     agent_log_findings(deployment, "before the kill")
     resync(deployment, agents["h1"], pingers)
     agent_log_findings(deployment, "after the restart")
+    vswitchd_stalls(deployment.hosts["h1"]["ovs"])
+
+
+def vswitchd_stalls(ovs: OvsHost) -> None:
+    """How often h1's ovs-vswitchd said its main loop was stuck, and for how long at most."""
+    stalls = [int(ms) for ms in re.findall(r"Unreasonably long (\d+)ms poll interval",
+                                            ovs.log(lines=1_000_000))]
+    print(f"vswitchd     h1's main loop stuck (its own 'Unreasonably long poll interval' "
+          f"lines): {len(stalls)} times" + (f", longest {max(stalls) / 1000:.1f} s"
+                                             if stalls else ""), flush=True)
 
 
 def _args() -> argparse.Namespace:

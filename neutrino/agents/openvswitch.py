@@ -101,6 +101,29 @@ def arp_reply(vlan: int, mac: str, ip: str) -> str:
             f"set_field:{mac}->arp_sha,set_field:{ip}->arp_spa,IN_PORT")
 
 
+#: seconds past which a sync says where its time went
+SLOW_SYNC = 2.0
+
+
+class Steps:
+    """How long each step of a sync took, to tell when one is slow."""
+
+    def __init__(self) -> None:
+        self._started = self._last = time.monotonic()
+        self._took: list[str] = []
+
+    def done(self, step: str) -> None:
+        now = time.monotonic()
+        self._took.append(f"{step} {now - self._last:.2f} s")
+        self._last = now
+
+    def total(self) -> float:
+        return self._last - self._started
+
+    def __str__(self) -> str:
+        return ", ".join(self._took)
+
+
 def _patch_names(bridge: str) -> tuple[str, str]:
     """The patch ports between br-int and a physical bridge: (on br-int, on it)."""
     return f"int-{bridge}"[:15], f"phy-{bridge}"[:15]
@@ -230,9 +253,11 @@ class OpenvswitchAgent(Agent):
 
     async def sync(self, full: bool, dirty: set[Any]) -> None:
         self._loop = asyncio.get_running_loop()  # where OVSDB's events are handed
+        steps = Steps()
         if full:
             await self.on_host(self._setup_bridges)
         present = await self.on_host(self._present)
+        steps.done("OVSDB")
         if full:
             wanted = set(present) | set(self.ports)
         else:
@@ -243,19 +268,27 @@ class OpenvswitchAgent(Agent):
         details = await self._plugin.call(
             self.context, "get_devices_details_list", devices=asked,
             agent_id=self._agent_id, host=self.host) if asked else []
+        steps.done("port details")
         up, down, fresh = await self.on_host(self._apply, details, wanted - set(present),
                                              present)
+        steps.done("tags")
         if self.conf.agent.l2_population and (full or fresh):
             await self._fetch_fdb(None if full else fresh)
+            steps.done("l2population")
         if self.firewall:
             changed = {p["port_id"] for p in details if "port_id" in p}
             await self._security_groups(None if full else changed,
                                         named(dirty, "security_group"))
+            steps.done("security groups")
         await self.on_host(self._write_flows, full)
+        steps.done("flows")
         if up or down:  # ACTIVE once its flows (filters included) are in place
             await self._plugin.call(self.context, "update_device_list", devices_up=up,
                                     devices_down=down, agent_id=self._agent_id,
                                     host=self.host)
+            steps.done("status")
+        if steps.total() > SLOW_SYNC:
+            LOG.info("a sync of %d ports took %.1f s: %s", len(asked), steps.total(), steps)
 
     async def _security_groups(self, changed: set[str] | None, groups: set[str]) -> None:
         """Know the groups of every port wired here, asking the server about the
