@@ -317,7 +317,8 @@ class LinuxBridgeAgent(Agent):
                 return  # nothing to filter: leave the host's tables alone
             from neutrino.linux.iptables_firewall import IptablesFirewall
             self._firewall = IptablesFirewall()
-        ask = devices if changed is None else (changed | self._sg.concerned(groups)) & devices
+        ask = devices if changed is None else (
+            changed | self._sg.concerned(groups, changed)) & devices
         answer = await self._plugin.call(self.context, "security_group_info_for_devices",
                                          devices=sorted(ask)) if ask else {}
         self._sg.update(answer, devices)

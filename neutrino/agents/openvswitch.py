@@ -295,7 +295,7 @@ class OpenvswitchAgent(Agent):
         ``changed`` ones and those that the ``groups`` changing concern (about all
         when ``changed`` is None)."""
         wired = set(self.ports)
-        ask = wired if changed is None else (changed | self._sg.concerned(groups)) & wired
+        ask = wired if changed is None else (changed | self._sg.concerned(groups, changed)) & wired
         answer = await self._plugin.call(self.context, "security_group_info_for_devices",
                                          devices=sorted(ask)) if ask else {}
         # in the host thread, which reads it when it writes flows

@@ -8,6 +8,7 @@ asks about every port again.
 
 from __future__ import annotations
 
+from collections.abc import Set
 from typing import Any
 
 
@@ -18,20 +19,22 @@ class SecurityGroupInfo:
         self.members: dict[str, dict[str, list[str]]] = {}  # remote group -> its IPs
         self.address_groups: dict[str, dict[str, list[str]]] = {}
 
-    def concerned(self, groups: set[str]) -> set[str]:
+    def concerned(self, groups: Set[str], changed: Set[str] = frozenset()) -> set[str]:
         """Devices whose answer brings what ``groups`` changing changed: the
         server answers a device with the rules of its groups and the members of
         the groups those rules name, the same for every device, so one member
         of each group (its rules) and one device with a rule naming it (its
-        members) are enough however many ports are in it."""
+        members) are enough however many ports are in it. Not one of the
+        ``changed`` devices (asked about anyway): their groups as kept here
+        may be the ones they just left, and their answer would not bring them."""
         wanted: set[str] = set()
         for group in groups:
             naming = {g for g, rules in self.rules.items() if any(
                 group in (rule.get("remote_group_id"), rule.get("remote_address_group_id"))
                 for rule in rules)}
             for targets in ({group}, naming):
-                device = next((d for d, port in self.devices.items()
-                               if targets & set(port.get("security_groups") or ())), None)
+                device = next((d for d, port in self.devices.items() if d not in changed
+                               and targets & set(port.get("security_groups") or ())), None)
                 if device is not None:
                     wanted.add(device)
         return wanted

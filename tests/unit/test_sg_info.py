@@ -37,6 +37,14 @@ def test_a_group_change_asks_about_one_member_and_one_port_naming_it():
     assert info.concerned({"elsewhere"}) == set()
 
 
+def test_a_port_that_changed_does_not_speak_for_a_group_it_may_have_left():
+    """tapa left web (its answer will not bring web); tapb speaks for web."""
+    info = filled()
+    for _ in range(3):  # whatever the order of the devices kept
+        assert info.concerned({"web"}, changed={"tapa"}) == {"tapb", "tapc"}
+        info.devices = dict(reversed(list(info.devices.items())))
+
+
 def test_answers_merge_and_what_no_port_uses_goes():
     info = filled()
     info.update(answer([port("tapc", "db")], {"db": [rule("db", remote="web")]},
