@@ -21,18 +21,21 @@ shared. It prints:
 * port up: for each of ``--ports`` ports in turn (then ``--more-ports`` more),
   the time from the API's port create, through the plug (binding, namespace,
   veth on br-int, as ``neutrino-instance plug --ovs-db`` does, in this
-  process) until the API shows the port ACTIVE; p50/p99/max;
+  process) until the API shows the port ACTIVE; p50/p99/max, split into
+  create + plug and the wait for ACTIVE; the agent's log during the slowest
+  port's wait when it passed 5 s;
 * fill: ports up to ``--resync-ports`` on h1: instances as above, or (faster,
   ``internal``) bound through the API and added to br-int at once as OVS
   internal ports with ``external_ids:iface-id``, no instance behind them;
   the time until all are ACTIVE;
 * settle: before the kill, the wait until br-int's flow count stays the same
-  for 10 s (the agent reports ports up before it writes their flows);
+  for 10 s; the agent log's warnings and errors (the first traceback whole);
 * resync: the agent killed (-9) and started again, the time of its first full
   sync (its own log line) and from its start until then; br-int's and
   br-tun's flows before the kill and after the resync, counted, and by their
   ``duration`` whether they were written again; pings (local, and across the
-  tunnel) running through the kill and the restart, and how many were lost.
+  tunnel) running through the kill and the restart, and how many were lost;
+  then how often h1's ovs-vswitchd said its main loop was stuck.
 """
 
 from __future__ import annotations
