@@ -15,8 +15,9 @@ from sqlalchemy.engine import Connection
 
 from neutrino.context import Context
 
-# (conn, ctx, id) -> None; raise a NeutronException to veto
-DeleteCheck = Callable[[Connection, Context, str], None]
+# (conn, ctx, id) -> None, or what to do once the delete has committed (tell the
+# agents what it changed on hosts); raise a NeutronException to veto
+DeleteCheck = Callable[[Connection, Context, str], Callable[[], None] | None]
 
 
 @dataclass
@@ -25,6 +26,11 @@ class Hooks:
     before_subnet_delete: list[DeleteCheck] = field(default_factory=list)
     before_port_delete: list[DeleteCheck] = field(default_factory=list)
 
-    def run(self, hook: list[DeleteCheck], *args: Any) -> None:
+    def run(self, hook: list[DeleteCheck], *args: Any) -> list[Callable[[], None]]:
+        """Each check in turn; what they gave to do once committed."""
+        then = []
         for check in hook:
-            check(*args)
+            after = check(*args)
+            if after is not None:
+                then.append(after)
+        return then

@@ -126,7 +126,9 @@ class Deployment:
         host = self.hosts[name]
         path.write_text(f"[DEFAULT]\nhost = {host['host']}\ntransport_url = "
                         f"{self.rabbit_url}\nstate_path = {self.tmp / name}\n{default}"
-                        f"[agent]\nreport_interval = 1\npolling_interval = 1\n{text}")
+                        "[agent]\nreport_interval = 1\npolling_interval = 1\n"
+                        # long: what a test sees must come from notifications
+                        f"resync_interval = 600\n{text}")
         return path
 
     def start_agent(self, name: str, binary: str, text: str = "",

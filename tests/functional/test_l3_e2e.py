@@ -6,6 +6,7 @@ Root only: everything happens in namespaces the tests make and remove."""
 from __future__ import annotations
 
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -130,6 +131,11 @@ def associate(lab: Lab, fip: dict, port_id: str | None) -> None:
     assert resp.status_code == 200, resp.text
 
 
+def nat_rules(router: dict) -> str:
+    """The router's NAT table, as iptables-save shows it."""
+    return run("iptables-save", "-t", "nat", namespace=f"qrouter-{router['id']}").stdout
+
+
 def namespaces() -> list[str]:
     return run("ip", "netns", "list").stdout.split()
 
@@ -167,6 +173,16 @@ def test_snat_and_floating_ips(lab: Lab):
     associate(lab, fip, port_b["id"])
     said(lab.external, fip_ip, SERVICE, "b")
     wait_until(lambda: fip_status(lab, fip) == "ACTIVE", 10, "the floating IP ACTIVE again")
+
+    # the port deleted: its floating IP leaves the router at once (not at the
+    # agent's periodic resync)
+    assert lab.api.delete(f"/v2.0/ports/{port_b['id']}").status_code == 204
+    started = time.monotonic()
+    wait_until(lambda: address(port_b) not in nat_rules(router), 5,
+               "the deleted port's floating IP to leave the router")
+    print(f"a deleted port's floating IP left the router in "
+          f"{time.monotonic() - started:.2f} s")
+    wait_until(lambda: fip_status(lab, fip) == "DOWN", 10, "the floating IP DOWN")
 
 
 def test_subnets_of_one_router_route_to_each_other_not_to_another_router(lab: Lab):
@@ -228,6 +244,21 @@ def test_port_forwarding(lab: Lab):
     assert resp.status_code == 204, resp.text
     wait_until(lambda: ask(lab.external, fip["floating_ip_address"], 8080) == "", 10,
                "the forwarding to go")
+
+    # a forwarding whose internal port is deleted goes with it, from the router
+    # too, at once (not at the agent's periodic resync)
+    resp = lab.api.post(f"/v2.0/floatingips/{fip['id']}/port_forwardings", json={
+        "port_forwarding": {"protocol": "tcp", "internal_port_id": port_a["id"],
+                            "internal_ip_address": address(port_a),
+                            "internal_port": SERVICE, "external_port": 8081}})
+    assert resp.status_code == 201, resp.text
+    said(lab.external, fip["floating_ip_address"], 8081, "a")
+    assert address(port_a) in nat_rules(router)
+    assert lab.api.delete(f"/v2.0/ports/{port_a['id']}").status_code == 204
+    started = time.monotonic()
+    wait_until(lambda: address(port_a) not in nat_rules(router), 5,
+               "the deleted port's forwarding to leave the router")
+    print(f"a deleted port's forwarding left the router in {time.monotonic() - started:.2f} s")
 
 
 def test_agent_restart_keeps_traffic_and_cleans_up(lab: Lab):

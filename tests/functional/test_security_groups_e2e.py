@@ -90,6 +90,27 @@ def test_security_groups_filter_instances(deployment, driver):
     wait_until(lambda: not nc_connects(inst_a, ip_b, 9090), 10, "a to be kept out once it left")
     assert nc_connects(inst_a, ip_b, 8080)
 
+    # a rule naming an address group lets in its addresses: a, while it is one of
+    # them (no port changes: only the group's members do, which agents must hear
+    # of at once, not at their periodic resync)
+    friends = api.post("/v2.0/address-groups", json={"address_group": {
+        "name": "friends", "addresses": ["192.0.2.1/32"]}}).json()["address_group"]
+    by_address = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
+        "security_group_id": group["id"], "direction": "ingress", "protocol": "tcp",
+        "port_range_min": 7070, "port_range_max": 7070,
+        "remote_address_group_id": friends["id"]}})
+    assert by_address.status_code == 201, by_address.text
+    run("sh", "-c", "nc -lk -p 7070 >/dev/null 2>&1 &", namespace=inst_b)
+    assert not nc_connects(inst_a, ip_b, 7070)
+    for action, wanted in (("add_addresses", True), ("remove_addresses", False)):
+        changed = api.put(f"/v2.0/address-groups/{friends['id']}/{action}", json={
+            "address_group": {"addresses": [f"{address_of(port_a)}/32"]}})
+        assert changed.status_code == 200, changed.text
+        started = time.monotonic()
+        wait_until(lambda w=wanted: nc_connects(inst_a, ip_b, 7070) == w, 5,
+                   f"a to be {'let in' if wanted else 'kept out'} after {action}")
+        print(f"{driver}: {action} on the host in {time.monotonic() - started:.2f} s")
+
     icmp = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
         "security_group_id": group["id"], "direction": "ingress", "protocol": "icmp"}})
     assert icmp.status_code == 201, icmp.text

@@ -101,7 +101,8 @@ class Ml2Plugin(Plugin):
                       if "l2population" in conf.ml2.mechanism_drivers else None)
         # plugins this one brings along, serving resources of their own
         self.companions: list[Plugin] = [
-            SecurityGroupPlugin(env, self.notifier), AddressGroupPlugin(env), RbacPlugin(env)]
+            SecurityGroupPlugin(env, self.notifier), AddressGroupPlugin(env, self.notifier),
+            RbacPlugin(env)]
         # /v2.0/agents and /v2.0/availability_zones, as Neutron's ML2 serves them
         self.companions.append(AgentsPlugin(env))
         # which DHCP agents serve which networks; they hear of every change
@@ -475,10 +476,14 @@ class Ml2Plugin(Plugin):
 
     def delete_port(self, ctx: Context, port_id: str, if_revision: int | None = None) -> None:
         def work(conn: Connection) -> PortContext:
-            self.env.hooks.run(self.env.hooks.before_port_delete, conn, ctx, port_id)
+            # a retried attempt starts afresh
+            then[:] = self.env.hooks.run(self.env.hooks.before_port_delete, conn, ctx, port_id)
             return self._remove_port(conn, ctx, port_id, if_revision)
 
+        then: list[Callable[[], None]] = []
         self.port_deleted(self.db.write(work))
+        for after in then:  # the service plugins tell their agents (routers, say)
+            after()
 
     def _remove_port(self, conn: Connection, ctx: Context, port_id: str,
                      if_revision: int | None) -> PortContext:

@@ -658,13 +658,18 @@ class L3RouterPlugin(Plugin):
 
     # --- hooks on the core plugin's deletes -------------------------------------------
 
-    def _before_port_delete(self, conn: Connection, ctx: Context, port_id: str) -> None:
+    def _before_port_delete(self, conn: Connection, ctx: Context, port_id: str
+                            ) -> Callable[[], None] | None:
         """Router and floating IP ports go with their owner, not by themselves; a
-        port that goes takes its floating IPs' association with it."""
+        port that goes takes its floating IPs' association with it, and once
+        that has committed their routers' agents are told."""
         owner = conn.execute(select(models.ports.c.device_owner).where(
             models.ports.c.id == port_id)).scalar()
         if owner in (ROUTER_INTERFACE, ROUTER_GATEWAY) and routers.owner_of(conn, port_id):
             raise l3.ServicePortInUse(port_id=port_id, reason=f"has device owner {owner}")
         if owner == FLOATINGIP and floatingips.of_floating_port(conn, port_id):
             raise l3.ServicePortInUse(port_id=port_id, reason=f"has device owner {owner}")
+        router_ids = sorted({fip.router_id for fip in floatingips.on_port(conn, port_id)
+                             if fip.router_id})
         floatingips.disassociate_port(conn, port_id)
+        return (lambda: self.scheduler.routers_updated(router_ids)) if router_ids else None

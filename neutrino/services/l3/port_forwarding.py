@@ -5,12 +5,14 @@ IP's network (``service_plugins = router,port_forwarding``).
 The floating IP row is locked first, so the collision checks of concurrent
 requests on one floating IP run one after another; unique keys back them.
 Once a change has committed, the L3 agent of the floating IP's router is told
-(``routers_updated``): the forwardings come with the router's sync data.
+(``routers_updated``): the forwardings come with the router's sync data. So
+too when an internal port is deleted, taking its forwardings with it.
 """
 
 from __future__ import annotations
 
 import ipaddress
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -227,8 +229,16 @@ class PortForwardingPlugin(Plugin):
 
     # --- an internal port that goes takes its forwardings -------------------------------
 
-    def _before_port_delete(self, conn: Connection, ctx: Context, port_id: str) -> None:
+    def _before_port_delete(self, conn: Connection, ctx: Context, port_id: str
+                            ) -> Callable[[], None] | None:
+        """The port's forwardings go with it; once that has committed, the
+        agents of their routers are told (their DNAT rules go at once)."""
         affected = store.floatingips_of_port(conn, port_id)
+        if not affected:
+            return None
+        router_ids = [floatingips.get_row(conn, Context.admin(), fip_id).router_id
+                      for fip_id in affected]
         store.delete_of_port(conn, port_id)
         for fip_id in affected:
             self._release_router(conn, fip_id)
+        return lambda: self._routers_updated(router_ids)

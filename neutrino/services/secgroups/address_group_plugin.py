@@ -1,5 +1,11 @@
 """The address group API: /v2.0/address-groups, with the member actions
-``add_addresses`` and ``remove_addresses`` (each all or nothing)."""
+``add_addresses`` and ``remove_addresses`` (each all or nothing).
+
+Once a change of members has committed, the L2 agents hear that the rules
+naming the group (as their remote address group) mean other addresses now:
+``security_groups_rule_updated`` for the security groups holding such rules,
+as for a change of those rules themselves.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +14,8 @@ from typing import Any
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db.query import CollectionQuery
-from neutrino.plugins.base import Plugin
+from neutrino.plugins.base import Environment, Plugin
+from neutrino.plugins.ml2.notifier import AgentNotifier
 from neutrino.services.secgroups import address_groups
 
 
@@ -23,6 +30,10 @@ def _addresses_of(body: dict[str, Any]) -> Any:
 
 class AddressGroupPlugin(Plugin):
     supported_extension_aliases = ("address-group",)
+
+    def __init__(self, env: Environment, notifier: AgentNotifier):
+        super().__init__(env)
+        self.notifier = notifier
 
     def create_address_group(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         return self.db.write(lambda conn: address_groups.create(conn, data))
@@ -56,11 +67,14 @@ class AddressGroupPlugin(Plugin):
                 ) -> dict[str, Any]:
         addresses = _addresses_of(body)
 
-        def work(conn: Any) -> dict[str, Any]:
+        def work(conn: Any) -> tuple[dict[str, Any], set[str]]:
             address_groups.change(conn, ctx, group_id, addresses, add)
-            return {"address_group": address_groups.get(conn, ctx, group_id)}
+            return ({"address_group": address_groups.get(conn, ctx, group_id)},
+                    address_groups.naming_security_groups(conn, group_id))
 
-        return self.db.write(work)
+        changed, naming = self.db.write(work)
+        self.notifier.security_groups_rule_updated(naming)
+        return changed
 
     def add_address_group_addresses(self, ctx: Context, group_id: str,
                                     body: dict[str, Any]) -> dict[str, Any]:

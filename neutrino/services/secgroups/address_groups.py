@@ -129,6 +129,13 @@ def change(conn: Connection, ctx: Context, group_id: str, addresses: Any, add: b
     bump(conn, AG, group_id)
 
 
+def naming_security_groups(conn: Connection, group_id: str) -> set[str]:
+    """The security groups with a rule whose remote address group is ``group_id``."""
+    R = models.security_group_rules
+    return set(conn.execute(select(R.c.security_group_id).distinct().where(
+        R.c.remote_address_group_id == group_id)).scalars())
+
+
 def delete_(conn: Connection, ctx: Context, group_id: str, if_revision: int | None) -> None:
     get_row(conn, ctx, group_id, for_update=True)
     R = models.security_group_rules
