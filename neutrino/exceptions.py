@@ -124,6 +124,10 @@ class SubnetPoolNotFound(NotFound):
     message = "Subnet pool %(subnetpool_id)s could not be found."
 
 
+class AddressScopeNotFound(NotFound):
+    message = "Address scope %(address_scope_id)s could not be found."
+
+
 class TagNotFound(NotFound):
     message = "Tag %(tag)s could not be found."
 

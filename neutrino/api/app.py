@@ -54,17 +54,17 @@ class ApiApp:
             return
         if scope["type"] != "http":
             return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
+        body = await _whole_body(receive)
+        if body is None:
+            return  # the client left before its request was whole: nothing to act on
         loop = asyncio.get_running_loop()
         status, headers, payload = await loop.run_in_executor(
-            self.executor, self.handle, scope, b"".join(chunks))
-        await send({"type": "http.response.start", "status": status, "headers": headers})
-        await send({"type": "http.response.body", "body": payload})
+            self.executor, self.handle, scope, body)
+        try:
+            await send({"type": "http.response.start", "status": status, "headers": headers})
+            await send({"type": "http.response.body", "body": payload})
+        except OSError:  # the client left while its answer was being made
+            LOG.debug("client of %s %s gone before its answer", scope["method"], scope["path"])
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:
@@ -125,6 +125,18 @@ class ApiApp:
         if response.status == 401:
             out.append((b"www-authenticate", self.authenticator.challenge.encode()))
         return response.status, out, payload
+
+
+async def _whole_body(receive: Any) -> bytes | None:
+    """The request body, or None when the client disconnected before sending all of it."""
+    chunks = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body"):
+            return b"".join(chunks)
 
 
 def _base_url(scope: dict, headers: dict[str, str]) -> str:

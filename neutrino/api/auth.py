@@ -14,6 +14,7 @@ from neutrino import exceptions as exc
 from neutrino.api.keystone import Keystone
 from neutrino.api.policy import Policy
 from neutrino.context import DEFAULT_PROJECT_ID, Context
+from neutrino.definitions import validators
 
 LOG = logging.getLogger(__name__)
 
@@ -33,20 +34,33 @@ def with_implied(roles: frozenset[str]) -> frozenset[str]:
     return roles.union(*(IMPLIED_ROLES.get(role, ()) for role in roles))
 
 
+def _identity(headers: Mapping[str, str], *names: str) -> str | None:
+    """The first of ``names`` present: an id as the database holds one (a 400 if not)."""
+    for name in names:
+        value = headers.get(name)
+        if value:
+            error = validators.project_id(value)
+            if error:
+                raise exc.HTTPBadRequest(msg=f"Invalid {name} header: {error}")
+            return value
+    return None
+
+
 def _roles(headers: Mapping[str, str]) -> frozenset[str]:
     text = headers.get("x-roles", "")
     return with_implied(frozenset(r.strip().lower() for r in text.split(",") if r.strip()))
 
 
 class NoAuth:
-    """Neutron's noauth: everyone is admin; the project comes from headers or is fixed."""
+    """Neutron's noauth: everyone is admin. Requests act in one fixed project unless
+    an X-Project-Id header names another (handy for trying several projects; it
+    grants nothing, since every caller is admin anyway)."""
 
     challenge = "Keystone uri=''"
 
     def authenticate(self, headers: Mapping[str, str], request_id: str) -> Context:
-        project = (headers.get("x-project-id") or headers.get("x-tenant-id")
-                   or DEFAULT_PROJECT_ID)
-        return Context(project_id=project, user_id=headers.get("x-user-id"),
+        project = _identity(headers, "x-project-id", "x-tenant-id") or DEFAULT_PROJECT_ID
+        return Context(project_id=project, user_id=_identity(headers, "x-user-id"),
                        roles=_roles(headers) | {"admin"}, is_admin=True,
                        request_id=request_id, project_from_body=True)
 
@@ -62,13 +76,13 @@ class TrustedHeaders:
                     "given; only run this behind a proxy that sets them")
 
     def authenticate(self, headers: Mapping[str, str], request_id: str) -> Context:
-        project = headers.get("x-project-id") or headers.get("x-tenant-id")
+        project = _identity(headers, "x-project-id", "x-tenant-id")
         roles = _roles(headers)
         if not project and "admin" not in roles:
             raise exc.HTTPUnauthorized()
-        ctx = Context(project_id=project, user_id=headers.get("x-user-id"),
+        ctx = Context(project_id=project, user_id=_identity(headers, "x-user-id"),
                       roles=roles, request_id=request_id,
-                      user_domain_id=headers.get("x-user-domain-id"))
+                      user_domain_id=_identity(headers, "x-user-domain-id"))
         return ctx.with_admin(self.policy.is_admin(ctx) or (
             project is None and "admin" in roles))
 

@@ -16,6 +16,7 @@ from neutrino.api.query import parse_collection_query
 from neutrino.api.request import Request, Response
 from neutrino.context import Context
 from neutrino.db.query import CollectionQuery
+from neutrino.definitions import validators as v
 from neutrino.definitions.base import UNSET, Resource
 
 _IF_MATCH = re.compile(r"^\s*revision_number=(\d+)\s*$")
@@ -303,10 +304,10 @@ class ResourceController:
 def _checked(attr: Any, value: Any) -> Any:
     if attr.convert is not None:
         value = attr.convert(value)  # raises InvalidInput itself
-    if attr.validate is not None:
-        error = attr.validate(value)
-        if error:
-            raise bad(f"Invalid input for {attr.name}. Reason: {error}.")
+    error = attr.validate(value) if attr.validate is not None else None
+    error = error or v.storable_int(attr.int_range, value)
+    if error:
+        raise bad(f"Invalid input for {attr.name}. Reason: {error}.")
     return value
 
 

@@ -11,6 +11,9 @@ from neutrino.definitions.tagging import TAG_FILTERS
 
 RESERVED = {"fields", "sort_key", "sort_dir", "limit", "marker", "page_reverse"}
 
+# The widest integer any database here compares without overflowing (SQLite's).
+INT64_MIN, INT64_MAX = -(2 ** 63), 2 ** 63 - 1
+
 
 def _bad(msg: str) -> exc.HTTPBadRequest:
     return exc.HTTPBadRequest(msg=msg)
@@ -31,6 +34,9 @@ def parse_collection_query(resource: Resource, params: Iterable[tuple[str, str]]
     limit_text = None
     invalid: list[str] = []
     for key, value in params:
+        if "\x00" in key or "\x00" in value:  # PostgreSQL cannot even compare one
+            raise exc.InvalidInput(error_message=f"query parameter {key!r} holds a null "
+                                                 "character")
         if key == "fields":
             if value:
                 fields.append(value)
@@ -43,8 +49,6 @@ def parse_collection_query(resource: Resource, params: Iterable[tuple[str, str]]
         elif key == "limit":
             limit_text = value  # the last one counts, as with webob's GET
         elif key == "marker":
-            if "\x00" in value:  # no id holds one, and PostgreSQL cannot even compare it
-                raise _bad(f"Invalid input for marker. Reason: {value!r} is not a valid UUID.")
             query.marker = value
         elif key == "page_reverse":
             query.page_reverse = value.lower() == "true"
@@ -58,18 +62,29 @@ def parse_collection_query(resource: Resource, params: Iterable[tuple[str, str]]
                 if key not in invalid:
                     invalid.append(key)
                 continue
-            query.filters.setdefault(key, []).append(attr.filter_value(value))
+            query.filters.setdefault(key, []).append(_in_range(key, attr.filter_value(value)))
     if invalid:
         raise _bad(f"{invalid} is invalid attribute for filtering")
     if fields:
         query.fields = fields
     query.limit = _limit(limit_text, max_limit)
+    if not resource.paged:
+        query.limit, query.page_reverse = None, False
     if query.limit is None:
         query.marker = None  # without a page there is nothing to start after
     query.sorts = _sorts(resource, sort_keys, sort_dirs)
-    if all(name != "id" for name, _ in query.sorts):
+    if resource.paged and all(name != "id" for name, _ in query.sorts):
         query.sorts.append(("id", True))  # Neutron's order: id breaks ties, and is the default
     return query
+
+
+def _in_range(key: str, value: object) -> object:
+    """Integer filters beyond what a database compares are refused here, for every
+    plugin's filter path alike."""
+    if isinstance(value, int) and not isinstance(value, bool) and not (
+            INT64_MIN <= value <= INT64_MAX):
+        raise exc.InvalidInput(error_message=f"filter {key}={value} is out of range")
+    return value
 
 
 def _sorts(resource: Resource, keys: list[str], dirs: list[str]) -> list[tuple[str, bool]]:

@@ -37,6 +37,9 @@ class QuotasController:
                 raise exc.HTTPMethodNotAllowed()
             return self.index(ctx)
         project_id = rest[0]
+        error = v.project_id(project_id)
+        if error:
+            raise exc.HTTPBadRequest(msg=f"Invalid input for project_id. Reason: {error}.")
         if len(rest) == 1 and method == "GET" and project_id in ("tenant", "project"):
             key = "tenant_id" if project_id == "tenant" else "project_id"
             return Response(200, {project_id: {key: ctx.project_id}})

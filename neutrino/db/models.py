@@ -6,6 +6,7 @@ project, timestamps, revision) so that a list is one query per table.
 
 from sqlalchemy import (
     JSON,
+    BigInteger,
     Boolean,
     Column,
     DateTime,
@@ -176,7 +177,7 @@ network_segments = Table(
            index=True),
     Column("network_type", String(32), nullable=False),
     Column("physical_network", String(64)),
-    Column("segmentation_id", Integer),
+    Column("segmentation_id", BigInteger),  # GRE keys use all 32 bits
     Column("segment_index", Integer, nullable=False, default=0),
     Column("name", String(255)),
     Column("description", String(255), nullable=False, default=""),
@@ -192,7 +193,7 @@ segment_allocations = Table(
     "segment_allocations", metadata,
     Column("network_type", String(32), primary_key=True),
     Column("physical_network", String(64), primary_key=True),
-    Column("segmentation_id", Integer, primary_key=True, autoincrement=False),
+    Column("segmentation_id", BigInteger, primary_key=True, autoincrement=False),
     Column("allocated", Boolean, nullable=False, default=False),
     Index("ix_segment_allocations_free", "network_type", "physical_network", "allocated"),
 )
@@ -229,10 +230,18 @@ agents = Table(
     UniqueConstraint("agent_type", "host", name="uq_agents_agent_type_host"),
 )
 
-# port_security extension driver: one row per network or port that has a value.
-port_security = Table(
-    "port_security", metadata,
-    Column("resource_id", UUID, primary_key=True),
+# port_security extension driver: a row per network and per port that has a value,
+# going with its network or port.
+network_port_security = Table(
+    "network_port_security", metadata,
+    Column("network_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("enabled", Boolean, nullable=False),
+)
+
+port_port_security = Table(
+    "port_port_security", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
     Column("enabled", Boolean, nullable=False),
 )
 

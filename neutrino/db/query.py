@@ -63,28 +63,18 @@ def tag_clauses(id_column: Any, tag_filters: Mapping[str, list[str]]) -> list[Co
     return clauses
 
 
-# Values no row can hold: they match nothing rather than upset the driver.
-_INT64 = 2 ** 63 - 1
 # The largest LIMIT sent to the database; a bigger page is the same page.
 _MAX_SQL_LIMIT = 2 ** 31 - 1
 
 
-def _storable(value: Any, dialect: str) -> bool:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return -_INT64 - 1 <= value <= _INT64
-    if isinstance(value, str) and dialect == "postgresql":
-        return "\x00" not in value  # PostgreSQL text cannot hold NUL
-    return True
-
-
-def filter_clauses(columns: Mapping[str, Any], filters: Mapping[str, list[Any]],
-                   dialect: str = "") -> list[ColumnElement]:
-    """Each filter ORs its values (None matches NULL); filters are ANDed."""
+def filter_clauses(columns: Mapping[str, Any], filters: Mapping[str, list[Any]]
+                   ) -> list[ColumnElement]:
+    """Each filter ORs its values (None matches NULL); filters are ANDed. The API
+    has refused values no database can compare (NUL, integers beyond 64 bits)."""
     clauses: list[ColumnElement] = []
     for name, values in filters.items():
         column = columns[name]
-        present = [value for value in values
-                   if value is not None and _storable(value, dialect)]
+        present = [value for value in values if value is not None]
         parts = []
         if present:
             parts.append(column.in_(present) if len(present) > 1 else column == present[0])
@@ -111,7 +101,7 @@ def select_page(conn: Connection, table: Any, columns: Mapping[str, Any],
             raise exc.BadRequest(resource=table.name,
                                  msg=f"'{name}' is an invalid attribute for sort key")
     clauses = list(where or [])
-    clauses += filter_clauses(columns, query.filters, conn.dialect.name)
+    clauses += filter_clauses(columns, query.filters)
     clauses += tag_clauses(table.c.id, query.tag_filters)
     sorts = list(query.sorts) or [("id", True)]
     order = []

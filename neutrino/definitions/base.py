@@ -40,6 +40,9 @@ class Attr:
     hidden: bool = False
     # How a query-string value becomes a filter value (defaults to ``convert``).
     convert_filter: v.Converter | None = None
+    # What the column holds, checked for every integer given: a value beyond it is a
+    # 400 on every database, not an overflow on some.
+    int_range: tuple[int, int] = v.INT32
 
     @property
     def required(self) -> bool:
@@ -74,6 +77,12 @@ class Resource:
     def plugin_name(self) -> str:
         """``binding`` of ``port`` is the plugin's ``..._port_binding``."""
         return f"{self.parent[1]}_{self.name}" if self.parent else self.name
+
+    @property
+    def paged(self) -> bool:
+        """Pages are keyed by id: a resource without one (floating IP pools,
+        availability zones) is listed whole, limit and marker ignored, as in Neutron."""
+        return "id" in self.attrs
 
     def extended(self, extra: dict[str, Attr]) -> Resource:
         return replace(self, attrs={**self.attrs, **extra})

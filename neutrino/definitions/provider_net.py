@@ -10,7 +10,7 @@ PROVIDER_KEYS = (NETWORK_TYPE, PHYSICAL_NETWORK, SEGMENTATION_ID)
 
 
 def _segmentation_id(value):
-    return None if value is None else v.integer_range(0, 2 ** 32 - 1)(value)
+    return None if value is None else v.integer_range(*v.UINT32)(value)
 
 
 def _segments(value):
@@ -34,6 +34,9 @@ def _segments(value):
                 segment[SEGMENTATION_ID] = v.to_int(seg_id)
             except Exception:  # noqa: BLE001 - reported as a validation message
                 return f"'{seg_id}' is not an integer"
+            error = _segmentation_id(segment[SEGMENTATION_ID])
+            if error:
+                return error
     return None
 
 
@@ -47,7 +50,7 @@ PROVIDER = Extension(
         Attr(PHYSICAL_NETWORK, allow_post=True, allow_put=True,
              validate=v.string_or_none(64), hidden=True),
         Attr(SEGMENTATION_ID, allow_post=True, allow_put=True, convert=v.to_int_or_none,
-             validate=_segmentation_id, hidden=True),
+             validate=_segmentation_id, hidden=True, int_range=v.UINT32),
     )},
 )
 

@@ -23,6 +23,11 @@ _MAC_RE = re.compile(r"^([0-9a-fA-F]{2}[:-]){5}[0-9a-fA-F]{2}$")
 _UUID_RE = re.compile(r"^[0-9a-fA-F]{8}-?[0-9a-fA-F]{4}-?[0-9a-fA-F]{4}-?"
                       r"[0-9a-fA-F]{4}-?[0-9a-fA-F]{12}$")
 
+# What an Integer column holds on PostgreSQL and MariaDB (SQLite holds more).
+INT32 = (-(2 ** 31), 2 ** 31 - 1)
+# segmentation ids (GRE keys) need all 32 bits: their columns are BigInteger.
+UINT32 = (0, 2 ** 32 - 1)
+
 # --- converters ------------------------------------------------------------
 
 
@@ -174,6 +179,18 @@ def non_negative(value: Any) -> str | None:
 
 def non_negative_or_none(value: Any) -> str | None:
     return None if value is None else non_negative(value)
+
+
+def storable_int(bounds: tuple[int, int], value: Any) -> str | None:
+    """Whether an integer value fits its column; other values are not this check's."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return None
+    low, high = bounds
+    if value < low:
+        return f"'{value}' is too small - must be at least '{low}'"
+    if value > high:
+        return f"'{value}' is too large - must be no larger than '{high}'"
+    return None
 
 
 def integer_range(low: int | None, high: int | None) -> Validator:

@@ -18,6 +18,9 @@ from neutrino.context import Context
 # (conn, ctx, id) -> None, or what to do once the delete has committed (tell the
 # agents what it changed on hosts); raise a NeutronException to veto
 DeleteCheck = Callable[[Connection, Context, str], Callable[[], None] | None]
+# (conn, ctx, port as it is about to be committed) -> None, when its fixed IPs were
+# given; raise to veto the update
+PortUpdateCheck = Callable[[Connection, Context, dict[str, Any]], None]
 
 
 @dataclass
@@ -25,8 +28,9 @@ class Hooks:
     before_network_delete: list[DeleteCheck] = field(default_factory=list)
     before_subnet_delete: list[DeleteCheck] = field(default_factory=list)
     before_port_delete: list[DeleteCheck] = field(default_factory=list)
+    before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
 
-    def run(self, hook: list[DeleteCheck], *args: Any) -> list[Callable[[], None]]:
+    def run(self, hook: list[Any], *args: Any) -> list[Callable[[], None]]:
         """Each check in turn; what they gave to do once committed."""
         then = []
         for check in hook:

@@ -113,6 +113,23 @@ def test_tunnel_types_and_mtus(admin):
     assert resp.status_code == 409 and error_of(resp)["type"] == "TunnelIdInUse"
 
 
+def test_gre_keys_use_all_32_bits(admin):
+    """Outside the project ranges a provider GRE network may take any 32-bit key;
+    beyond that the API refuses it on every database."""
+    top = 2 ** 32 - 1
+    net = admin.network(**{"provider:network_type": "gre", "provider:segmentation_id": top})
+    assert admin.show("networks", net["id"])["provider:segmentation_id"] == top
+    found = admin.get("/v2.0/networks", params={"provider:segmentation_id": str(top)})
+    assert [n["id"] for n in found.json()["networks"]] == [net["id"]]
+    resp = admin.post("/v2.0/networks", json={"network": {
+        "provider:network_type": "gre", "provider:segmentation_id": top + 1}})
+    assert resp.status_code == 400 and "segmentation_id" in error_of(resp)["message"]
+    resp = admin.post("/v2.0/networks", json={"network": {"segments": [
+        {"provider:network_type": "gre", "provider:segmentation_id": 2 ** 40}]}})
+    assert resp.status_code == 400, resp.text
+    assert admin.delete(f"/v2.0/networks/{net['id']}").status_code == 204
+
+
 def test_multi_provider(admin):
     segments = [{"provider:network_type": "vlan", "provider:physical_network": "physnet2",
                  "provider:segmentation_id": 3100},

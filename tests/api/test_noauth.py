@@ -66,6 +66,10 @@ def test_project_header_is_used_when_given(noauth, bare):
     resp = bare.post("/v2.0/networks", json={"network": {}},
                      headers={"X-Project-Id": project})
     assert resp.json()["network"]["project_id"] == project
+    # a header no project column could hold is a 400, not a silent truncation
+    resp = bare.post("/v2.0/networks", json={"network": {}},
+                     headers={"X-Project-Id": "p" * 256})
+    assert resp.status_code == 400 and "x-project-id" in resp.json()["NeutronError"]["message"]
 
 
 def test_everyone_is_admin(bare):

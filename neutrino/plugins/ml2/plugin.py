@@ -471,6 +471,9 @@ class Ml2Plugin(Plugin):
         for driver in self.extension_drivers:
             driver.process_update_port(conn, data, {"id": port_id})
         context = PortContext(conn, ctx, self._port(conn, ctx, port_id), original)
+        if "fixed_ips" in data:
+            self.env.hooks.run(self.env.hooks.before_port_update_commit, conn, ctx,
+                               context.current)
         self.mechanisms.call("update_port_precommit", context)
         return context, rebind
 

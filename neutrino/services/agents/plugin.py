@@ -77,8 +77,7 @@ class AgentsPlugin(Plugin):
                                ) -> list[dict[str, Any]]:
         if not ctx.is_admin:
             return []
-        # As Neutron: zones are neither sorted nor paged (they have no id to page by).
-        query.limit = None
+        # As Neutron: zones are not sorted (nor paged: they have no id to page by).
         found = self._read(agents_db.zones)
         items = [{"name": name, "resource": resource, "state": state}
                  for (name, resource), state in sorted(found.items())]

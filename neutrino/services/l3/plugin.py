@@ -93,6 +93,7 @@ class L3RouterPlugin(Plugin):
         env.quota.register("router", models.routers)
         env.quota.register("floatingip", models.floatingips)
         env.hooks.before_port_delete.append(self._before_port_delete)
+        env.hooks.before_port_update_commit.append(self._keep_floating_ips_addresses)
         # which L3 agents serve which routers; they hear of every change
         self.scheduler = L3AgentSchedulerPlugin(env, self)
         self.companions = [self.scheduler]
@@ -656,7 +657,18 @@ class L3RouterPlugin(Plugin):
     def get_floatingip_pool(self, ctx: Context, pool_id: str) -> dict[str, Any]:
         raise exc.HTTPNotFound()
 
-    # --- hooks on the core plugin's deletes -------------------------------------------
+    # --- hooks on the core plugin's updates and deletes ---------------------------------
+
+    @staticmethod
+    def _keep_floating_ips_addresses(conn: Connection, ctx: Context, port: dict[str, Any]
+                                     ) -> None:
+        """A fixed IP that a floating IP points at stays on its port, as in Neutron."""
+        kept = {ip["ip_address"] for ip in port["fixed_ips"]}
+        if any(fip.fixed_ip_address not in kept
+               for fip in floatingips.on_port(conn, port["id"])):
+            raise exc.BadRequest(resource="port", msg=(
+                f"Cannot update the fixed_ips of the port {port['id']}, because its "
+                "original fixed_ip has been associated to a floating ip"))
 
     def _before_port_delete(self, conn: Connection, ctx: Context, port_id: str
                             ) -> Callable[[], None] | None:

@@ -22,15 +22,9 @@ from neutrino.definitions.allowed_address_pairs import (
 )
 from neutrino.definitions.port_security import ENABLED
 from neutrino.plugins.ml2.api import ExtensionDriver
+from neutrino.plugins.ml2.drivers.ext_port_security import network_secured, port_secured
 
 AAP = models.allowed_address_pairs
-PS = models.port_security
-
-
-def _secured(conn: Connection, resource_id: str) -> bool:
-    """The stored port_security_enabled; no row (or no port_security driver) is on."""
-    row = conn.execute(select(PS.c.enabled).where(PS.c.resource_id == resource_id)).first()
-    return True if row is None else bool(row.enabled)
 
 
 def _completed(pairs: list[dict[str, Any]], port_mac: str) -> list[dict[str, str]]:
@@ -83,7 +77,7 @@ class AllowedAddressPairsExtensionDriver(ExtensionDriver):
         if pairs:
             secured = view.get(ENABLED, data.get(ENABLED))
             if secured is None:  # the port_security driver has not run (yet)
-                secured = _secured(conn, view["network_id"])
+                secured = network_secured(conn, view["network_id"])
             if not secured:
                 raise AddressPairAndPortSecurityRequired()
         stored = _completed(pairs, view["mac_address"])
@@ -98,7 +92,7 @@ class AllowedAddressPairsExtensionDriver(ExtensionDriver):
             return
         if pairs is not None:
             self._check_limit(pairs)
-        secured = data[ENABLED] if ENABLED in data else _secured(conn, port_id)
+        secured = data[ENABLED] if ENABLED in data else port_secured(conn, port_id)
         if not secured:
             # Neutron's rule: pairs are refused, and kept ones forbid turning security
             # off, unless this same request clears them.

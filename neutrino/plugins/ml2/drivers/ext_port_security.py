@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import Table, delete, or_, select
 from sqlalchemy.engine import Connection
 
 from neutrino.db import models
@@ -12,20 +12,35 @@ from neutrino.db.util import chunked
 from neutrino.definitions.port_security import ENABLED
 from neutrino.plugins.ml2.api import ExtensionDriver
 
-PS = models.port_security
+NETWORKS = models.network_port_security
+PORTS = models.port_port_security
 
 
-def _store(conn: Connection, resource_id: str, enabled: bool) -> None:
-    conn.execute(delete(PS).where(PS.c.resource_id == resource_id))
-    conn.execute(PS.insert().values(resource_id=resource_id, enabled=enabled))
+def _key(table: Table) -> Any:
+    return table.c.network_id if table is NETWORKS else table.c.port_id
 
 
-def _load(conn: Connection, ids: list[str]) -> dict[str, bool]:
-    found = {}
+def _store(conn: Connection, table: Table, owner_id: str, enabled: bool) -> None:
+    key = _key(table)
+    conn.execute(delete(table).where(key == owner_id))
+    conn.execute(table.insert().values({key.name: owner_id, "enabled": enabled}))
+
+
+def _load(conn: Connection, table: Table, ids: list[str]) -> dict[str, bool]:
+    key = _key(table)
+    found: dict[str, bool] = {}
     for chunk in chunked(ids):
-        found.update(conn.execute(select(PS.c.resource_id, PS.c.enabled)
-                                  .where(PS.c.resource_id.in_(chunk))).all())
+        found.update(conn.execute(select(key, table.c.enabled).where(key.in_(chunk))).all())
     return found
+
+
+def network_secured(conn: Connection, network_id: str) -> bool:
+    """The network's stored value; no row (or no port_security driver) is on."""
+    return _load(conn, NETWORKS, [network_id]).get(network_id, True)
+
+
+def port_secured(conn: Connection, port_id: str) -> bool:
+    return _load(conn, PORTS, [port_id]).get(port_id, True)
 
 
 class PortSecurityExtensionDriver(ExtensionDriver):
@@ -34,40 +49,48 @@ class PortSecurityExtensionDriver(ExtensionDriver):
     def process_create_network(self, conn: Connection, data: dict[str, Any],
                                view: dict[str, Any]) -> None:
         view[ENABLED] = data.get(ENABLED, True)
-        _store(conn, view["id"], view[ENABLED])
+        _store(conn, NETWORKS, view["id"], view[ENABLED])
 
     def process_update_network(self, conn: Connection, data: dict[str, Any],
                                view: dict[str, Any]) -> None:
         if ENABLED in data:
-            _store(conn, view["id"], data[ENABLED])
+            _store(conn, NETWORKS, view["id"], data[ENABLED])
             view[ENABLED] = data[ENABLED]
 
     def process_create_port(self, conn: Connection, data: dict[str, Any],
                             view: dict[str, Any]) -> None:
         enabled = data.get(ENABLED)
         if enabled is None:  # the network's value is the port's default
-            enabled = _load(conn, [view["network_id"]]).get(view["network_id"], True)
-        _store(conn, view["id"], enabled)
+            enabled = network_secured(conn, view["network_id"])
+        _store(conn, PORTS, view["id"], enabled)
         view[ENABLED] = enabled
 
     def process_update_port(self, conn: Connection, data: dict[str, Any],
                             view: dict[str, Any]) -> None:
-        self.process_update_network(conn, data, view)
+        if ENABLED in data:
+            _store(conn, PORTS, view["id"], data[ENABLED])
+            view[ENABLED] = data[ENABLED]
 
     def extend_networks(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        values = _load(conn, [v["id"] for v in views])
-        for view in views:
-            view[ENABLED] = values.get(view["id"], True)
+        self._extend(conn, NETWORKS, views)
 
     def extend_ports(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        self.extend_networks(conn, views)
+        self._extend(conn, PORTS, views)
+
+    @staticmethod
+    def _extend(conn: Connection, table: Table, views: list[dict[str, Any]]) -> None:
+        values = _load(conn, table, [v["id"] for v in views])
+        for view in views:
+            view[ENABLED] = values.get(view["id"], True)
 
     def filter_clauses(self, collection: str, query: Any) -> list:
         values = query.pop_filter(ENABLED)
         if values is None:
             return []
-        table = models.networks if collection == "networks" else models.ports
-        parts = [table.c.id.in_(select(PS.c.resource_id).where(PS.c.enabled.in_(values)))]
+        owners, table = ((models.networks, NETWORKS) if collection == "networks"
+                         else (models.ports, PORTS))
+        key = _key(table)
+        parts = [owners.c.id.in_(select(key).where(table.c.enabled.in_(values)))]
         if True in values:  # no row means the default, enabled
-            parts.append(table.c.id.not_in(select(PS.c.resource_id)))
+            parts.append(owners.c.id.not_in(select(key)))
         return [or_(*parts)]

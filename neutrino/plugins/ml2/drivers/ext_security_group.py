@@ -19,6 +19,7 @@ from neutrino.db.quota import QuotaEngine
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.port_security import ENABLED
 from neutrino.plugins.ml2.api import ExtensionDriver
+from neutrino.plugins.ml2.drivers.ext_port_security import network_secured, port_secured
 from neutrino.services.secgroups import bindings, groups, rules
 
 GROUPS = sg.SECURITY_GROUPS
@@ -66,7 +67,7 @@ class SecurityGroupExtensionDriver(ExtensionDriver):
         if self.port_security and ENABLED in data:
             secured = bool(data[ENABLED])
         else:
-            secured = self._stored_port_security(conn, port_id)
+            secured = not self.port_security or port_secured(conn, port_id)
         if GROUPS in data:
             requested = data[GROUPS] or []
             if not secured and requested:
@@ -96,15 +97,7 @@ class SecurityGroupExtensionDriver(ExtensionDriver):
             return bool(view[ENABLED])
         if data.get(ENABLED) is not None:
             return bool(data[ENABLED])
-        return self._stored_port_security(conn, view["network_id"])
-
-    def _stored_port_security(self, conn: Connection, resource_id: str) -> bool:
-        if not self.port_security:
-            return True
-        PS = models.port_security
-        value = conn.execute(select(PS.c.enabled).where(PS.c.resource_id == resource_id)
-                             ).scalar()
-        return True if value is None else bool(value)
+        return not self.port_security or network_secured(conn, view["network_id"])
 
 
 def _project_of(conn: Connection, port_id: str) -> str:
