@@ -26,7 +26,8 @@ the host's metadata agent with ``X-Neutron-Network-ID``; once a router holds
 every subnet's gateway, the proxy and the address go. Every
 ``[agent] check_child_processes_interval`` seconds the agent looks for
 networks whose dnsmasq or proxy died and marks them dirty: their next sync
-starts them again.
+starts them again; ``neutrino.agents.process_monitor`` hears of their end at
+once, and the check is its safety net.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from typing import Any
 
 from neutrino.agents.base import Agent, converge_each, named
 from neutrino.agents.cmd import main as run_agent
+from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_list
 from neutrino.linux import dnsmasq, interface, ip, metadata_proxy, process
 from neutrino.linux.dnsmasq import Network
@@ -234,19 +236,23 @@ class DhcpDataplane:
                                    metadata_proxy.NETWORK_HEADER, network_id,
                                    self.metadata_socket, conf_dir, listen_host=METADATA_IP)
 
+    def daemons(self, network_id: str) -> dict[str, int | None]:
+        """The network's daemons that should run (dnsmasq once it is set up
+        here, the metadata proxy once started and not stopped since), by name:
+        their pid, or None for one that does not run."""
+        conf_dir = self.conf_dir(network_id)
+        if not os.path.isdir(conf_dir):
+            return {}
+        found = {"dnsmasq": dnsmasq.Dnsmasq(conf_dir, namespace_name(network_id)).pid()}
+        if os.path.exists(os.path.join(conf_dir, metadata_proxy.PID)):
+            found["metadata proxy"] = metadata_proxy.proxy_pid(conf_dir)
+        return found
+
     def dead(self, network_ids: list[str]) -> list[str]:
         """Those of ``network_ids`` (served here) whose dnsmasq or metadata proxy
         should run and does not."""
-        found = []
-        for network_id in network_ids:
-            conf_dir = self.conf_dir(network_id)
-            if not os.path.isdir(conf_dir):
-                continue
-            proxied = os.path.exists(os.path.join(conf_dir, metadata_proxy.PID))
-            if dnsmasq.Dnsmasq(conf_dir, namespace_name(network_id)).pid() is None or (
-                    proxied and metadata_proxy.proxy_pid(conf_dir) is None):
-                found.append(network_id)
-        return found
+        return [network_id for network_id in network_ids
+                if None in self.daemons(network_id).values()]
 
     def retire(self, network_id: str) -> None:
         """Take everything of the network away, whatever is left of it."""
@@ -280,6 +286,7 @@ class DhcpAgent(Agent):
         #: network id -> the ports told ready (dhcp_ready_on_ports) since the agent started
         self._ready: dict[str, set[str]] = {}
         self._limit = asyncio.Semaphore(conf.DEFAULT.num_sync_threads)
+        self._monitor = ProcessMonitor(self._daemon_ended)
         self.dataplane: DhcpDataplane | None = None
         if conf.DEFAULT.interface_driver:
             default = conf.DEFAULT
@@ -310,9 +317,13 @@ class DhcpAgent(Agent):
             return []
         return [self._watch_processes]
 
+    def _daemon_ended(self, network_id: str, name: str) -> None:
+        LOG.warning("network %s: its %s ended; starting it again", network_id, name)
+        self.mark_dirty(("network", network_id))
+
     async def _watch_processes(self) -> None:
-        """Mark dirty the networks whose dnsmasq or metadata proxy died: their
-        next sync starts them again."""
+        """Mark dirty the networks whose dnsmasq or metadata proxy died unheard
+        of (the monitor's safety net): their next sync starts them again."""
         assert self.dataplane is not None
         while True:
             await asyncio.sleep(self.conf.agent.check_child_processes_interval)
@@ -403,7 +414,10 @@ class DhcpAgent(Agent):
         view = {**network, "ports": [*(p for p in network["ports"] if p["id"] != port["id"]),
                                      port]}
         self.networks[network["id"]] = view
+        self._monitor.forget(network["id"])  # what serving stops or restarts is no death
         await asyncio.to_thread(self.dataplane.serve, view, port)
+        self._monitor.watch(network["id"], await asyncio.to_thread(
+            self.dataplane.daemons, network["id"]))
         told = self._ready.setdefault(network["id"], set())
         new = sorted(set(dnsmasq.served_ports(view)) - told)
         if new:
@@ -414,6 +428,7 @@ class DhcpAgent(Agent):
         """Take the network down here and give its DHCP port back (the server
         deletes it; it has already if the network itself is gone)."""
         assert self.dataplane is not None
+        self._monitor.forget(network_id)
         had = self._ready.pop(network_id, None) is not None
         if network_id in await asyncio.to_thread(self.dataplane.present):
             had = True

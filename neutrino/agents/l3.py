@@ -15,8 +15,12 @@ least one interface runs a metadata proxy in its namespace (port 9697,
 ``X-Neutron-Router-ID``, towards the host's metadata agent at
 ``metadata_proxy_socket``) and its NAT chains redirect the instances'
 169.254.169.254:80 there; the proxy goes with the router or its last
-interface. Every ``[agent] check_child_processes_interval`` seconds the
-agent looks for proxies that died and marks their routers dirty.
+interface.
+
+A router's daemons (its metadata proxy, radvd) that die are started again at
+once: ``neutrino.agents.process_monitor`` hears of their end and marks the
+router dirty. Every ``[agent] check_child_processes_interval`` seconds the
+agent also looks for daemons that died, as a safety net.
 
 ``router_spec`` is the pure part: Neutron's sync data to a ``Router``.
 
@@ -40,6 +44,7 @@ from typing import Any
 
 from neutrino.agents.base import Agent, converge_each, named
 from neutrino.agents.cmd import main as run_agent
+from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
 from neutrino.linux import interface, metadata_proxy, nat, radvd, router
 from neutrino.rpc import topics
@@ -95,8 +100,9 @@ OPTIONS = (OptGroup("DEFAULT", [
         "min_rtr_adv_interval / 0.75)."),
 ]), OptGroup("agent", [
     Opt("check_child_processes_interval", int_range(0), 60,
-        "Seconds between checks that each router's metadata proxy still runs (one "
-        "that died is started again); 0: no checks."),
+        "Seconds between checks that each router's daemons (metadata proxy, radvd) "
+        "still run, besides watching them die (one that died is started again); "
+        "0: no checks."),
 ]), interface.OVS_OPTIONS)
 
 
@@ -214,6 +220,7 @@ class L3Agent(Agent):
         #: router id -> the statuses last reported for its floating IPs
         self._reported: dict[str, dict[str, str]] = {}
         self._limit = asyncio.Semaphore(ROUTERS_AT_ONCE)
+        self._monitor = ProcessMonitor(self._daemon_ended)
         self.dataplane: router.RouterDataplane | None = None
         if conf.DEFAULT.interface_driver:
             state = os.path.abspath(os.path.join(conf.DEFAULT.state_path, "l3"))
@@ -242,20 +249,23 @@ class L3Agent(Agent):
         return [L3Notifications(self)]
 
     def background(self) -> list[Callable[[], Awaitable[None]]]:
-        if (self.dataplane is None or self.dataplane.metadata_socket is None
-                or not self.conf.agent.check_child_processes_interval):
+        if self.dataplane is None or not self.conf.agent.check_child_processes_interval:
             return []
-        return [self._watch_proxies]
+        return [self._check_daemons]
 
-    async def _watch_proxies(self) -> None:
-        """Mark dirty the routers whose metadata proxy died: their next sync
-        starts it again."""
+    def _daemon_ended(self, router_id: str, name: str) -> None:
+        LOG.warning("router %s: its %s ended; starting it again", router_id, name)
+        self.mark_dirty(("router", router_id))
+
+    async def _check_daemons(self) -> None:
+        """Mark dirty the routers with a daemon that died unheard of (the
+        monitor's safety net): their next sync starts it again."""
         assert self.dataplane is not None
         while True:
             await asyncio.sleep(self.conf.agent.check_child_processes_interval)
-            dead = await asyncio.to_thread(self.dataplane.proxy_dead, sorted(self.routers))
+            dead = await asyncio.to_thread(self.dataplane.dead, sorted(self.routers))
             if dead:
-                LOG.warning("router(s) %s: the metadata proxy died; starting it again",
+                LOG.warning("router(s) %s: a daemon died; starting it again",
                             ", ".join(dead))
                 self.mark_dirty(*(("router", r) for r in dead))
 
@@ -314,16 +324,20 @@ class L3Agent(Agent):
     async def _serve(self, data: dict[str, Any]) -> None:
         assert self.dataplane is not None
         fip_ids = [fip["id"] for fip in floating_ips(data)]
+        self._monitor.forget(data["id"])  # what serving stops or restarts is no death
         try:
             await asyncio.to_thread(self.dataplane.serve, router_spec(
                 data, self.dataplane.metadata_socket is not None))
         except Exception:
             await self._report(data["id"], dict.fromkeys(fip_ids, "ERROR"))
-            raise
+            raise  # a full sync follows
+        self._monitor.watch(data["id"], await asyncio.to_thread(
+            self.dataplane.daemons, data["id"]))
         await self._report(data["id"], dict.fromkeys(fip_ids, "ACTIVE"))
 
     async def _retire(self, router_id: str) -> None:
         assert self.dataplane is not None
+        self._monitor.forget(router_id)
         if router_id in await asyncio.to_thread(self.dataplane.present):
             await asyncio.to_thread(self.dataplane.retire, router_id)
         await self._report(router_id, {})

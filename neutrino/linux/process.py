@@ -44,3 +44,13 @@ def terminate(pid: int, wait: float) -> None:
         os.kill(pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
+
+
+def exit_fd(pid: int) -> int | None:
+    """A file descriptor that becomes readable the moment process ``pid`` ends
+    (a pidfd: any process, not only a child), or None if it has ended already.
+    The caller closes it."""
+    try:
+        return os.pidfd_open(pid)
+    except ProcessLookupError:
+        return None

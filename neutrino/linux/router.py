@@ -184,15 +184,23 @@ class RouterDataplane:
                                    metadata_proxy.ROUTER_HEADER, router.id,
                                    self.metadata_socket, directory)
 
-    def proxy_dead(self, router_ids: list[str]) -> list[str]:
-        """Those of ``router_ids`` whose metadata proxy was started and died."""
-        found = []
-        for router_id in router_ids:
-            directory = self.router_dir(router_id)
-            if (os.path.exists(os.path.join(directory, metadata_proxy.PID))
-                    and metadata_proxy.proxy_pid(directory) is None):
-                found.append(router_id)
+    def daemons(self, router_id: str) -> dict[str, int | None]:
+        """The router's daemons that were started (and not stopped since), by
+        name: their pid, or None for one that died."""
+        directory = self.router_dir(router_id)
+        found: dict[str, int | None] = {}
+        for name, pid_file, pid_of in (
+                ("radvd", radvd.PID, radvd.radvd_pid),
+                ("metadata proxy", metadata_proxy.PID, metadata_proxy.proxy_pid)):
+            if os.path.exists(os.path.join(directory, pid_file)):
+                found[name] = pid_of(directory)
         return found
+
+    def dead(self, router_ids: list[str]) -> list[str]:
+        """Those of ``router_ids`` with a daemon (radvd, the metadata proxy) that
+        was started and died."""
+        return [router_id for router_id in router_ids
+                if None in self.daemons(router_id).values()]
 
     def retire(self, router_id: str) -> None:
         """Take everything of the router away, whatever is left of it."""

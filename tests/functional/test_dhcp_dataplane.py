@@ -8,12 +8,15 @@ plays the Linux bridge agent (a bridge, the tap plugged in) and the instances
 
 from __future__ import annotations
 
+import os
 import signal
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from neutrino.linux import dnsmasq
 from tests.dataplane import pings, run, wait_until
 from tests.functional.dhcp_deployment import Deployment, address, dhcp_deployment
 
@@ -31,6 +34,11 @@ def hosts_file_has(deployment: Deployment, network_id: str, mac: str) -> Callabl
         except OSError:
             return False
     return check
+
+
+def dnsmasq_running(deployment: Deployment, network_id: str) -> int | None:
+    """The pid of the network's dnsmasq if one runs."""
+    return dnsmasq.Dnsmasq(str(deployment.conf_dir(network_id)), "").pid()
 
 
 def test_ports_get_their_addresses_new_ports_without_a_restart(deployment: Deployment):
@@ -55,6 +63,16 @@ def test_ports_get_their_addresses_new_ports_without_a_restart(deployment: Deplo
     vm2 = d.instance(bridge, "vm2", second["mac_address"])
     assert d.lease(vm2)["ip"] == address(second)
     assert d.dnsmasq_pid(net["id"]) == pid  # a SIGHUP, not a restart
+
+    # dnsmasq killed: the agent starts it again at once (its periodic check of its
+    # daemons is a minute away), and it serves
+    os.kill(pid, signal.SIGKILL)
+    started = time.monotonic()
+    wait_until(lambda: dnsmasq_running(d, net["id"]) not in (None, pid), 5,
+               "dnsmasq to be started again")
+    print(f"a killed dnsmasq ran again in {time.monotonic() - started:.2f} s")
+    assert d.lease(vm2)["ip"] == address(second)
+    pid = d.dnsmasq_pid(net["id"])
 
     for port in (first, second):
         assert d.client.delete(f"/v2.0/ports/{port['id']}").status_code == 204

@@ -5,6 +5,8 @@ Root only: everything happens in namespaces the tests make and remove."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 import uuid
@@ -318,6 +320,15 @@ def test_slaac_from_the_routers_advertisements(lab: Lab):
         f"{expected}/64"]
     assert wait_until(lambda: pings(f"inst-{port['id'][:11]}", subnet["gateway_ip"]), 15,
                       "the router's IPv6 address")
+
+    # radvd killed: the agent starts it again at once (its periodic check of its
+    # daemons is a minute away, its resync ten)
+    killed = radvd.radvd_pid(state)
+    os.kill(killed, signal.SIGKILL)
+    started = time.monotonic()
+    wait_until(lambda: radvd.radvd_pid(state) not in (None, killed), 5,
+               "radvd to be started again")
+    print(f"a killed radvd ran again in {time.monotonic() - started:.2f} s")
 
     resp = lab.api.put(f"/v2.0/routers/{router['id']}/remove_router_interface",
                        json={"subnet_id": subnet["id"]})
