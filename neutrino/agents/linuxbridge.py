@@ -30,7 +30,7 @@ from neutrino.agents.notifications import (
 )
 from neutrino.agents.sg_info import SecurityGroupInfo
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
-from neutrino.linux.ip import FLOOD_MAC, IpNetns, watch_links
+from neutrino.linux.ip import FLOOD_MAC, IpNetns, NoSuchDevice, watch_links
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
@@ -192,7 +192,7 @@ class LinuxBridgeAgent(Agent):
                ) -> tuple[list[str], list[str]]:
         """Wire the ports of ``details``; forget the taps ``gone``. The taps now
         up and down."""
-        up, down = [], []
+        up, down, gone = [], [], set(gone)
         for port in details:
             tap = port["device"]
             if "port_id" not in port:  # no port (any more): not ours to connect
@@ -201,9 +201,11 @@ class LinuxBridgeAgent(Agent):
                 continue
             try:
                 self._wire(port)
-            except Exception:
-                if not self.ip.exists(tap):  # unplugged meanwhile: the scan tells
+            except Exception as error:
+                if isinstance(error, NoSuchDevice) and not self.ip.exists(tap):
+                    # unplugged meanwhile (the watch tells): as good as forgotten
                     LOG.info("%s went while it was being wired", tap)
+                    gone.add(tap)
                     continue
                 LOG.exception("wiring %s for port %s failed", tap, port["port_id"])
                 continue
@@ -349,11 +351,16 @@ class LinuxBridgeAgent(Agent):
         wanted = {(mac, remote) for remote, entries in self.fdb.get(network_id, {}).items()
                   if remote != self.conf.vxlan.local_ip
                   for mac, _ in entries | {(FLOOD_MAC, "")}}
-        have = self.ip.fdb(device)
-        for mac, remote in have - wanted:
-            self.ip.fdb_delete(device, mac, remote)
-        for mac, remote in wanted - have:
-            self.ip.fdb_add(device, mac, remote)
+        try:
+            have = self.ip.fdb(device)
+            for mac, remote in have - wanted:
+                self.ip.fdb_delete(device, mac, remote)
+            for mac, remote in wanted - have:
+                self.ip.fdb_add(device, mac, remote)
+        except NoSuchDevice:
+            # its network's last tap went: nothing to program; a network wired
+            # here again gets a new device, programmed then
+            LOG.info("%s went while its forwarding entries were written", device)
 
     async def fdb_changed(self, entries: dict[str, Any], add: bool) -> None:
         """add_fdb_entries / remove_fdb_entries from the server."""

@@ -16,7 +16,8 @@ import os
 import socket
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -115,6 +116,25 @@ def _missing(error: NetlinkError) -> bool:
     return error.code in (errno.ENODEV, errno.ENOENT, errno.ESRCH, errno.EADDRNOTAVAIL)
 
 
+class NoSuchDevice(LookupError):
+    """The link is not there (any more): not found by name, or removed between
+    finding it and using it (the kernel's ENODEV). Another agent may remove a
+    device a moment before this one touches it; where the device was to go
+    anyway, that is the desired state, and the caller treats it so."""
+
+
+@contextmanager
+def _on(name: str, namespace: str | None) -> Iterator[None]:
+    """ENODEV from the kernel while working on ``name``: ``NoSuchDevice``."""
+    try:
+        yield
+    except NetlinkError as error:
+        if error.code == errno.ENODEV:
+            raise NoSuchDevice(f"no link {name} in namespace {namespace or '(own)'} "
+                               f"(gone meanwhile)") from error
+        raise
+
+
 class IpNetns:
     """The links of one network namespace, through one netlink socket."""
 
@@ -172,7 +192,7 @@ class IpNetns:
     def _index(self, name: str) -> int:
         index = self.index(name)
         if index is None:
-            raise LookupError(f"no link {name} in namespace {self.namespace or '(own)'}")
+            raise NoSuchDevice(f"no link {name} in namespace {self.namespace or '(own)'}")
         return index
 
     def exists(self, name: str) -> bool:
@@ -228,7 +248,8 @@ class IpNetns:
         if up is not None:
             changes["state"] = "up" if up else "down"
         if changes:
-            self._ip.link("set", index=self._index(name), **changes)
+            with _on(name, self.namespace):
+                self._ip.link("set", index=self._index(name), **changes)
 
     def rename(self, name: str, new_name: str) -> None:
         """Rename a link (taken down first, as the kernel requires)."""
@@ -237,8 +258,15 @@ class IpNetns:
         self._ip.link("set", index=index, ifname=new_name)
 
     def unplug(self, name: str) -> None:
-        """Take the link out of its bridge."""
-        self._ip.link("set", index=self._index(name), master=0)
+        """Take the link out of its bridge (a link that is gone is out of it)."""
+        index = self.index(name)
+        if index is None:
+            return
+        try:
+            self._ip.link("set", index=index, master=0)
+        except NetlinkError as error:
+            if error.code != errno.ENODEV:
+                raise
 
     def delete(self, name: str) -> None:
         index = self.index(name)
@@ -264,8 +292,9 @@ class IpNetns:
 
     def addresses(self, name: str) -> list[str]:
         """The link's addresses as ``address/prefixlen``."""
-        return sorted(f"{msg.get('IFA_ADDRESS')}/{msg['prefixlen']}"
-                      for msg in self._ip.get_addr(index=self._index(name)))
+        with _on(name, self.namespace):
+            return sorted(f"{msg.get('IFA_ADDRESS')}/{msg['prefixlen']}"
+                          for msg in self._ip.get_addr(index=self._index(name)))
 
     def all_addresses(self, links: dict[str, Link] | None = None) -> dict[str, list[str]]:
         """Every link's addresses (``address/prefixlen``), by link name, in one
@@ -297,12 +326,13 @@ class IpNetns:
         if not stale and not missing:
             return
         index = self._index(name)
-        for cidr in stale:
-            address, prefix = cidr.split("/")
-            self._ip.addr("del", index=index, address=address, prefixlen=int(prefix))
-        for cidr in missing:
-            address, prefix = cidr.split("/")
-            self._ip.addr("add", index=index, address=address, prefixlen=int(prefix))
+        with _on(name, self.namespace):
+            for cidr in stale:
+                address, prefix = cidr.split("/")
+                self._ip.addr("del", index=index, address=address, prefixlen=int(prefix))
+            for cidr in missing:
+                address, prefix = cidr.split("/")
+                self._ip.addr("add", index=index, address=address, prefixlen=int(prefix))
 
     def replace_route(self, destination: str, gateway: str | None = None,
                       device: str | None = None) -> None:
@@ -344,7 +374,8 @@ class IpNetns:
     def fdb_add(self, name: str, mac: str, remote_ip: str) -> None:
         """Send frames for ``mac`` (the flood MAC: broadcasts too) to ``remote_ip``."""
         try:
-            self._ip.fdb("append", ifindex=self._index(name), lladdr=mac, dst=remote_ip)
+            with _on(name, self.namespace):
+                self._ip.fdb("append", ifindex=self._index(name), lladdr=mac, dst=remote_ip)
         except NetlinkError as error:
             if error.code != errno.EEXIST:
                 raise

@@ -246,3 +246,24 @@ def test_two_databases_in_one_process_stay_apart(box: Sandbox, tmp_path: Path):
     finally:
         second.stop()
         first.stop()
+
+
+def test_a_port_removed_between_read_and_write_is_passed_over(box: Sandbox, tmp_path: Path):
+    """The OVS agent tags ports it has just read; one that another agent (a
+    DHCP or L3 agent's interface driver) deletes before the transaction is as
+    good as done: the others are tagged, no error (no full resync follows)."""
+    ovs = OvsHost.start(box.namespace("h1"), tmp_path)
+    db = Ovsdb(ovs.db)
+    try:
+        db.ensure_bridge("br-int", "netdev")
+        for name in ("tapgoes", "tapstays"):
+            db.ensure_port("br-int", name, type="internal")
+        read = db.port_tags()
+        db.delete_port("tapgoes", "br-int")  # between the agent's read and its write
+        db.port_tags = lambda: read  # the agent's read, as it was
+        db.set_tags({"tapgoes": (7, {"net_uuid": "n"}), "tapstays": (7, {"net_uuid": "n"})})
+        assert ovs.get("Port", "tapstays", "tag") == 7
+        db.delete_port("tapgoes", "br-int")  # removing what is gone: quiet
+    finally:
+        db.close()
+        ovs.stop()
