@@ -23,11 +23,17 @@ DeleteCheck = Callable[[Connection, Context, str], Callable[[], None] | None]
 PortUpdateCheck = Callable[[Connection, Context, dict[str, Any]], None]
 
 
+# (network id) -> None: a change of the network or of one of its subnets has
+# committed (what hosts built on it, routers say, may have to follow)
+NetworkChanged = Callable[[str], None]
+
+
 @dataclass
 class Hooks:
     before_network_delete: list[DeleteCheck] = field(default_factory=list)
     before_subnet_delete: list[DeleteCheck] = field(default_factory=list)
     before_port_delete: list[DeleteCheck] = field(default_factory=list)
+    after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
 
     def run(self, hook: list[Any], *args: Any) -> list[Callable[[], None]]:

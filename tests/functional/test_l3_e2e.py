@@ -262,6 +262,18 @@ def test_port_forwarding(lab: Lab):
                "the deleted port's forwarding to leave the router")
     print(f"a deleted port's forwarding left the router in {time.monotonic() - started:.2f} s")
 
+    # the external subnet's gateway moves: the router's default route follows at once
+    [ext_subnet] = lab.api.get("/v2.0/subnets", params={
+        "network_id": lab.ext_net["id"]}).json()["subnets"]
+    moved = lab.api.put(f"/v2.0/subnets/{ext_subnet['id']}", json={"subnet": {
+        "gateway_ip": "203.0.113.254"}})
+    assert moved.status_code == 200, moved.text
+    started = time.monotonic()
+    wait_until(lambda: "default via 203.0.113.254 " in run(
+        "ip", "route", namespace=f"qrouter-{router['id']}").stdout, 5,
+        "the router's default route to follow its subnet's gateway")
+    print(f"a subnet's new gateway reached the router in {time.monotonic() - started:.2f} s")
+
 
 def test_agent_restart_keeps_traffic_and_cleans_up(lab: Lab):
     """Killed, the agent leaves the routers working; restarted, it converges:

@@ -241,7 +241,14 @@ class Ml2Plugin(Plugin):
                              NetworkContext(None, ctx, current, original), keep_going=True)
         self.notifier.network_update(current)
         self.dhcp.notify("network_update_end", {"network": current}, network_id)
+        self._network_changed(network_id, data)
         return current
+
+    def _network_changed(self, network_id: str, data: dict[str, Any]) -> None:
+        """Service plugins follow a change of the network or of its subnets that
+        hosts may see (not of names, descriptions, tags)."""
+        if set(data) - {"name", "description", "tags"}:
+            self.env.hooks.run(self.env.hooks.after_network_change, network_id)
 
     def delete_network(self, ctx: Context, network_id: str,
                        if_revision: int | None = None) -> None:
@@ -320,6 +327,7 @@ class Ml2Plugin(Plugin):
         self.mechanisms.call("update_subnet_postcommit", context, keep_going=True)
         self.dhcp.notify("subnet_update_end", {"subnet": context.current},
                          context.current["network_id"])
+        self._network_changed(context.current["network_id"], data)
         return context.current
 
     def delete_subnet(self, ctx: Context, subnet_id: str,

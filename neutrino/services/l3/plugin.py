@@ -93,6 +93,7 @@ class L3RouterPlugin(Plugin):
         env.quota.register("router", models.routers)
         env.quota.register("floatingip", models.floatingips)
         env.hooks.before_port_delete.append(self._before_port_delete)
+        env.hooks.after_network_change.append(self._network_changed)
         env.hooks.before_port_update_commit.append(self._keep_floating_ips_addresses)
         # which L3 agents serve which routers; they hear of every change
         self.scheduler = L3AgentSchedulerPlugin(env, self)
@@ -669,6 +670,13 @@ class L3RouterPlugin(Plugin):
             raise exc.BadRequest(resource="port", msg=(
                 f"Cannot update the fixed_ips of the port {port['id']}, because its "
                 "original fixed_ip has been associated to a floating ip"))
+
+    def _network_changed(self, network_id: str) -> None:
+        """A network or one of its subnets changed (a gateway IP, DNS servers
+        that radvd announces, an MTU): its routers' agents are told."""
+        router_ids = self._read(lambda conn: routers.on_network(conn, network_id))
+        if router_ids:
+            self.scheduler.routers_updated(router_ids)
 
     def _before_port_delete(self, conn: Connection, ctx: Context, port_id: str
                             ) -> Callable[[], None] | None:

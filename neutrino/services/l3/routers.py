@@ -153,6 +153,13 @@ def owner_of(conn: Connection, port_id: str) -> str | None:
     return conn.execute(select(RP.c.router_id).where(RP.c.port_id == port_id)).scalar()
 
 
+def on_network(conn: Connection, network_id: str) -> list[str]:
+    """The routers with a port (an interface or their gateway) on the network."""
+    return list(conn.execute(select(RP.c.router_id).distinct().join(
+        P, P.c.id == RP.c.port_id).where(P.c.network_id == network_id)
+        .order_by(RP.c.router_id)).scalars())
+
+
 def with_gateway_on(conn: Connection, network_id: str) -> list[str]:
     return list(conn.execute(select(R.c.id).join(P, P.c.id == R.c.gw_port_id).where(
         P.c.network_id == network_id)).scalars())
