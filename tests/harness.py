@@ -165,6 +165,9 @@ class Server:
         self.conf = conf
         self.db_url = db_url
         self.backend = ""
+        # A test that makes the server fail on purpose says so; any other traceback
+        # in the log fails the test that stops the server.
+        self.tracebacks_expected = False
 
     def client(self, project: str | None = None, roles: tuple[str, ...] = ("member",),
                user: str | None = None) -> ApiClient:
@@ -181,6 +184,18 @@ class Server:
             except subprocess.TimeoutExpired:
                 self.proc.kill()
                 self.proc.wait()
+        if not self.tracebacks_expected:
+            assert_no_traceback(self.log)
+
+
+def assert_no_traceback(log: Path) -> None:
+    """A log with a traceback is a bug found (a 500, a crashed task), even when every
+    answer the test checked was right."""
+    text = log.read_text(errors="replace")
+    start = text.find("Traceback")
+    if start >= 0:
+        head = text.rfind("\n", 0, start)
+        raise AssertionError(f"{log} holds a traceback:\n{text[head + 1:start + 3000]}")
 
 
 def write_config(tmp: Path, db_url: str, port: int, auth: str = "noauth", workers: int = 1,

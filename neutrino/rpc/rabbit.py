@@ -202,6 +202,8 @@ class RabbitTransport(Transport):
     async def _on_message(deliver: Deliver, message: AbstractIncomingMessage) -> None:
         try:
             await deliver(message.body)
+        except TransportError as error:  # the broker went away: its caller will retry
+            LOG.warning("a message from %s is dropped: %s", message.routing_key, error)
         except Exception:
             LOG.exception("a message from %s failed; it is dropped", message.routing_key)
         # not reached when the delivery is cancelled (close): the broker keeps the message
