@@ -19,6 +19,7 @@ from typing import Any, ClassVar
 
 from neutrino import config
 from neutrino.config import Opt, OptGroup, int_range
+from neutrino.linux.errors import HostError
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
@@ -171,8 +172,11 @@ class Agent:
                 if full:
                     self.resources_synced = True
                     LOG.info("full sync done in %.3f s", time.monotonic() - started)
-            except Exception:
-                LOG.exception("sync failed; a full resync follows")
+            except Exception as error:
+                if isinstance(error, HostError | RpcError):  # told in their own words
+                    LOG.error("sync failed: %s; a full resync follows", error)
+                else:
+                    LOG.exception("sync failed; a full resync follows")
                 self.resources_synced = False
                 self._full = True
                 await asyncio.sleep(1)

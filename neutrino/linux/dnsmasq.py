@@ -54,6 +54,7 @@ import subprocess
 from dataclasses import dataclass
 from typing import Any
 
+from neutrino.linux.errors import HostError
 from neutrino.linux.process import cmdline as _cmdline
 from neutrino.linux.process import terminate
 
@@ -365,7 +366,7 @@ def write_files(conf_dir: str, contents: dict[str, str]) -> bool:
     return changed
 
 
-class DnsmasqError(Exception):
+class DnsmasqError(HostError):
     """dnsmasq refused to start; the message carries what it said."""
 
 

@@ -56,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neutrino.linux import ipset
+from neutrino.linux.errors import HostError
 
 #: iptables' limit on a chain name (XT_EXTENSION_MAXNAMELEN 29, with the NUL)
 MAX_CHAIN = 28
@@ -83,7 +84,7 @@ STATE_RULES = ("-m state --state RELATED,ESTABLISHED -j RETURN",
                "-m state --state INVALID -j DROP")
 
 
-class FirewallError(Exception):
+class FirewallError(HostError):
     """A tool refused the change; the message carries what it said."""
 
 

@@ -26,6 +26,7 @@ import sys
 
 from neutrino.config import Config, Opt
 from neutrino.linux import process
+from neutrino.linux.errors import HostError
 
 LOG = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ def proxy_pid(state_dir: str) -> int | None:
     return process.pid_of(pid_file, f"--pid-file={pid_file}")
 
 
-class ProxyError(Exception):
+class ProxyError(HostError):
     """The proxy did not start; the message says why (what it said)."""
 
 

@@ -31,6 +31,8 @@ from ovsdbapp.backend.ovs_idl import connection
 from ovsdbapp.backend.ovs_idl.transaction import Transaction
 from ovsdbapp.schema.open_vswitch import impl_idl
 
+from neutrino.linux.errors import HostError
+
 LOG = logging.getLogger(__name__)
 
 DEFAULT_OVSDB = "unix:/var/run/openvswitch/db.sock"
@@ -40,7 +42,7 @@ DEAD_VLAN = 4095
 InterfaceCallback = Callable[[str, str, dict[str, str]], None]
 
 
-class OvsError(RuntimeError):
+class OvsError(HostError):
     """An OVS operation failed; the message says which and why."""
 
 

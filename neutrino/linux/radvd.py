@@ -33,6 +33,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from neutrino.linux import process
+from neutrino.linux.errors import HostError
 
 LOG = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ def radvd_pid(state_dir: str) -> int | None:
     return process.pid_of(pid_file, pid_file)
 
 
-class RadvdError(Exception):
+class RadvdError(HostError):
     """radvd did not start; the message says why."""
 
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 
 from neutrino import config
 from neutrino.agents.base import AGENT_OPTIONS
 from neutrino.agents.l2 import parse_mappings
 from neutrino.agents.linuxbridge import LinuxBridgeAgent
+from neutrino.linux.ovs import OvsError
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
+from neutrino.rpc.errors import TransportError
 from neutrino.rpc.server import RpcServer
 from neutrino.rpc.topics import PORT_UPDATE, REPORTS
 from neutrino.rpc.transport import get_transport
@@ -103,3 +106,42 @@ def test_parse_mappings():
         except ValueError:
             continue
         raise AssertionError(bad)
+
+
+class FailingAgent(LinuxBridgeAgent):
+    """Its syncs fail with each of ``errors`` in turn."""
+
+    def __init__(self, conf, bus, errors):
+        super().__init__(conf, bus)
+        self.errors = list(errors)
+
+    async def sync(self, full, dirty):
+        if self.errors:
+            raise self.errors.pop(0)
+
+
+def test_a_host_refusal_is_one_line_a_bug_a_traceback(tmp_path, caplog):
+    """A failed sync retries in full either way; what the host or the bus said is
+    logged in its own words, anything else with the traceback that finds the bug."""
+    async def scenario():
+        url = f"memory://{uuid.uuid4().hex}"
+        server_bus = Bus(get_transport(url), timeout=2)
+        await server_bus.start()
+        await RpcServer(server_bus, REPORTS, "server", [Reports()]).start()
+        errors = [OvsError("ovs-vsctl: no database"), TransportError("broker gone"),
+                  KeyError("bug")]
+        agent = FailingAgent(make_conf(tmp_path), Bus(get_transport(url), timeout=2), errors)
+        stop = asyncio.Event()
+        running = asyncio.create_task(agent.run(stop))
+        await until(lambda: not agent.errors and agent.resources_synced, seconds=8)
+        stop.set()
+        await asyncio.wait_for(running, 5)
+        await server_bus.close()
+
+    with caplog.at_level(logging.ERROR, logger="neutrino.agents.base"):
+        asyncio.run(scenario())
+    failed = [r for r in caplog.records if r.getMessage().startswith("sync failed")]
+    assert [(r.getMessage(), r.exc_info is not None) for r in failed] == [
+        ("sync failed: ovs-vsctl: no database; a full resync follows", False),
+        ("sync failed: broker gone; a full resync follows", False),
+        ("sync failed; a full resync follows", True)]
