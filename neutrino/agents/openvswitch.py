@@ -545,13 +545,18 @@ class OpenvswitchAgent(Agent):
         return flows
 
     def _tunnel_ports(self, wanted: dict[str, tuple[str, str]]) -> None:
-        """One port per remote host and tunnel type on br-tun, no more."""
+        """One port per remote host and tunnel type on br-tun, no more. New ones are
+        waited for until they have an OpenFlow number: the flows name them, and
+        ovs-ofctl refuses a whole bundle that names a port it does not know yet."""
         bridge = self.conf.ovs.tunnel_bridge
-        for name, (network_type, remote) in wanted.items():
-            if name not in self._tunnels:
-                self.db.ensure_port(bridge, name, type=network_type, options={
-                    "remote_ip": remote, "local_ip": self.conf.ovs.local_ip, "key": "flow"})
-                self._tunnels.add(name)
+        new = set(wanted) - self._tunnels
+        for name in sorted(new):
+            network_type, remote = wanted[name]
+            self.db.ensure_port(bridge, name, type=network_type, options={
+                "remote_ip": remote, "local_ip": self.conf.ovs.local_ip, "key": "flow"})
+            self._tunnels.add(name)
+        if new:
+            self._wait_ofports(new)
         for name in self._tunnels - set(wanted):
             self.db.delete_port(name, bridge)
             self._tunnels.discard(name)
