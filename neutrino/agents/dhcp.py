@@ -47,10 +47,10 @@ from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_
 from neutrino.linux import dnsmasq, interface, ip, metadata_proxy, process
 from neutrino.linux.dnsmasq import Network
 from neutrino.linux.metadata_proxy import METADATA_CIDR, METADATA_IP, METADATA_PORT
-from neutrino.plugins.ml2.dhcp_rpc import dhcp_device_id
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
+from neutrino.rpc.topics import dhcp_device_id
 
 LOG = logging.getLogger(__name__)
 
@@ -280,7 +280,8 @@ class DhcpAgent(Agent):
         """``agent_namespace``: where the DHCP ports' taps go (None: where the agent
         runs; tests give a namespace standing in for the host)."""
         super().__init__(conf, bus)
-        self._plugin = RpcClient(bus, topics.PLUGIN, "1.8", namespace="dhcp")
+        self._plugin = RpcClient(bus, topics.PLUGIN, "1.8",
+                                 namespace=topics.DHCP_NAMESPACE)
         #: the networks this agent serves, as the server gave them (with subnets, ports)
         self.networks: dict[str, dict[str, Any]] = {}
         #: network id -> the ports told ready (dhcp_ready_on_ports) since the agent started

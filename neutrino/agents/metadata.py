@@ -22,7 +22,6 @@ from neutrino.agents.cmd import main as run_agent
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_host
 from neutrino.linux.metadata_proxy import SOCKET_OPTION, socket_path
 from neutrino.metadata.handler import InstanceFinder, MetadataHandler, Nova
-from neutrino.plugins.ml2.metadata_rpc import RPC_NAMESPACE
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
@@ -63,7 +62,7 @@ class MetadataAgent(Agent):
 
     def __init__(self, conf: Config, bus: Bus):
         super().__init__(conf, bus)
-        self._plugin = RpcClient(bus, topics.PLUGIN, "1.0", namespace=RPC_NAMESPACE)
+        self._plugin = RpcClient(bus, topics.PLUGIN, "1.0", namespace=topics.METADATA_NAMESPACE)
         default = conf.DEFAULT
         self.socket_path = socket_path(conf)
         self.handler = MetadataHandler(

@@ -1,4 +1,7 @@
-"""Topic names shared by the server and the agents (Neutron's names)."""
+"""Topic names shared by the server and the agents (Neutron's names), and the
+other names both sides must agree on."""
+
+import uuid
 
 REPORTS = "q-reports-plugin"  # agents -> server: report_state
 PLUGIN = "q-plugin"  # L2 agents -> server: device details, device up/down
@@ -16,3 +19,15 @@ L2_NOTIFICATIONS = (PORT_UPDATE, PORT_DELETE, NETWORK_UPDATE, NETWORK_DELETE,
 
 DHCP_AGENT = "dhcp_agent"
 L3_AGENT = "l3_agent"
+
+# RPC namespaces on PLUGIN: DHCP agents' calls, the metadata agent's (Neutron's
+# RPC_NAMESPACE_DHCP_PLUGIN and RPC_NAMESPACE_METADATA)
+DHCP_NAMESPACE = "dhcp"
+METADATA_NAMESPACE = "metadata"
+
+
+def dhcp_device_id(network_id: str, host: str) -> str:
+    """The device_id a DHCP agent gives its port on ``network_id``, as Neutron's
+    agents make it: ``dhcp`` + a UUID5 of the host's short name + the network."""
+    host_uuid = uuid.uuid5(uuid.NAMESPACE_DNS, host.split(".")[0])
+    return f"dhcp{host_uuid}-{network_id}"

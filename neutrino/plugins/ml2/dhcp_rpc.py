@@ -19,7 +19,6 @@ reach the agent as they are.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -31,13 +30,15 @@ from neutrino.definitions import port as port_def
 from neutrino.definitions import portbindings
 from neutrino.definitions.base import Attr
 from neutrino.definitions.portbindings import HOST_ID
+from neutrino.rpc import topics
+from neutrino.rpc.topics import dhcp_device_id
 from neutrino.services.agents.dhcp_scheduler import DHCP_OWNER, RESERVED_DHCP_PORT
 
 LOG = logging.getLogger(__name__)
 ADMIN = Context.admin()
 
 #: Neutron's RPC_NAMESPACE_DHCP_PLUGIN: DHCP agents address this API by it.
-RPC_NAMESPACE = "dhcp"
+RPC_NAMESPACE = topics.DHCP_NAMESPACE
 
 # The port attributes an agent may send: the port's own and the binding's.
 _PORT_ATTRS: dict[str, Attr] = {**port_def.RESOURCE.attrs,
@@ -46,13 +47,6 @@ _CREATE_KEYS = frozenset(name for name, attr in _PORT_ATTRS.items() if attr.allo
 # network_id is not updatable; agents send it to say which network they mean
 _UPDATE_KEYS = frozenset({*(name for name, attr in _PORT_ATTRS.items() if attr.allow_put),
                           "network_id"})
-
-
-def dhcp_device_id(network_id: str, host: str) -> str:
-    """The device_id a DHCP agent gives its port on ``network_id``, as Neutron's
-    agents make it: ``dhcp`` + a UUID5 of the host's short name + the network."""
-    host_uuid = uuid.uuid5(uuid.NAMESPACE_DNS, host.split(".")[0])
-    return f"dhcp{host_uuid}-{network_id}"
 
 
 def _text(name: str, value: Any) -> str:

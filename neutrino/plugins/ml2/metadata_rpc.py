@@ -14,9 +14,10 @@ from typing import Any
 
 from neutrino.context import Context
 from neutrino.db.query import CollectionQuery
+from neutrino.rpc import topics
 
 #: Neutron's RPC_NAMESPACE_METADATA
-RPC_NAMESPACE = "metadata"
+RPC_NAMESPACE = topics.METADATA_NAMESPACE
 LIST_FILTERS = ("id", "network_id", "device_id", "device_owner")
 FIXED_IP_KEYS = ("ip_address", "subnet_id")
 
