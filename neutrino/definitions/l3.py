@@ -147,7 +147,10 @@ def routes(value: Any) -> str | None:
 
 
 def _canonical_routes(value: Any) -> Any:
-    """Compressed IPv6 forms, so equal routes compare equal."""
+    """Compressed IPv6 forms, so equal routes compare equal; null is no routes,
+    as Neutron converts it."""
+    if value is None:
+        return []
     if not isinstance(value, list):
         return value
     return [{"destination": v.to_canonical_cidr(r["destination"]),
@@ -248,6 +251,7 @@ FIP_PORT_DETAILS = Extension(
 )
 
 FLOATINGIP_POOL = Resource(
+    hyphenated=True,  # /v2.0/floatingip-pools, as Neutron serves it (and only so)
     name="floatingip_pool",
     collection="floatingip_pools",
     attrs=attrs(

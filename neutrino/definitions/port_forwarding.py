@@ -1,6 +1,7 @@
 """floating-ip-port-forwarding: a floating IP's ports forwarded to internal
 ports (``/v2.0/floatingips/{id}/port_forwardings``), with descriptions and
-port ranges (fip-pf-description, floating-ip-port-forwarding-port-ranges)."""
+port ranges (fip-pf-description, floating-ip-port-forwarding-port-ranges), and
+listed in the floating IP itself (expose-port-forwarding-in-fip)."""
 
 from __future__ import annotations
 
@@ -102,4 +103,13 @@ PORT_RANGES = Extension(
     required=("floating-ip-port-forwarding",),
 )
 
-EXTENSIONS = (EXTENSION, DESCRIPTION, PORT_RANGES)
+IN_FIP = Extension(
+    alias="expose-port-forwarding-in-fip",
+    name="Expose port forwarding in FIP",
+    description="Expose port forwardings of floating IPs",
+    updated="2018-11-25T10:00:00-00:00",
+    attributes={"floatingips": attrs(Attr("port_forwardings", filter=False))},
+    required=("router", "floating-ip-port-forwarding"),
+)
+
+EXTENSIONS = (EXTENSION, IN_FIP, DESCRIPTION, PORT_RANGES)

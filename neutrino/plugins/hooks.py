@@ -26,6 +26,9 @@ PortUpdateCheck = Callable[[Connection, Context, dict[str, Any]], None]
 # (network id) -> None: a change of the network or of one of its subnets has
 # committed (what hosts built on it, routers say, may have to follow)
 NetworkChanged = Callable[[str], None]
+# (conn, views) -> None: add a plugin's attributes to floating IP views (one read
+# for all of them), as the port forwarding plugin adds port_forwardings
+ViewsExtender = Callable[[Connection, list[dict[str, Any]]], None]
 
 
 @dataclass
@@ -35,6 +38,7 @@ class Hooks:
     before_port_delete: list[DeleteCheck] = field(default_factory=list)
     after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
+    extend_floatingips: list[ViewsExtender] = field(default_factory=list)
 
     def run(self, hook: list[Any], *args: Any) -> list[Callable[[], None]]:
         """Each check in turn; what they gave to do once committed."""

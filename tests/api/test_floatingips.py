@@ -13,6 +13,7 @@ FIP_KEYS = {
     "id", "description", "project_id", "tenant_id", "floating_ip_address",
     "floating_network_id", "router_id", "port_id", "fixed_ip_address", "status",
     "port_details", "tags", "created_at", "updated_at", "revision_number",
+    "port_forwardings",  # the shared servers load the port_forwarding plugin
 }
 MISSING = "00000000-0000-0000-0000-000000000000"
 
@@ -121,6 +122,65 @@ def test_associate_reassociate_disassociate(user, external, routed):
             released["port_details"]) == (None, None, None, None)
 
 
+def test_empty_update_dissociates(user, external, routed):
+    """As Neutron: PUT {"floatingip": {}} clears the association; a body without
+    port_id but with something else keeps it."""
+    net, subnet, router = routed
+    port = user.port(net["id"])
+    made = fip(user, external[0]["id"], port_id=port["id"])
+    kept = update(user, made["id"], description="still")
+    assert kept.status_code == 200, kept.text
+    assert kept.json()["floatingip"]["port_id"] == port["id"]
+    resp = update(user, made["id"])
+    assert resp.status_code == 200, resp.text
+    cleared = resp.json()["floatingip"]
+    assert (cleared["port_id"], cleared["fixed_ip_address"], cleared["router_id"],
+            cleared["port_details"]) == (None, None, None, None)
+    assert cleared["description"] == "still"
+    assert user.show("floatingips", made["id"]) == cleared
+
+
+def test_revision_numbers(user, external, routed):
+    """As Neutron (its L3 router plugin): a new floating IP is revision 0, with
+    or without a port; each update is one revision more."""
+    net, subnet, router = routed
+    port = user.port(net["id"])
+    plain = fip(user, external[0]["id"])
+    bound = fip(user, external[0]["id"], port_id=port["id"])
+    for made in (plain, bound):
+        assert made["revision_number"] == 0
+        assert user.show("floatingips", made["id"])["revision_number"] == 0
+    other = user.port(net["id"])
+    moved = update(user, bound["id"], port_id=other["id"]).json()["floatingip"]
+    assert moved["revision_number"] == 1
+    assert update(user, bound["id"], port_id=None).json()["floatingip"][
+        "revision_number"] == 2
+
+
+def test_network_delete_takes_its_idle_floating_ips(admin, user, external, routed):
+    """As Neutron: deleting an external network deletes its floating IPs that
+    have no port (whoever owns them); one in use keeps the network in use, and a
+    floating IP's port cannot be deleted by itself."""
+    net, subnet, router = routed
+    ext = admin.network(**{"router:external": True})
+    admin.subnet(ext["id"], "198.51.100.0/24")
+    idle = [fip(user, ext["id"]), fip(admin, ext["id"])]
+    [fport] = admin.get("/v2.0/ports", params={"device_id": idle[0]["id"]}).json()["ports"]
+    expect_error(admin.delete(f"/v2.0/ports/{fport['id']}"), 409, "ServicePortInUse")
+    assert admin.delete(f"/v2.0/networks/{ext['id']}").status_code == 204
+    for made in idle:
+        expect_error(admin.get(f"/v2.0/floatingips/{made['id']}"), 404,
+                     "FloatingIPNotFound")
+    assert admin.get("/v2.0/ports", params={"network_id": ext["id"]}).json()["ports"] == []
+    # associated: its port (and the router's gateway) keep the network
+    ext_net = external[0]
+    used = fip(user, ext_net["id"], port_id=user.port(net["id"])["id"])
+    spare = fip(user, ext_net["id"])
+    expect_error(admin.delete(f"/v2.0/networks/{ext_net['id']}"), 409, "NetworkInUse")
+    assert user.show("floatingips", used["id"])["port_id"] is not None
+    assert user.show("floatingips", spare["id"])["id"] == spare["id"]  # one transaction
+
+
 def test_association_errors(user, other, admin, external, routed):
     net, subnet, router = routed
     ext_id = external[0]["id"]
@@ -191,14 +251,17 @@ def test_deleting_the_port_disassociates(user, external, routed):
 
 
 def test_floatingip_pools(user, external):
+    """Served at /v2.0/floatingip-pools, as Neutron serves it (and not with an
+    underscore); the body's key keeps its underscore."""
     net, subnet = external
-    pools = user.get("/v2.0/floatingip_pools").json()["floatingip_pools"]
+    expect_error(user.get("/v2.0/floatingip_pools"), 404, "HTTPNotFound")
+    pools = user.get("/v2.0/floatingip-pools").json()["floatingip_pools"]
     mine = [p for p in pools if p["network_id"] == net["id"]]
     # listed as the caller's, as Neutron does
     assert mine == [{"subnet_id": subnet["id"], "subnet_name": subnet["name"],
                      "network_id": net["id"], "cidr": subnet["cidr"],
                      "project_id": user.project_id, "tenant_id": user.project_id}]
-    filtered = user.get("/v2.0/floatingip_pools", params={"network_id": net["id"]})
+    filtered = user.get("/v2.0/floatingip-pools", params={"network_id": net["id"]})
     assert filtered.json()["floatingip_pools"] == mine
 
 

@@ -28,7 +28,7 @@ def pool(admin):
 def test_lists_without_ids_ignore_paging(admin, pool):
     for params in ({"limit": 1}, {"limit": 1, "marker": pool["id"]},
                    {"limit": 1, "page_reverse": "True"}):
-        resp = admin.get("/v2.0/floatingip_pools", params=params)
+        resp = admin.get("/v2.0/floatingip-pools", params=params)
         assert resp.status_code == 200, resp.text
         body = resp.json()
         assert pool["id"] in {p["subnet_id"] for p in body["floatingip_pools"]}

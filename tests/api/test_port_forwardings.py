@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.harness import ApiClient, expect_error
+from tests.harness import ApiClient, expect_error, start_server
 
 PF_KEYS = {"id", "internal_port_id", "internal_ip_address", "protocol", "external_port",
            "internal_port", "external_port_range", "internal_port_range", "description"}
@@ -147,3 +147,45 @@ def test_conflicts_with_association(user, setup):
     expect_error(user.get(path(setup, made["id"])), 404, "PortForwardingNotFound")
     assert user.show("floatingips", setup["fip"]["id"])["router_id"] is None
     assert user.delete(fip_path).status_code == 204
+
+
+def test_floatingip_lists_its_forwardings(user, setup):
+    """expose-port-forwarding-in-fip: a floating IP shows its forwardings, the
+    single ports only where they are not ranges, as Neutron shows them."""
+    aliases = {e["alias"] for e in user.get("/v2.0/extensions").json()["extensions"]}
+    assert "expose-port-forwarding-in-fip" in aliases
+    fip_id = setup["fip"]["id"]
+    assert user.show("floatingips", fip_id)["port_forwardings"] == []
+    single = forward(user, setup, external_port=2222, internal_port=22).json()
+    ranged = forward(user, setup, protocol="udp", external_port_range="3000:3001",
+                     internal_port_range="4000:4001").json()
+    common = {"internal_ip_address": setup["address"],
+              "internal_port_id": setup["port"]["id"]}
+    wanted = sorted([
+        {**common, "id": single["port_forwarding"]["id"], "protocol": "tcp",
+         "internal_port": 22, "external_port": 2222},
+        {**common, "id": ranged["port_forwarding"]["id"], "protocol": "udp"},
+    ], key=lambda pf: pf["id"])
+    assert sorted(user.show("floatingips", fip_id)["port_forwardings"],
+                  key=lambda pf: pf["id"]) == wanted
+    listed = user.get("/v2.0/floatingips", params={"id": fip_id}).json()["floatingips"]
+    assert sorted(listed[0]["port_forwardings"], key=lambda pf: pf["id"]) == wanted
+    only = user.get(f"/v2.0/floatingips/{fip_id}", params={"fields": "port_forwardings"})
+    assert set(only.json()["floatingip"]) == {"port_forwardings"}
+
+
+def test_no_forwardings_in_floatingips_without_the_plugin(tmp_path):
+    """Without the port_forwarding plugin neither the alias nor the attribute."""
+    srv = start_server(tmp_path, f"sqlite:///{tmp_path / 'nopf.db'}", auth="noauth")
+    try:
+        admin = srv.client("p1", roles=("admin",))
+        aliases = {e["alias"] for e in admin.get("/v2.0/extensions").json()["extensions"]}
+        assert "expose-port-forwarding-in-fip" not in aliases
+        net = admin.network(**{"router:external": True})
+        admin.subnet(net["id"], "203.0.113.0/24")
+        made = admin.post("/v2.0/floatingips", json={"floatingip": {
+            "floating_network_id": net["id"]}}).json()["floatingip"]
+        assert "port_forwardings" not in made
+        assert "port_forwardings" not in admin.show("floatingips", made["id"])
+    finally:
+        srv.stop()

@@ -314,6 +314,22 @@ def test_extra_routes(user, inside):
     assert remove_interface(user, r["id"], subnet_id=subnet["id"]).status_code == 200
 
 
+def test_null_routes_clear_them(user, inside):
+    """``"routes": null`` is no routes, as Neutron converts it; the atomic
+    actions still want a list."""
+    _, subnet = inside
+    r = router(user)
+    add_interface(user, r["id"], subnet_id=subnet["id"])
+    route = {"destination": "192.168.7.0/24", "nexthop": "10.1.0.5"}
+    assert update(user, r["id"], routes=[route]).json()["router"]["routes"] == [route]
+    resp = update(user, r["id"], routes=None)
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["router"]["routes"] == []
+    assert user.show("routers", r["id"])["routes"] == []
+    expect_error(user.put(f"/v2.0/routers/{r['id']}/add_extraroutes",
+                          json={"router": {"routes": None}}), 400, "HTTPBadRequest")
+
+
 def test_extraroutes_atomic(user, inside):
     _, subnet = inside
     r = router(user)

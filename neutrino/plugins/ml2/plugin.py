@@ -255,7 +255,9 @@ class Ml2Plugin(Plugin):
         dhcp_hosts = self.dhcp.hosts_of(network_id)  # the delete takes the bindings
 
         def work(conn: Connection) -> NetworkContext:
-            self.env.hooks.run(self.env.hooks.before_network_delete, conn, ctx, network_id)
+            # a retried attempt starts afresh
+            then[:] = self.env.hooks.run(self.env.hooks.before_network_delete, conn, ctx,
+                                         network_id)
             context = NetworkContext(conn, ctx, self._network(conn, ctx, network_id))
             context.segments = segments.of_networks(conn, [network_id]).get(network_id, [])
             self.mechanisms.call("delete_network_precommit", context)
@@ -264,7 +266,10 @@ class Ml2Plugin(Plugin):
                 self.types.release_segment(conn, segment)
             return context
 
+        then: list[Callable[[], None]] = []
         context = self.db.write(work)
+        for after in then:  # the service plugins' own deletes (floating IPs' ports)
+            after()
         context.conn = None
         self._postcommit_quietly("delete_network_postcommit", context)
         self.notifier.network_delete(network_id)

@@ -80,7 +80,12 @@ def insert(conn: Connection, fip_id: str, data: dict[str, Any], address: str,
         description=data.get("description", ""), floating_ip_address=address,
         floating_network_id=data["floating_network_id"], floating_port_id=port_id,
         fixed_port_id=None, fixed_ip_address=None, router_id=None, status="DOWN",
-        created_at=when, updated_at=when, revision_number=1))
+        created_at=when, updated_at=when, revision_number=0))
+
+
+def set_values(conn: Connection, fip_id: str, values: dict[str, Any]) -> None:
+    """Columns of a row made in this transaction: no revision of its own."""
+    conn.execute(update(F).where(F.c.id == fip_id).values(**values))
 
 
 def holder_of(conn: Connection, network_id: str, port_id: str, address: str) -> Row | None:
@@ -96,6 +101,14 @@ def on_port(conn: Connection, port_id: str) -> list[Row]:
 
 def of_floating_port(conn: Connection, port_id: str) -> Row | None:
     return conn.execute(select(F).where(F.c.floating_port_id == port_id)).first()
+
+
+def idle_on(conn: Connection, network_id: str) -> list[Row]:
+    """Floating IPs of the network with neither a port nor a router (port
+    forwardings give one a router)."""
+    return conn.execute(select(F).where(
+        F.c.floating_network_id == network_id, F.c.fixed_port_id.is_(None),
+        F.c.router_id.is_(None)).order_by(F.c.id)).all()
 
 
 def through_router(conn: Connection, router_id: str, network_id: str | None = None

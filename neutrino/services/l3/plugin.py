@@ -93,6 +93,7 @@ class L3RouterPlugin(Plugin):
         env.quota.register("router", models.routers)
         env.quota.register("floatingip", models.floatingips)
         env.hooks.before_port_delete.append(self._before_port_delete)
+        env.hooks.before_network_delete.append(self._before_network_delete)
         env.hooks.after_network_change.append(self._network_changed)
         env.hooks.before_port_update_commit.append(self._keep_floating_ips_addresses)
         # which L3 agents serve which routers; they hear of every change
@@ -452,6 +453,9 @@ class L3RouterPlugin(Plugin):
         router = body.get("router")
         if not isinstance(router, dict) or set(router) != {"routes"}:
             raise bad_router("Body must be {'router': {'routes': [...]}}")
+        if router["routes"] is None:  # a list to add or remove, not a whole new one
+            raise exc.HTTPBadRequest(msg="Invalid input for routes. Reason: 'None' is not "
+                                         "a list.")
         value = l3.EXTRAROUTE.attributes["routers"]["routes"].convert(router["routes"])
         error = l3.routes(value)
         if error:
@@ -487,11 +491,23 @@ class L3RouterPlugin(Plugin):
 
     # --- floating IPs -----------------------------------------------------------------
 
+    def _fip_view(self, conn: Connection, fip_id: str) -> dict[str, Any]:
+        return self._extended(conn, [floatingips.get(conn, ADMIN, fip_id)])[0]
+
+    def _extended(self, conn: Connection, views: list[dict[str, Any]]
+                  ) -> list[dict[str, Any]]:
+        """Floating IP views with what other plugins add (port_forwardings)."""
+        for extend in self.env.hooks.extend_floatingips:
+            extend(conn, views)
+        return views
+
     def get_floatingip(self, ctx: Context, fip_id: str) -> dict[str, Any]:
-        return self._read(lambda conn: floatingips.get(conn, ctx, fip_id))
+        return self._read(lambda conn: self._extended(
+            conn, [floatingips.get(conn, ctx, fip_id)])[0])
 
     def get_floatingips(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-        return self._read(lambda conn: floatingips.list_(conn, ctx, query))
+        return self._read(lambda conn: self._extended(
+            conn, floatingips.list_(conn, ctx, query)))
 
     def create_floatingip(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         network_id = data["floating_network_id"]
@@ -511,11 +527,13 @@ class L3RouterPlugin(Plugin):
                            if _v4(ip["ip_address"]))
             floatingips.insert(conn, fip_id, data, address, port["id"])
             if data.get("port_id"):
-                self._associate(conn, ctx, floatingips.get_row(conn, ADMIN, fip_id),
-                                data["port_id"], data.get("fixed_ip_address"))
+                # part of the new row, as in Neutron: revision_number stays 0
+                floatingips.set_values(conn, fip_id, self._association(
+                    conn, ctx, floatingips.get_row(conn, ADMIN, fip_id), data["port_id"],
+                    data.get("fixed_ip_address")))
             if data.get("tags"):
                 tags.replace(conn, fip_id, data["tags"])
-            created = floatingips.get(conn, ADMIN, fip_id)
+            created = self._fip_view(conn, fip_id)
             changes.routers.add(created["router_id"])
             return created
 
@@ -554,19 +572,22 @@ class L3RouterPlugin(Plugin):
                           if_revision: int | None = None) -> dict[str, Any]:
         self._check_fixed_ip_request(data)
 
+        # as Neutron: an empty body dissociates (one without port_id otherwise keeps it)
+        wanted = data if data else {"port_id": None}
+
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             row = floatingips.get_row(conn, ctx, fip_id, for_update=True)
-            values = {k: data[k] for k in ("description",) if k in data}
-            bump(conn, models.floatingips, fip_id, if_revision, values)
-            if "port_id" in data:
-                if data["port_id"] is not None and portforwardings.exists_for(conn, fip_id):
+            values = {k: wanted[k] for k in ("description",) if k in wanted}
+            port_id = wanted.get("port_id")
+            if port_id is not None:
+                if portforwardings.exists_for(conn, fip_id):
                     raise FipInUseByPortForwarding(id=fip_id)
-                if row.fixed_port_id is not None:
-                    self._disassociate(conn, fip_id)
-                if data["port_id"] is not None:
-                    self._associate(conn, ctx, row, data["port_id"],
-                                    data.get("fixed_ip_address"))
-            updated = floatingips.get(conn, ADMIN, fip_id)
+                values.update(self._association(conn, ctx, row, port_id,
+                                                wanted.get("fixed_ip_address")))
+            elif "port_id" in wanted and row.fixed_port_id is not None:
+                values.update(fixed_port_id=None, fixed_ip_address=None, router_id=None)
+            bump(conn, models.floatingips, fip_id, if_revision, values)  # one change
+            updated = self._fip_view(conn, fip_id)
             changes.routers.update((row.router_id, updated["router_id"]))
             return updated
 
@@ -585,13 +606,9 @@ class L3RouterPlugin(Plugin):
 
         self._write(work)
 
-    @staticmethod
-    def _disassociate(conn: Connection, fip_id: str) -> None:
-        bump(conn, models.floatingips, fip_id, values={
-            "fixed_port_id": None, "fixed_ip_address": None, "router_id": None})
-
-    def _associate(self, conn: Connection, ctx: Context, fip: Any, port_id: str,
-                   fixed_ip: str | None) -> None:
+    def _association(self, conn: Connection, ctx: Context, fip: Any, port_id: str,
+                     fixed_ip: str | None) -> dict[str, Any]:
+        """The columns that associate ``fip`` with the port, once checked."""
         port = ports.get(conn, ctx, port_id)
         if not ctx.is_admin and port["project_id"] != fip.project_id:
             raise bad_floatingip(f"Cannot process floating IP association with Port {port_id}, "
@@ -611,9 +628,8 @@ class L3RouterPlugin(Plugin):
             raise l3.FloatingIPPortAlreadyAssociated(
                 floating_ip_address=fip.floating_ip_address, fip_id=fip.id, port_id=port_id,
                 fixed_ip=fixed["ip_address"], net_id=fip.floating_network_id)
-        bump(conn, models.floatingips, fip.id, values={
-            "fixed_port_id": port_id, "fixed_ip_address": fixed["ip_address"],
-            "router_id": router_id})
+        return {"fixed_port_id": port_id, "fixed_ip_address": fixed["ip_address"],
+                "router_id": router_id}
 
     @staticmethod
     def _fixed_ip_for(port: dict[str, Any], wanted: str | None) -> dict[str, str]:
@@ -677,6 +693,20 @@ class L3RouterPlugin(Plugin):
         router_ids = self._read(lambda conn: routers.on_network(conn, network_id))
         if router_ids:
             self.scheduler.routers_updated(router_ids)
+
+    def _before_network_delete(self, conn: Connection, ctx: Context, network_id: str
+                               ) -> Callable[[], None] | None:
+        """As Neutron: a network that goes takes the floating IPs on it that
+        serve nothing (no port, no router; whoever owns them) with it, in the
+        same transaction. Those in use keep their ports, which keep it in use."""
+        idle = floatingips.idle_on(conn, network_id)
+        if not idle:
+            return None
+        changes = PortChanges(self.core)
+        for row in idle:
+            floatingips.delete_row(conn, row.id)
+            changes.delete(conn, row.floating_port_id)
+        return changes.committed
 
     def _before_port_delete(self, conn: Connection, ctx: Context, port_id: str
                             ) -> Callable[[], None] | None:

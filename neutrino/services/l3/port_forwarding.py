@@ -59,7 +59,15 @@ class PortForwardingPlugin(Plugin):
     def __init__(self, env: Environment):
         super().__init__(env)
         env.hooks.before_port_delete.append(self._before_port_delete)
+        env.hooks.extend_floatingips.append(self._extend_floatingips)
         self.notifier = Notifier(env.bus)
+
+    @staticmethod
+    def _extend_floatingips(conn: Connection, views: list[dict[str, Any]]) -> None:
+        """Each floating IP lists its forwardings (expose-port-forwarding-in-fip)."""
+        found = store.of_floatingips(conn, [view["id"] for view in views])
+        for view in views:
+            view["port_forwardings"] = [store.brief(row) for row in found.get(view["id"], ())]
 
     def _routers_updated(self, router_ids: list[str | None]) -> None:
         """Tell the agents serving the routers (after the commit)."""

@@ -9,6 +9,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection, Row
 
 from neutrino.db import models
+from neutrino.db.util import chunked
 from neutrino.definitions.port_forwarding import PortForwardingNotFound
 
 PF = models.port_forwardings
@@ -29,6 +30,28 @@ def view(row: Any) -> dict[str, Any]:
         "internal_port_range": _range(row.internal_port_start, row.internal_port_end),
         "description": row.description,
     }
+
+
+def brief(row: Any) -> dict[str, Any]:
+    """A forwarding as its floating IP lists it (expose-port-forwarding-in-fip):
+    the single ports only when they are not ranges, as Neutron shows them."""
+    found = {"id": row.id, "internal_ip_address": row.internal_ip_address,
+             "protocol": row.protocol, "internal_port_id": row.internal_port_id}
+    if row.internal_port_start == row.internal_port_end:
+        found["internal_port"] = row.internal_port_start
+    if row.external_port_start == row.external_port_end:
+        found["external_port"] = row.external_port_start
+    return found
+
+
+def of_floatingips(conn: Connection, fip_ids: list[str]) -> dict[str, list[Row]]:
+    """fip id -> its forwardings, for many floating IPs in one read per chunk."""
+    found: dict[str, list[Row]] = {}
+    for chunk in chunked(fip_ids):
+        for row in conn.execute(select(PF).where(PF.c.floatingip_id.in_(list(chunk)))
+                                .order_by(PF.c.id)):
+            found.setdefault(row.floatingip_id, []).append(row)
+    return found
 
 
 def of_floatingip(conn: Connection, fip_id: str) -> list[Row]:
