@@ -180,6 +180,7 @@ CORE_GROUPS = [
             "Security group rules per project."),
         Opt("quota_router", int_range(-1), 10, "Routers per project."),
         Opt("quota_floatingip", int_range(-1), 50, "Floating IPs per project."),
+        Opt("quota_rbac_policy", int_range(-1), 10, "RBAC policies per project."),
         Opt("default_quota", int_range(-1), -1, "Default for resources without a quota_ option."),
     ]),
 ]

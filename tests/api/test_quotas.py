@@ -121,6 +121,25 @@ def test_over_quota(admin, user, project, resource):
         assert make(i).status_code == 201
 
 
+def test_rbac_policy_quota(admin, user, project):
+    """As Neutron: RBAC policies have a quota (quota_rbac_policy, 10), counted
+    over the entries the project owns and enforced on create."""
+    assert quota_of(admin, project)["rbac_policy"] == 10
+    set_quota(admin, project, rbac_policy=1)
+    net = user.network()
+
+    def share_with(target: str):
+        return user.post("/v2.0/rbac-policies", json={"rbac_policy": {
+            "object_type": "network", "object_id": net["id"], "target_tenant": target,
+            "action": "access_as_shared"}})
+
+    assert share_with(uuid.uuid4().hex).status_code == 201
+    expect(share_with(uuid.uuid4().hex), 409, "OverQuota",
+           "Quota exceeded for resources: ['rbac_policy'].")
+    details = user.get(f"/v2.0/quotas/{project}/details").json()["quota"]
+    assert details["rbac_policy"] == {"limit": 1, "used": 1, "reserved": 0}
+
+
 def test_zero_quota(admin, user, project):
     set_quota(admin, project, network=0)
     expect(user.post("/v2.0/networks", json={"network": {}}), 409, "OverQuota",

@@ -205,7 +205,7 @@ def test_access_as_external(admin, other, third, server):
     assert seen["router:external"] is True and seen["shared"] is False
     assert subnet["id"] in ids(member, "subnets")
     expect_error(other.get(f"/v2.0/networks/{net['id']}"), 404, "NetworkNotFound")
-    pools = {p["network_id"] for p in other.get("/v2.0/floatingip_pools").json()[
+    pools = {p["network_id"] for p in other.get("/v2.0/floatingip-pools").json()[
         "floatingip_pools"]}
     assert net["id"] not in pools
 
@@ -225,18 +225,20 @@ def test_access_as_external(admin, other, third, server):
     expect_error(resp, 404, "NetworkNotFound")
 
     url = f"{URL}/{policy['id']}"
+    # as Neutron: the member's gateway needs the entry, its floating IP does not
     expect_error(admin.delete(url), 409, "RbacPolicyInUse",
                  f"RBAC policy on object {net['id']} cannot be removed because other "
-                 f"objects depend on it.\nDetails: tenant_id={member.project_id}")
-    assert member.delete(f"/v2.0/floatingips/{fip['id']}").status_code == 204
-    expect_error(admin.delete(url), 409, "RbacPolicyInUse")  # the gateway is still there
+                 "objects depend on it.\nDetails: There are routers attached to this "
+                 "network that depend on this policy for access.")
     resp = member.put(f"/v2.0/routers/{router['id']}", json={"router": {
         "external_gateway_info": {}}})
     assert resp.status_code == 200, resp.text
     assert admin.delete(url).status_code == 204
     expect_error(member.get(f"/v2.0/networks/{net['id']}"), 404, "NetworkNotFound")
-    # the network stays external (for its owner), as Neutron's does
-    assert admin.show("networks", net["id"])["router:external"] is True
+    # its last external entry gone, the network is internal again, as in Neutron;
+    # the floating IP stays
+    assert admin.show("networks", net["id"])["router:external"] is False
+    assert admin.show("floatingips", fip["id"])["floating_network_id"] == net["id"]
 
 
 def test_router_external_flag_is_the_wildcard_entry(admin, other):
@@ -259,3 +261,79 @@ def test_router_external_flag_is_the_wildcard_entry(admin, other):
     assert resp.json()["network"]["router:external"] is False
     assert admin.get(URL, params={"object_id": net["id"]}).json()["rbac_policies"] == []
     expect_error(other.get(url), 404, "NetworkNotFound")
+
+
+def test_last_external_entry_makes_the_network_internal(admin, other, third):
+    """As Neutron: '*' may go while every router with its gateway on the network
+    belongs to a project with an entry of its own (floating IPs do not count);
+    with the last external entry gone the network is internal again."""
+    net = admin.network(**{"router:external": True})
+    admin.subnet(net["id"], "198.51.102.0/24")
+    [wildcard] = admin.get(URL, params={"object_id": net["id"]}).json()["rbac_policies"]
+    resp = other.post("/v2.0/routers", json={"router": {
+        "external_gateway_info": {"network_id": net["id"]}}})
+    assert resp.status_code == 201, resp.text
+    router = resp.json()["router"]
+    resp = third.post("/v2.0/floatingips", json={"floatingip": {
+        "floating_network_id": net["id"]}})
+    assert resp.status_code == 201, resp.text
+    expect_error(admin.delete(f"{URL}/{wildcard['id']}"), 409, "RbacPolicyInUse",
+                 f"RBAC policy on object {net['id']} cannot be removed because other "
+                 "objects depend on it.\nDetails: There are routers attached to this "
+                 "network that depend on this policy for access.")
+    own = share(admin, net["id"], other.project_id, "access_as_external")
+    assert admin.delete(f"{URL}/{wildcard['id']}").status_code == 204
+    assert admin.show("networks", net["id"])["router:external"] is True  # own is left
+    expect_error(third.get(f"/v2.0/networks/{net['id']}"), 404, "NetworkNotFound")
+    expect_error(admin.delete(f"{URL}/{own['id']}"), 409, "RbacPolicyInUse")
+    resp = other.put(f"/v2.0/routers/{router['id']}", json={"router": {
+        "external_gateway_info": {}}})
+    assert resp.status_code == 200, resp.text
+    assert admin.delete(f"{URL}/{own['id']}").status_code == 204
+    shown_net = admin.show("networks", net["id"])
+    assert shown_net["router:external"] is False
+    resp = other.post("/v2.0/routers", json={"router": {
+        "external_gateway_info": {"network_id": net["id"]}}})
+    expect_error(resp, 404, "NetworkNotFound")
+
+
+def test_entries_revise_their_network(admin, user, other_project):
+    """An entry made, moved or removed is a change of its network, as Neutron's
+    revision plugin counts it (turning it external or internal is one more)."""
+    net = user.network()
+
+    def revision() -> int:
+        return user.show("networks", net["id"])["revision_number"]
+
+    start = revision()
+    policy = share(user, net["id"], other_project)
+    assert revision() == start + 1
+    resp = user.put(f"{URL}/{policy['id']}", json={"rbac_policy": {
+        "target_tenant": uuid.uuid4().hex}})
+    assert resp.status_code == 200, resp.text
+    assert revision() == start + 2
+    assert user.delete(f"{URL}/{policy['id']}").status_code == 204
+    assert revision() == start + 3
+    external = share(admin, net["id"], other_project, "access_as_external")
+    assert revision() == start + 5
+    assert admin.delete(f"{URL}/{external['id']}").status_code == 204
+    assert revision() == start + 7
+    assert user.show("networks", net["id"])["router:external"] is False
+
+
+def test_subnets_of_external_networks(admin, other, third):
+    """As Neutron 29 (access_as_external among the actions that open a subnet,
+    and the external_network rule of get_subnet): a project an external entry
+    names (or '*') sees the network's subnets, listed and one by one; others not."""
+    everyone = admin.network(**{"router:external": True})
+    open_subnet = admin.subnet(everyone["id"], "198.51.103.0/24")
+    for client in (other, third):
+        assert open_subnet["id"] in ids(client, "subnets", network_id=everyone["id"])
+        assert client.show("subnets", open_subnet["id"])["network_id"] == everyone["id"]
+    chosen = admin.network()
+    chosen_subnet = admin.subnet(chosen["id"], "198.51.104.0/24")
+    share(admin, chosen["id"], other.project_id, "access_as_external")
+    assert ids(other, "subnets", network_id=chosen["id"]) == {chosen_subnet["id"]}
+    assert other.show("subnets", chosen_subnet["id"])["id"] == chosen_subnet["id"]
+    assert ids(third, "subnets", network_id=chosen["id"]) == set()
+    expect_error(third.get(f"/v2.0/subnets/{chosen_subnet['id']}"), 404, "SubnetNotFound")

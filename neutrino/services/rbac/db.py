@@ -3,8 +3,11 @@
 An entry lets ``target_project`` ("*": every project) use a network it does not
 own, as shared (ports) or as external (router gateways, floating IPs). Taking
 access away is refused while the project still has something on the network
-that needs it and no other entry keeps it. ``networks.shared`` and
-``networks.router_external`` are kept in step here, in the same transaction.
+that needs it and no other entry keeps it (for external access, as Neutron:
+router gateways only). ``networks.shared`` and ``networks.router_external`` are
+kept in step here, in the same transaction: the first external entry makes a
+network external, removing the last one makes it internal again. Each change
+of an entry is a change of its network (revision_number), as in Neutron.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import delete, select, union, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
@@ -99,45 +102,61 @@ def _mirror_shared(conn: Connection, network_id: str) -> None:
         shared=_exists(conn, network_id, r.WILDCARD, r.ACCESS_SHARED)))
 
 
-def _users(conn: Connection, network_id: str, action: str, project: str | None
-           ) -> set[str]:
-    """Projects (all, or just ``project``) with something on the network that
-    needs ``action``: ports for shared, gateways and floating IPs for external."""
-    if action == r.ACCESS_SHARED:
-        owners = [(P.c.project_id, select(P.c.project_id).where(
-            P.c.network_id == network_id, P.c.device_owner.not_like("network:%")))]
-    else:
-        routers, fips = models.routers, models.floatingips
-        owners = [
-            (routers.c.project_id, select(routers.c.project_id).join(
-                P, P.c.id == routers.c.gw_port_id).where(P.c.network_id == network_id)),
-            (fips.c.project_id, select(fips.c.project_id).where(
-                fips.c.floating_network_id == network_id))]
-    stmts = [stmt.where(column == project) if project is not None else stmt
-             for column, stmt in owners]
-    return {p for p in conn.execute(union(*stmts)).scalars() if p is not None}
+def _port_users(conn: Connection, network_id: str, project: str | None) -> set[str]:
+    """Projects (all, or just ``project``) with ports of their own on the network."""
+    stmt = select(P.c.project_id).distinct().where(
+        P.c.network_id == network_id, P.c.device_owner.not_like("network:%"))
+    if project is not None:
+        stmt = stmt.where(P.c.project_id == project)
+    return {p for p in conn.execute(stmt).scalars() if p is not None}
 
 
-def losing_user(conn: Connection, network: Any, action: str, target: str,
+def losing_user(conn: Connection, network: Any, target: str,
                 new_target: str | None = None) -> str | None:
-    """A project that uses the network and would lose ``action`` on it if the
-    entry for ``target`` went (or moved to ``new_target``); None if none would."""
+    """A project with ports on the network that would lose access to it if the
+    shared entry for ``target`` went (or moved to ``new_target``); None if none would."""
     if target in (network.project_id, new_target):
         return None
     kept = set(conn.execute(select(R.c.target_project).where(
-        R.c.object_id == network.id, R.c.action == action,
+        R.c.object_id == network.id, R.c.action == r.ACCESS_SHARED,
         R.c.target_project != target)).scalars())
     kept |= {network.project_id} | ({new_target} if new_target else set())
     if r.WILDCARD in kept:
         return None
-    users = _users(conn, network.id, action, None if target == r.WILDCARD else target)
+    users = _port_users(conn, network.id, None if target == r.WILDCARD else target)
     losing = sorted(users - kept)
     return losing[0] if losing else None
 
 
+def _gateway_owners(conn: Connection, network_id: str) -> set[str]:
+    """Projects of the routers with their gateway on the network."""
+    routers = models.routers
+    return set(conn.execute(select(routers.c.project_id).distinct().join(
+        P, P.c.id == routers.c.gw_port_id).where(P.c.network_id == network_id)).scalars())
+
+
+def _external_in_use(conn: Connection, network: Any, target: str,
+                     new_target: str | None) -> bool:
+    """As Neutron: an external entry is needed while routers of its project (of
+    a project without an entry of its own, for '*') have their gateway on the
+    network; a '*' entry covers every project. Floating IPs do not count."""
+    others = set(conn.execute(select(R.c.target_project).where(
+        R.c.object_id == network.id, R.c.action == r.ACCESS_EXTERNAL,
+        R.c.target_project != target)).scalars())
+    if target != r.WILDCARD:
+        return r.WILDCARD not in others and target in _gateway_owners(conn, network.id)
+    covered = others | ({new_target} if new_target else set())
+    return bool(_gateway_owners(conn, network.id) - covered)
+
+
 def _check_removal(conn: Connection, network: Any, entry: Any,
                    new_target: str | None = None) -> None:
-    if losing_user(conn, network, entry.action, entry.target_project, new_target):
+    if entry.action == r.ACCESS_EXTERNAL:
+        if _external_in_use(conn, network, entry.target_project, new_target):
+            raise r.RbacPolicyInUse(object_id=network.id, details=(
+                "There are routers attached to this network that depend on this policy "
+                "for access."))
+    elif losing_user(conn, network, entry.target_project, new_target):
         raise r.RbacPolicyInUse(object_id=network.id,
                                 details=f"tenant_id={entry.target_project}")
 
@@ -150,10 +169,11 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any]) -> dict[str, An
     if not ctx.is_admin and network.project_id != ctx.project_id:
         raise exc.InvalidInput(
             error_message="Only admins can manipulate policies on networks they do not own")
-    created = _insert(conn, network, data["project_id"], data["target_tenant"],
-                      data["action"])
     if data["action"] == r.ACCESS_EXTERNAL and not network.router_external:
         bump(conn, N, network.id, values={"router_external": True})  # as Neutron
+    created = _insert(conn, network, data["project_id"], data["target_tenant"],
+                      data["action"])
+    bump(conn, N, network.id)  # the entry is part of the network
     return created
 
 
@@ -168,6 +188,7 @@ def update_(conn: Connection, ctx: Context, policy_id: str, data: dict[str, Any]
             raise r.DuplicateRbacPolicy()
         conn.execute(update(R).where(R.c.id == policy_id).values(target_project=target))
         _mirror_shared(conn, network.id)
+        bump(conn, N, network.id)
     return view(get_row(conn, ctx, policy_id))
 
 
@@ -177,6 +198,18 @@ def delete_(conn: Connection, ctx: Context, policy_id: str) -> None:
     _check_removal(conn, network, entry)
     conn.execute(delete(R).where(R.c.id == policy_id))
     _mirror_shared(conn, network.id)
+    bump(conn, N, network.id)
+    if entry.action == r.ACCESS_EXTERNAL and not _exists_any(conn, network.id,
+                                                             r.ACCESS_EXTERNAL):
+        # as Neutron: the last external entry gone, the network is internal, unless
+        # a router (its owner's, say) still has its gateway there
+        if not _gateway_owners(conn, network.id):
+            bump(conn, N, network.id, values={"router_external": False})
+
+
+def _exists_any(conn: Connection, network_id: str, action: str) -> bool:
+    return conn.execute(select(R.c.id).where(
+        R.c.object_id == network_id, R.c.action == action).limit(1)).first() is not None
 
 
 # --- the network's ``shared`` and ``router:external`` ------------------------------
@@ -196,7 +229,7 @@ def network_flags(conn: Connection, network_id: str, data: dict[str, Any],
         if data["shared"] and not wildcard:
             _insert(conn, network, network.project_id, r.WILDCARD, r.ACCESS_SHARED)
         elif not data["shared"] and wildcard:
-            if losing_user(conn, network, r.ACCESS_SHARED, r.WILDCARD):
+            if losing_user(conn, network, r.WILDCARD):
                 raise exc.InvalidSharedSetting(network=network_id)
             conn.execute(delete(R).where(R.c.object_id == network_id,
                                          R.c.target_project == r.WILDCARD,

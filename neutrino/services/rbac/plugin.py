@@ -8,17 +8,28 @@ from __future__ import annotations
 
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from neutrino.context import Context
+from neutrino.db import models
 from neutrino.db.query import CollectionQuery
-from neutrino.plugins.base import Plugin
+from neutrino.plugins.base import Environment, Plugin
 from neutrino.services.rbac import db
 
 
 class RbacPlugin(Plugin):
     supported_extension_aliases = ("rbac-policies",)
 
+    def __init__(self, env: Environment):
+        super().__init__(env)
+        env.quota.register("rbac_policy", models.networkrbacs)  # the entries a project owns
+
     def create_rbac_policy(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
-        return self.db.write(lambda conn: db.create(conn, ctx, data))
+        def work(conn: Connection) -> dict[str, Any]:
+            self.env.quota.check(conn, data["project_id"], "rbac_policy")
+            return db.create(conn, ctx, data)
+
+        return self.db.write(work)
 
     def get_rbac_policy(self, ctx: Context, policy_id: str) -> dict[str, Any]:
         return self._read(lambda conn: db.view(db.get_row(conn, ctx, policy_id)))
