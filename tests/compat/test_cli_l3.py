@@ -43,11 +43,22 @@ SCENARIO = [
     ("fip-delete", f"floating ip delete {FIP}"),
     ("remove-route", "router remove route l3-router "
                      "--route destination=192.168.71.0/24,gateway=10.70.0.6"),
+    ("unset-route", "router unset l3-router "
+                    "--route destination=192.168.70.0/24,gateway=10.70.0.5"),
+    ("router-show-unset", "router show l3-router -f json"),
     ("unset-routes", "router set l3-router --no-route"),
     ("remove-subnet", "router remove subnet l3-router l3-inner-sub"),
     ("unset-gateway", "router unset l3-router --external-gateway"),
     ("router-delete", "router delete l3-router"),
     ("router-list-after", "router list -f json"),
+    # an external network with floating IPs that serve nothing goes with them
+    ("ext2", "network create l3-ext2 --external -f json"),
+    ("ext2-subnet", "subnet create l3-ext2-sub --network l3-ext2 "
+                    "--subnet-range 172.24.10.0/24 -f json"),
+    ("fip2", "floating ip create l3-ext2 -f json"),
+    ("fip3", "floating ip create l3-ext2 -f json"),
+    ("ext2-delete", "network delete l3-ext2"),
+    ("fip-list-after", "floating ip list -f json"),
 ]
 
 
@@ -89,10 +100,17 @@ def test_port_forwarding(cli):
 
 
 def test_teardown(cli):
-    for key in ("vm-delete", "fip-delete", "unset-routes", "remove-subnet", "unset-gateway",
-                "router-delete"):
+    for key in ("vm-delete", "fip-delete", "unset-route", "unset-routes", "remove-subnet",
+                "unset-gateway", "router-delete"):
         cli.quiet(key)
+    assert cli.json("router-show-unset")["routes"] == []
     # ``router remove route`` prints the router it changed
     assert "192.168.70.0/24" in cli.text("remove-route")
     assert "192.168.71.0/24" not in cli.text("remove-route")
     assert cli.json("router-list-after") == []
+
+
+def test_external_network_delete_takes_its_floating_ips(cli):
+    assert cli.json("fip2")["floating_network_id"] == cli.json("ext2")["id"]
+    cli.quiet("ext2-delete")
+    assert cli.json("fip-list-after") == []

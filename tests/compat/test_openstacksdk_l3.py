@@ -84,3 +84,37 @@ def test_floating_ips_and_port_forwarding(conn, topology):
     conn.network.remove_interface_from_router(router, subnet_id=subnet.id)
     conn.network.delete_router(router)
     assert conn.network.find_ip(fip.id) is None
+
+
+def test_null_routes_empty_fip_update_and_network_delete(conn, topology):
+    """As against Neutron: routes=None clears the routes, an empty floating IP
+    update dissociates it, and an external network goes with its idle floating IPs."""
+    ext, _, inner, subnet = topology
+    router = conn.network.create_router(name="sdk-null-router",
+                                        external_gateway_info={"network_id": ext.id})
+    conn.network.add_interface_to_router(router, subnet_id=subnet.id)
+    route = {"destination": "192.168.60.0/24", "nexthop": "10.60.0.9"}
+    router = conn.network.update_router(router, routes=[route])
+    assert router.routes == [route]
+    assert conn.network.update_router(router, routes=None).routes == []
+    assert conn.network.get_router(router.id).routes == []
+
+    vm = conn.network.create_port(network_id=inner.id, name="sdk-vm2")
+    fip = conn.network.create_ip(floating_network_id=ext.id, port_id=vm.id)
+    assert conn.network.update_ip(fip, description="kept").port_id == vm.id
+    resp = conn.network.put(f"/floatingips/{fip.id}", json={"floatingip": {}})
+    assert resp.status_code == 200, resp.text
+    fip = conn.network.get_ip(fip.id)
+    assert (fip.port_id, fip.fixed_ip_address, fip.router_id) == (None, None, None)
+    conn.network.delete_ip(fip)
+    conn.network.delete_port(vm)
+    conn.network.remove_interface_from_router(router, subnet_id=subnet.id)
+    conn.network.delete_router(router)
+
+    other = conn.network.create_network(name="sdk-ext2", is_router_external=True)
+    conn.network.create_subnet(network_id=other.id, ip_version=4, cidr="172.24.11.0/24")
+    idle = [conn.network.create_ip(floating_network_id=other.id) for _ in range(2)]
+    conn.network.delete_network(other)
+    assert conn.network.find_network(other.id) is None
+    for made in idle:
+        assert conn.network.find_ip(made.id) is None
