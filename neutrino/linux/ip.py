@@ -25,6 +25,8 @@ import pyroute2.config
 from pyroute2 import IPRoute, NetlinkError, NetNS, netns
 from pyroute2.netlink.rtnl import RTMGRP_LINK
 
+from neutrino.linux.errors import HostError
+
 LOG = logging.getLogger(__name__)
 
 # pyroute2 forks a helper to open a socket in (or create) a named namespace and
@@ -116,7 +118,7 @@ def _missing(error: NetlinkError) -> bool:
     return error.code in (errno.ENODEV, errno.ENOENT, errno.ESRCH, errno.EADDRNOTAVAIL)
 
 
-class NoSuchDevice(LookupError):
+class NoSuchDevice(HostError, LookupError):
     """The link is not there (any more): not found by name, or removed between
     finding it and using it (the kernel's ENODEV). Another agent may remove a
     device a moment before this one touches it; where the device was to go

@@ -133,7 +133,7 @@ def test_a_host_refusal_is_one_line_a_bug_a_traceback(tmp_path, caplog):
         agent = FailingAgent(make_conf(tmp_path), Bus(get_transport(url), timeout=2), errors)
         stop = asyncio.Event()
         running = asyncio.create_task(agent.run(stop))
-        await until(lambda: not agent.errors and agent.resources_synced, seconds=8)
+        await until(lambda: not agent.errors and agent.resources_synced, seconds=30)
         stop.set()
         await asyncio.wait_for(running, 5)
         await server_bus.close()
