@@ -146,6 +146,10 @@ class NetworkInUse(InUse):
     message = "Unable to complete operation on network %(net_id)s. %(reason)s."
 
 
+class NetworkMTUSubnetConflict(Conflict):
+    message = "MTU of %(net_id)s is not valid, subnet requires a minimum of %(mtu)s"
+
+
 class SubnetInUse(InUse):
     message = ("Unable to complete operation on subnet %(subnet_id)s: %(reason)s.")
 

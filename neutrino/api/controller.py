@@ -150,18 +150,37 @@ class ResourceController:
         created = self._create(ctx, *args, self.prepare_create(ctx, body[name], owner))
         return Response(201, {name: self.view(created, ctx, req.fields())})
 
-    def update(self, req: Request, item_id: str, parent: str | None = None) -> Response:
-        ctx = req.context
-        args, owner = self._parent(ctx, parent)
-        if self._update is None:
-            raise method_not_allowed()
+    def no_item(self, req: Request) -> Exception:
+        """PUT or DELETE on the collection: Neutron checks the body as an update's,
+        then looks for the item the URL does not name: the resource's 404."""
+        if req.method == "PUT" and req.body:
+            body = req.json()
+            if isinstance(body, dict) and self.resource.collection in body:
+                raise bad("Bulk operation not supported")
+            if isinstance(body, dict) and self.resource.name in body:
+                self.prepare_update(body[self.resource.name])
+        return self._not_found(None)
+
+    def _update_body(self, req: Request) -> dict[str, Any]:
         body = req.json()
         name = self.resource.name
         if self.resource.collection in body:
             raise bad("Bulk operation not supported")
         if name not in body:
             raise bad(f"Unable to find '{name}' in request body")
-        data = self.prepare_update(body[name])
+        return self.prepare_update(body[name])
+
+    def update(self, req: Request, item_id: str, parent: str | None = None) -> Response:
+        ctx = req.context
+        args, owner = self._parent(ctx, parent)
+        if self._update is None:
+            # Neutron checks the body and finds the item (a 404) before it finds
+            # that nothing updates it; then it fails with a 500, here a 405.
+            self._update_body(req)
+            self._get_one(ctx, *args, item_id)
+            raise method_not_allowed()
+        data = self._update_body(req)
+        name = self.resource.name
         revision = if_match_revision(req)
         if not ctx.is_admin:
             current = {**self._get_one(ctx, *args, item_id), **owner}
@@ -198,7 +217,7 @@ class ResourceController:
         result = method(ctx, *args, item_id, body)
         return Response(200, result)
 
-    def _not_found(self, item_id: str) -> Exception:
+    def _not_found(self, item_id: str | None) -> Exception:
         if self.resource.not_found is not None:
             return self.resource.not_found(**{f"{self.resource.name}_id": item_id})
         return exc.HTTPNotFound()

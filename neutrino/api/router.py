@@ -69,6 +69,8 @@ class Router:
                 return controller.index(req, parent)
             if method == "POST":
                 return controller.create(req, parent)
+            if method in ("PUT", "DELETE"):
+                raise controller.no_item(req)
             raise method_not_allowed(req)
         item_id = rest[0]
         if len(rest) == 1:

@@ -59,7 +59,10 @@ class TagsController:
         collection = resource.collection
         if tag is not None:
             _check_tag(tag)
-        new = _check_body(req.json()) if req.method == "PUT" and tag is None else None
+        if req.method == "POST" and tag is not None:
+            raise exc.HTTPMethodNotAllowed()
+        new = (_check_body(req.json()) if req.method in ("PUT", "POST") and tag is None
+               else None)
         item = controller._get_one(ctx, item_id)  # 404 when not visible
         if req.method == "GET":
             if tag is None:
@@ -67,14 +70,28 @@ class TagsController:
             if tag not in item["tags"]:
                 raise exc.TagNotFound(tag=tag)
             return Response(204)
-        if req.method not in ("PUT", "DELETE"):
+        if req.method not in ("PUT", "DELETE", "POST"):
             raise exc.HTTPMethodNotAllowed()
-        verb = "update" if req.method == "PUT" else "delete"
+        verb = {"PUT": "update", "POST": "create"}.get(req.method, "delete")
         action = f"{verb}_{resource.name}:tags"
         rule = action if action in self.policy.rules else "update_tags"
         if not ctx.is_admin and not self.policy.allows(rule, ctx, item):
             raise exc.PolicyNotAuthorized(action=action)
         table = self.tables[collection]
+        if new is not None and req.method == "POST":
+            # tag-creation: the tags are added to those the resource has; Neutron
+            # answers 200 with the body it was given.
+            _check_count(new, collection)
+
+            def add_all(conn):
+                current = tag_store.of(conn, item_id)
+                if set(new) - set(current):
+                    tag_store.replace(conn, item_id, [*current, *(
+                        t for t in new if t not in current)])
+                    bump(conn, table, item_id)
+
+            self.db.write(add_all)
+            return Response(200, {"tags": new})
         if new is not None:
             _check_count(new, collection)
 

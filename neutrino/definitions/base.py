@@ -108,16 +108,19 @@ def attrs(*items: Attr) -> dict[str, Attr]:
     return {a.name: a for a in items}
 
 
-def standard_attrs(*, name: bool = True, description: bool = True) -> dict[str, Attr]:
-    """id, project/tenant, name, description, tags, timestamps, revision."""
+def standard_attrs(*, name: bool = True, description: bool = True,
+                   tags_on_create: bool = False) -> dict[str, Attr]:
+    """id, project/tenant, name, description, tags, timestamps, revision.
+
+    Tags are set through ``/tags``; only ports take them in a create body too
+    (``tags_on_create``), as in Neutron."""
     items = [
         Attr("id", validate=v.uuid, sort=True),
         Attr("project_id", allow_post=True, validate=v.project_id, sort=True,
              default=UNSET),
         Attr("tenant_id", allow_post=True, validate=v.project_id, sort=True,
              default=UNSET),
-        # tag-creation: tags may be given at create time too
-        Attr("tags", allow_post=True, validate=v.tag_list, filter=False),
+        Attr("tags", allow_post=tags_on_create, validate=v.tag_list, filter=False),
         Attr("created_at", sort=True, filter=False),
         Attr("updated_at", sort=True, filter=False),
         Attr("revision_number", sort=True, convert_filter=v.to_int),

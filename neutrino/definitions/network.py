@@ -8,7 +8,7 @@ RESOURCE = Resource(
     name="network",
     collection="networks",
     taggable=True,
-    not_found=exc.NetworkNotFound,
+    not_found=lambda network_id: exc.NetworkNotFound(net_id=network_id),
     attrs={
         **standard_attrs(),
         **attrs(

@@ -10,7 +10,7 @@ RESOURCE = Resource(
     taggable=True,
     not_found=exc.PortNotFound,
     attrs={
-        **standard_attrs(),
+        **standard_attrs(tags_on_create=True),
         **attrs(
             Attr("network_id", allow_post=True, default=REQUIRED, validate=v.uuid, sort=True),
             Attr("admin_state_up", allow_post=True, allow_put=True, default=True,

@@ -59,7 +59,7 @@ RESOURCE = Resource(
     name="port_forwarding",
     collection="port_forwardings",
     parent=("floatingips", "floatingip"),
-    not_found=PortForwardingNotFound,
+    not_found=lambda port_forwarding_id: PortForwardingNotFound(id=port_forwarding_id),
     attrs=attrs(
         Attr("id", validate=v.uuid, sort=True),
         Attr("external_port", allow_post=True, allow_put=True, default=None,

@@ -64,6 +64,14 @@ class SecurityGroupRuleExists(exc.InUse):
     message = "Security group rule already exists. Rule id is %(rule_id)s."
 
 
+class SecurityGroupConflict(exc.Conflict):
+    message = "Error %(reason)s while attempting the operation."
+
+
+MIXED_STATEFULNESS = ("Cannot apply both stateful and stateless security groups on the same "
+                      "port at the same time")
+
+
 class DuplicateSecurityGroupRuleInPost(exc.InUse):
     message = "Duplicate Security Group Rule in POST."
 
@@ -107,12 +115,8 @@ class SecurityGroupRuleParameterConflict(exc.InvalidInput):
     message = "Conflicting value ethertype %(ethertype)s for CIDR %(cidr)s"
 
 
-class SecurityGroupRemoteGroupAndRemoteIpPrefix(exc.InvalidInput):
-    message = "Only remote_ip_prefix or remote_group_id may be provided."
-
-
 class SecurityGroupMultipleRemoteEntites(exc.InvalidInput):  # sic: Neutron's spelling
-    message = ("Only one of remote_ip_prefix, remote_group_id or remote_address_group_id "
+    message = ("Only one of remote_ip_prefix or remote_group_id or remote_address_group_id "
                "may be provided.")
 
 
@@ -198,16 +202,9 @@ def normalized_cidr(prefix: str | None) -> str | None:
     return None if prefix is None else str(ipaddress.ip_interface(prefix).network)
 
 
-def to_group_ids(value: Any) -> list[str] | None:
-    """A port's groups: UUIDs, each once (order kept); null means "not given"."""
-    if value is None:
-        return None
-    if not isinstance(value, list):
-        raise exc.InvalidInput(error_message=f"'{value}' is not a list")
-    for item in value:
-        if not v.is_uuid(item):
-            raise exc.InvalidInput(error_message=f"'{item}' is not an integer or uuid")
-    return list(dict.fromkeys(value))
+def group_ids(value: Any) -> str | None:
+    """A port's groups: UUIDs, each once (Neutron's uuid_list); null means "not given"."""
+    return None if value is None else v.uuid_list(value)
 
 
 def name_not_default(value: Any) -> str | None:
@@ -276,7 +273,7 @@ RULE = Resource(
 )
 
 PORT_ATTRS = attrs(Attr(SECURITY_GROUPS, allow_post=True, allow_put=True,
-                        convert=to_group_ids, convert_filter=_identity))
+                        validate=group_ids, convert_filter=_identity))
 
 EXTENSION = Extension(
     alias="security-group",

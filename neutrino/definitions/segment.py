@@ -9,6 +9,10 @@ class SegmentNotFound(exc.NotFound):
     message = "Segment %(segment_id)s could not be found."
 
 
+def _none_or_text(value: str) -> str | None:
+    return value or None
+
+
 RESOURCE = Resource(
     name="segment",
     collection="segments",
@@ -38,4 +42,7 @@ EXTENSION = Extension(
     name="Segment",
     description="Segments extension.",
     resources=(RESOURCE,),
+    # Subnets are not bound to segments here (no routed networks): each shows
+    # ``segment_id`` null, as a Neutron subnet on no segment does.
+    attributes={"subnets": attrs(Attr("segment_id", convert_filter=_none_or_text))},
 )

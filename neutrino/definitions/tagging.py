@@ -14,9 +14,10 @@ TAG_FILTERS = ("tags", "tags-any", "not-tags", "not-tags-any")
 MAX_TAG_LEN = 255
 MAX_TAGS = v.MAX_TAGS
 
+# POST /{collection}/{id}/tags adds tags to those a resource has.
 CREATION = Extension(
     alias="tag-creation",
-    name="Tag support on creation",
-    description="Enables to set tags on resources during creation.",
-    required=("standard-attr-tag",),
+    name="Tag creation extension",
+    description="Allow to create multiple tags for a resource",
+    updated="2024-23-07T10:00:00-00:00",  # sic: Neutron's
 )

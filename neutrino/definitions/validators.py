@@ -122,14 +122,16 @@ def uuid_or_none(value: Any) -> str | None:
 
 
 def uuid_list(value: Any) -> str | None:
+    """A list of UUIDs, each once: duplicates are named before a malformed item."""
     if not isinstance(value, list):
         return f"'{value}' is not a list"
+    duplicates = _duplicates(value)
+    if duplicates:
+        return f"Duplicate items in the list: '{', '.join(str(d) for d in duplicates)}'"
     for item in value:
         error = uuid(item)
         if error:
             return error
-    if len(set(value)) != len(value):
-        return f"Duplicate items in the list: '{', '.join(sorted(set(value)))}'"
     return None
 
 

@@ -146,6 +146,10 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
         raise exc.InvalidInput(error_message="IP allocation requires subnets for network")
     if len(requested) > max_ips:
         raise exc.InvalidInput(error_message="Exceeded maximum amount of fixed ips per port.")
+    # Named addresses first, as Neutron: an entry asking for any address of a
+    # subnet must not pick one that a later entry names.
+    if len(requested) > 1:
+        requested = sorted(requested, key=lambda item: item.get("ip_address") is None)
     for item in requested:
         subnet_id, address = item.get("subnet_id"), item.get("ip_address")
         if address is not None:

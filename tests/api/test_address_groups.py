@@ -84,6 +84,30 @@ def test_add_and_remove_addresses(user):
     assert resp.status_code == 405
 
 
+def test_actions_take_bare_addresses_as_host_routes(user):
+    """Neutron's add/remove_addresses normalise what they are given: a lone address is
+    its /32 (/128), repeats count once; its create takes CIDRs only."""
+    group = make(user)
+    resp = change(user, group, "add_addresses", ["10.200.200.200", "2001:DB8::7",
+                                                 "10.200.200.200"])
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["address_group"]["addresses"] == ["10.200.200.200/32",
+                                                          "2001:db8::7/128"]
+    resp = change(user, group, "add_addresses", ["10.200.200.200/32"])
+    expect_error(resp, 400, "AddressesAlreadyExist", "Addresses ['10.200.200.200/32'] "
+                 f"already exist in the address group {group['id']}.")
+    resp = change(user, group, "remove_addresses", ["10.9.9.9"])
+    expect_error(resp, 404, "AddressesNotFound", "Addresses ['10.9.9.9/32'] not found in "
+                 f"the address group {group['id']}.")
+    resp = change(user, group, "remove_addresses", ["10.200.200.200", "2001:db8::7"])
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["address_group"]["addresses"] == []
+    resp = user.post("/v2.0/address-groups",
+                     json={"address_group": {"addresses": ["10.200.200.200"]}})
+    expect_error(resp, 400, "HTTPBadRequest", "Invalid input for addresses. Reason: "
+                 "'10.200.200.200' is not a valid IP subnet.")
+
+
 def test_other_projects_address_groups(user, other, server: Server, project):
     theirs = make(other, addresses=["10.5.0.0/16"])
     url = f"/v2.0/address-groups/{theirs['id']}"
@@ -127,7 +151,7 @@ def test_rules_naming_an_address_group(user, other):
     for extra in ({"remote_ip_prefix": "10.0.0.0/8"}, {"remote_group_id": group["id"]}):
         resp = _rule(user, group["id"], remote_address_group_id=addresses["id"], **extra)
         expect_error(resp, 400, "SecurityGroupMultipleRemoteEntites",
-                     "Only one of remote_ip_prefix, remote_group_id or "
+                     "Only one of remote_ip_prefix or remote_group_id or "
                      "remote_address_group_id may be provided.")
     missing = str(uuid.uuid4())
     not_found(_rule(user, group["id"], remote_address_group_id=missing), missing)

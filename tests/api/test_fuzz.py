@@ -238,7 +238,8 @@ def world(server: Server) -> World:
         reporter.agent(unique_host(), kind, availability_zone="nova")
     reporter.close()
 
-    net = make("networks", name="fuzz", tags=["fuzz"])
+    net = make("networks", name="fuzz")
+    _ok(admin.put(f"{w.base('networks')}/{net['id']}/tags", json={"tags": ["fuzz"]}))
     subnet = make("subnets", network_id=net["id"], cidr="10.0.0.0/24", ip_version=4,
                   host_routes=[{"destination": "10.1.0.0/24", "nexthop": "10.0.0.5"}],
                   dns_nameservers=["10.0.0.3"],

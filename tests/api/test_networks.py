@@ -75,8 +75,41 @@ def test_mtu_is_writable_up_to_what_the_segments_carry(user):
     resp = user.put(_url(net["id"]), json={"network": {"mtu": 9000}})
     expect_error(resp, 400, "InvalidInput",
            "Invalid input for operation: Requested MTU is too big, maximum is 1500.")
-    resp = user.post("/v2.0/networks", json={"network": {"mtu": 67}})
-    assert resp.status_code == 400
+    expect_error(user.post("/v2.0/networks", json={"network": {"mtu": -1}}), 400,
+                 "HTTPBadRequest", "Invalid input for mtu. Reason: '-1' should be non-negative.")
+
+
+def _mtu_conflict(resp, net_id: str, minimum: int) -> None:
+    expect_error(resp, 409, "NetworkMTUSubnetConflict",
+                 f"MTU of {net_id} is not valid, subnet requires a minimum of {minimum}")
+
+
+def test_small_mtus_are_refused_by_the_subnets(user):
+    """As Neutron: any MTU is taken; an IPv4 subnet needs 68, an IPv6 one 1280."""
+    tiny = user.network(mtu=67)
+    assert tiny["mtu"] == 67
+    _mtu_conflict(user.post("/v2.0/subnets", json={"subnet": {
+        "network_id": tiny["id"], "ip_version": 4, "cidr": "10.0.0.0/24"}}), tiny["id"], 68)
+    short = user.network(mtu=1279)
+    _mtu_conflict(user.post("/v2.0/subnets", json={"subnet": {
+        "network_id": short["id"], "ip_version": 6, "cidr": "2001:db8::/64"}}),
+        short["id"], 1280)
+    user.subnet(short["id"], "10.0.0.0/24")  # IPv4 is fine at 1279
+    _mtu_conflict(user.put(_url(short["id"]), json={"network": {"mtu": 67}}), short["id"], 68)
+    _mtu_conflict(user.put(_url(short["id"]), json={"network": {"mtu": 0}}), short["id"], 68)
+    assert user.put(_url(short["id"]), json={"network": {"mtu": 68}}).status_code == 200
+    v6 = user.network()
+    user.subnet(v6["id"], "2001:db8:1::/64")
+    _mtu_conflict(user.put(_url(v6["id"]), json={"network": {"mtu": 1279}}), v6["id"], 1280)
+    resp = user.put(_url(v6["id"]), json={"network": {"mtu": 1280}})
+    assert resp.status_code == 200 and resp.json()["network"]["mtu"] == 1280
+    assert user.show("networks", v6["id"])["mtu"] == 1280
+    empty = user.network(mtu=0)  # 0: the most the segments carry
+    assert empty["mtu"] == 1500
+    resp = user.put(_url(empty["id"]), json={"network": {"mtu": 1}})
+    assert resp.status_code == 200 and resp.json()["network"]["mtu"] == 1
+    resp = user.put(_url(empty["id"]), json={"network": {"mtu": 0}})
+    assert resp.status_code == 200 and resp.json()["network"]["mtu"] == 1500
 
 
 def test_admin_updates_shared(admin, other):

@@ -256,6 +256,30 @@ def test_update_fixed_ips_add_remove_keep(user, net, v4):
     assert _put(user, port["id"], fixed_ips=[]).json()["port"]["fixed_ips"] == []
 
 
+def test_update_subnet_entry_beside_its_address_adds_a_second_one(user, net, v4):
+    """As Neutron (and ``openstack port set --fixed-ip subnet=S``): an entry naming only
+    a subnet is matched with an address no other entry names, else it is a new one."""
+    port = user.port(net["id"], fixed_ips=[{"subnet_id": v4["id"]}])
+    first = port["fixed_ips"][0]
+    resp = _put(user, port["id"], fixed_ips=[first, {"subnet_id": v4["id"]}])
+    assert resp.status_code == 200, resp.text
+    ips = resp.json()["port"]["fixed_ips"]
+    assert len(ips) == 2 and first in ips
+    assert all(ip["subnet_id"] == v4["id"] for ip in ips)
+    second = next(ip for ip in ips if ip != first)
+    assert user.show("ports", port["id"])["fixed_ips"] == ips
+    # entries naming the addresses keep both; a subnet-only entry keeps one of them
+    assert _ips(_put(user, port["id"], fixed_ips=ips).json()["port"]) == _ips({"fixed_ips": ips})
+    kept = _put(user, port["id"], fixed_ips=[{"subnet_id": v4["id"]}]).json()["port"]
+    assert len(kept["fixed_ips"]) == 1 and kept["fixed_ips"][0] in (first, second)
+    # the address named by an entry is not the one a subnet-only entry takes
+    other = kept["fixed_ips"][0]
+    resp = _put(user, port["id"], fixed_ips=[{"subnet_id": v4["id"]},
+                                             {"ip_address": other["ip_address"]}])
+    ips = resp.json()["port"]["fixed_ips"]
+    assert len(ips) == 2 and other in ips
+
+
 def test_update_fixed_ips_conflicts_leave_port_unchanged(user, net, v4):
     taken = user.port(net["id"], fixed_ips=[{"ip_address": "10.0.0.20"}])
     port = user.port(net["id"], fixed_ips=[{"ip_address": "10.0.0.21"}])

@@ -439,9 +439,9 @@ def test_other_etags_are_ignored(user):
 
 
 @pytest.mark.parametrize("method,path", [
-    ("PUT", "/v2.0/networks"), ("DELETE", "/v2.0/networks"), ("PATCH", "/v2.0/networks"),
+    ("PATCH", "/v2.0/networks"),
     ("POST", "/v2.0/networks/{id}"), ("PATCH", "/v2.0/networks/{id}"),
-    ("PUT", "/v2.0/ports"), ("POST", "/v2.0/subnets/{id}"),
+    ("POST", "/v2.0/subnets/{id}"),
     ("POST", "/"), ("PUT", "/"), ("DELETE", "/"),
     ("POST", "/v2.0/"), ("DELETE", "/v2.0/"),
 ])
@@ -449,6 +449,31 @@ def test_method_not_allowed(user, method, path):
     net = user.network()
     resp = user.request(method, path.format(id=net["id"]))
     expect(resp, 405, "HTTPMethodNotAllowed", CRLF_405)
+
+
+@pytest.mark.parametrize("method,collection,error,name", [
+    ("PUT", "networks", "NetworkNotFound", "Network"),
+    ("DELETE", "networks", "NetworkNotFound", "Network"),
+    ("PUT", "ports", "PortNotFound", "Port"),
+    ("DELETE", "subnets", "SubnetNotFound", "Subnet"),
+    ("DELETE", "subnetpools", "SubnetPoolNotFound", "Subnet pool"),
+])
+def test_put_and_delete_on_a_collection_look_for_no_item(user, method, collection, error,
+                                                         name):
+    """Neutron's policy check fetches the item the URL does not name: a 404 of its type."""
+    net = user.network()
+    resp = user.request(method, f"/v2.0/{collection}")
+    expect(resp, 404, error, f"{name} None could not be found.")
+    assert user.show("networks", net["id"])["id"] == net["id"]
+
+
+def test_put_on_a_collection_checks_its_body_first(user):
+    resp = user.put("/v2.0/networks", json={"network": {"status": "DOWN"}})
+    expect(resp, 400, "HTTPBadRequest", "Cannot update read-only attribute status")
+    resp = user.put("/v2.0/networks", json={"networks": [{"name": "a"}]})
+    expect(resp, 400, "HTTPBadRequest", "Bulk operation not supported")
+    resp = user.put("/v2.0/networks", json={"network": {"name": "a"}})
+    expect(resp, 404, "NetworkNotFound", "Network None could not be found.")
 
 
 def test_head_is_not_allowed(user):

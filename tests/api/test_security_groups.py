@@ -313,9 +313,9 @@ def test_filters_sorting_and_pages(user):
 
 
 def test_tags(user):
-    made = make_group(user, name="tagged", tags=["red", "blue"])
-    assert made["tags"] == ["blue", "red"]
+    made = make_group(user, name="tagged")
     url = f"/v2.0/security-groups/{made['id']}/tags"
+    assert user.put(url, json={"tags": ["red", "blue"]}).status_code == 200
     assert user.put(f"{url}/green").status_code == 201
     assert sorted(user.get(url).json()["tags"]) == ["blue", "green", "red"]
     assert [g["id"] for g in groups(user, tags="green")] == [made["id"]]
@@ -372,8 +372,9 @@ def test_rules_are_stored_as_neutron_stores_them(user, given, stored):
 
 @pytest.mark.parametrize(("given", "status", "type_", "message"), [
     ({"remote_ip_prefix": "10.0.0.0/8", "remote_group_id": "SELF"}, 400,
-     "SecurityGroupRemoteGroupAndRemoteIpPrefix",
-     "Only remote_ip_prefix or remote_group_id may be provided."),
+     "SecurityGroupMultipleRemoteEntites",
+     "Only one of remote_ip_prefix or remote_group_id or remote_address_group_id may be "
+     "provided."),
     ({"remote_ip_prefix": "2001:db8::/64"}, 400, "SecurityGroupRuleParameterConflict",
      "Conflicting value ethertype IPv4 for CIDR 2001:db8::/64"),
     ({"remote_ip_prefix": "10.0.0.0/8", "ethertype": "IPv6"}, 400,
@@ -492,7 +493,12 @@ def test_rules_are_immutable_and_deleted(user):
     rule = make_rule(user, group["id"], protocol="icmp")
     url = f"/v2.0/security-group-rules/{rule['id']}"
     resp = user.put(url, json={"security_group_rule": {"direction": "egress"}})
+    expect_error(resp, 400, "HTTPBadRequest", "Cannot update read-only attribute direction")
+    resp = user.put(url, json={"security_group_rule": {"description": "d"}})
     assert resp.status_code == 405
+    missing = f"/v2.0/security-group-rules/{uuid.uuid4()}"
+    expect_error(user.put(missing, json={"security_group_rule": {"description": "d"}}), 404,
+                 "SecurityGroupRuleNotFound")
     before = show(user, group["id"])["revision_number"]
     assert user.delete(url).status_code == 204
     expect_error(user.get(url), 404, "SecurityGroupRuleNotFound",
@@ -601,13 +607,44 @@ def net(user) -> dict:
     return network
 
 
+def test_a_group_twice_on_a_port_is_refused(user, net):
+    web = make_group(user, name="web")
+    message = (f"Invalid input for security_groups. Reason: Duplicate items in the list: "
+               f"'{web['id']}'.")
+    resp = user.post("/v2.0/ports", json={"port": {
+        "network_id": net["id"], "security_groups": [web["id"], web["id"]]}})
+    expect_error(resp, 400, "HTTPBadRequest", message)
+    port = user.port(net["id"])
+    resp = user.put(f"/v2.0/ports/{port['id']}",
+                    json={"port": {"security_groups": [web["id"], web["id"]]}})
+    expect_error(resp, 400, "HTTPBadRequest", message)
+
+
+def test_stateful_and_stateless_groups_do_not_mix_on_a_port(user, net):
+    stateful, stateless = make_group(user, name="sf"), make_group(user, name="sl",
+                                                                  stateful=False)
+    message = ("Error Cannot apply both stateful and stateless security groups on the same "
+               "port at the same time while attempting the operation.")
+    resp = user.post("/v2.0/ports", json={"port": {
+        "network_id": net["id"], "security_groups": [stateful["id"], stateless["id"]]}})
+    expect_error(resp, 409, "SecurityGroupConflict", message)
+    port = user.port(net["id"], security_groups=[stateless["id"]])
+    url = f"/v2.0/ports/{port['id']}"
+    resp = user.put(url, json={"port": {"security_groups": [stateless["id"], stateful["id"]]}})
+    expect_error(resp, 409, "SecurityGroupConflict", message)
+    assert user.show("ports", port["id"])["security_groups"] == [stateless["id"]]
+    other = make_group(user, name="sl2", stateful=False)
+    resp = user.put(url, json={"port": {"security_groups": [stateless["id"], other["id"]]}})
+    assert resp.status_code == 200, resp.text
+
+
 def test_port_groups_on_create_and_update(user, net):
     web, db = make_group(user, name="web"), make_group(user, name="db")
     default = defaults(user)[0]["id"]
     assert user.port(net["id"])["security_groups"] == [default]
     assert user.port(net["id"], security_groups=None)["security_groups"] == [default]
     assert user.port(net["id"], security_groups=[])["security_groups"] == []
-    both = user.port(net["id"], security_groups=[web["id"], db["id"], web["id"]])
+    both = user.port(net["id"], security_groups=[web["id"], db["id"]])
     assert sorted(both["security_groups"]) == sorted([web["id"], db["id"]])
     url = f"/v2.0/ports/{both['id']}"
     resp = user.put(url, json={"port": {"security_groups": [db["id"]]}})
@@ -646,7 +683,7 @@ def test_port_groups_must_be_the_ports_projects(user, other, admin, net):
         resp = user.post("/v2.0/ports", json={"port": {"network_id": net["id"],
                                                        "security_groups": bad}})
         assert resp.status_code == 400, resp.text
-        assert error_of(resp)["type"] == "InvalidInput"
+        assert error_of(resp)["type"] == "HTTPBadRequest"
 
 
 def test_admin_port_for_another_project_gets_its_default(admin, net):

@@ -48,8 +48,9 @@ def test_ipv4_defaults(user):
     assert set(pool) == POOL_KEYS
     assert pool["ip_version"] == 4
     assert pool["prefixes"] == ["10.10.0.0/16"]
+    # Neutron shows the prefix lengths as strings
     assert (pool["min_prefixlen"], pool["max_prefixlen"], pool["default_prefixlen"]) == (
-        8, 32, 8)
+        "8", "32", "8")
     assert pool["default_quota"] is None and pool["address_scope_id"] is None
     assert pool["shared"] is False and pool["is_default"] is False
     assert pool["project_id"] == pool["tenant_id"] == user.project_id
@@ -62,17 +63,17 @@ def test_ipv6_defaults(user):
     pool = _pool(user, ["2001:db8::/48"])
     assert pool["ip_version"] == 6
     assert (pool["min_prefixlen"], pool["max_prefixlen"], pool["default_prefixlen"]) == (
-        64, 128, 64)
+        "64", "128", "64")
 
 
 def test_explicit_bounds_and_default_prefixlen(user):
     pool = _pool(user, ["10.0.0.0/16"], min_prefixlen=20, max_prefixlen=28)
     assert (pool["min_prefixlen"], pool["max_prefixlen"], pool["default_prefixlen"]) == (
-        20, 28, 20)
+        "20", "28", "20")
     pool = _pool(user, ["10.0.0.0/16"], min_prefixlen="20", max_prefixlen=28,
                  default_prefixlen=24, default_quota=1024, description="d")
     assert (pool["min_prefixlen"], pool["default_prefixlen"], pool["default_quota"]) == (
-        20, 24, 1024)
+        "20", "24", 1024)
     assert pool["description"] == "d"
 
 
@@ -170,7 +171,9 @@ def test_update_bounds_and_read_only(user):
     pool = _pool(user, ["10.0.0.0/16"], min_prefixlen=16, max_prefixlen=28)
     updated = _put_pool(user, pool["id"], default_prefixlen=24,
                         default_quota=4096).json()["subnetpool"]
-    assert (updated["default_prefixlen"], updated["default_quota"]) == (24, 4096)
+    # an update's answer has them as integers, as Neutron's (built another way)
+    assert (updated["default_prefixlen"], updated["min_prefixlen"], updated["max_prefixlen"],
+            updated["default_quota"]) == (24, 16, 28, 4096)
     _bounds_error(_put_pool(user, pool["id"], min_prefixlen=30),
                   "min_prefixlen=30, max_prefixlen=28")
     _bounds_error(_put_pool(user, pool["id"], max_prefixlen=20),
@@ -178,7 +181,10 @@ def test_update_bounds_and_read_only(user):
     for attr, value in (("ip_version", 6), ("shared", True)):
         expect_error(_put_pool(user, pool["id"], **{attr: value}), 400, "HTTPBadRequest",
                f"Cannot update read-only attribute {attr}")
-    assert user.show("subnetpools", pool["id"])["default_prefixlen"] == 24
+    shown = user.show("subnetpools", pool["id"])
+    assert (shown["default_prefixlen"], shown["min_prefixlen"]) == ("24", "16")
+    listed = user.get("/v2.0/subnetpools", params={"id": pool["id"]}).json()["subnetpools"]
+    assert listed[0]["max_prefixlen"] == "28"
 
 
 # --- subnets from pools -------------------------------------------------------------------

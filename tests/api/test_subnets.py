@@ -10,7 +10,7 @@ SUBNET_KEYS = {
     "id", "name", "network_id", "tenant_id", "project_id", "ip_version", "subnetpool_id",
     "enable_dhcp", "ipv6_ra_mode", "ipv6_address_mode", "gateway_ip", "cidr",
     "allocation_pools", "host_routes", "dns_nameservers", "description", "tags",
-    "created_at", "updated_at", "revision_number",
+    "created_at", "updated_at", "revision_number", "segment_id",
 }
 
 
@@ -316,12 +316,26 @@ def test_host_routes_limit_and_checks(user, net):
 # --- IPv6 ------------------------------------------------------------------------------
 
 
+def test_segment_id_is_shown_null(user, net):
+    """segment is loaded: a subnet shows segment_id (null: no subnet here is on a segment)."""
+    subnet = user.subnet(net["id"], "10.3.0.0/24")
+    assert subnet["segment_id"] is None
+    assert user.show("subnets", subnet["id"])["segment_id"] is None
+    listed = user.get("/v2.0/subnets", params={"network_id": net["id"],
+                                               "fields": "segment_id"}).json()["subnets"]
+    assert listed == [{"segment_id": None}]
+    found = user.get("/v2.0/subnets", params={"network_id": net["id"],
+                                              "segment_id": str(net["id"])})
+    assert found.status_code == 200 and found.json()["subnets"] == []
+
+
 def test_ipv6_defaults(user, net):
     subnet = user.subnet(net["id"], "2001:db8:1::/64")
     assert subnet["ip_version"] == 6
-    assert subnet["gateway_ip"] == "2001:db8:1::1"
+    # Neutron 29: the subnet-router anycast address, the prefix's first
+    assert subnet["gateway_ip"] == "2001:db8:1::"
     assert subnet["allocation_pools"] == [
-        {"start": "2001:db8:1::2", "end": "2001:db8:1:0:ffff:ffff:ffff:ffff"}]
+        {"start": "2001:db8:1::1", "end": "2001:db8:1:0:ffff:ffff:ffff:ffff"}]
     assert subnet["ipv6_ra_mode"] is None and subnet["ipv6_address_mode"] is None
 
 

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from tests.harness import ApiClient, error_of
+from tests.harness import ApiClient, error_of, expect_error
 
 COLLECTIONS = ["networks", "subnets", "ports", "subnetpools"]
 
@@ -269,14 +269,52 @@ def test_ports_take_tags_on_create(user):
     assert resp.json()["port"]["tags"] == ["made-with"]
 
 
-def test_every_taggable_resource_takes_tags_on_create(user):
-    """tag-creation (openstacksdk sends tags in the create body)."""
-    net = user.network(tags=["b", "a"])
-    assert net["tags"] == ["a", "b"]
-    assert user.show("networks", net["id"])["tags"] == ["a", "b"]
-    resp = user.post("/v2.0/networks", json={"network": {"tags": ["a", "a"]}})
+def test_ports_take_tags_in_a_bulk_create(user):
+    net = user.network()
+    resp = user.post("/v2.0/ports", json={"ports": [
+        {"network_id": net["id"], "tags": ["b", "a"]}, {"network_id": net["id"]}]})
+    assert resp.status_code == 201, resp.text
+    made = resp.json()["ports"]
+    assert [p["tags"] for p in made] == [["a", "b"], []]
+    assert user.show("ports", made[0]["id"])["tags"] == ["a", "b"]
+    resp = user.post("/v2.0/ports", json={"port": {"network_id": net["id"],
+                                                   "tags": ["a", "a"]}})
     assert resp.status_code == 400
     assert "Duplicate items" in error_of(resp)["message"]
+
+
+@pytest.mark.parametrize("collection", ["networks", "subnets", "subnetpools",
+                                        "security-groups"])
+def test_only_ports_take_tags_in_a_create_body(user, collection):
+    """As Neutron: the other taggable resources refuse them (tags go to /tags)."""
+    net = user.network()
+    bodies = {"networks": {}, "subnets": {"network_id": net["id"], "ip_version": 4,
+                                          "cidr": "10.78.0.0/24"},
+              "subnetpools": {"name": "p", "prefixes": ["10.79.0.0/16"]},
+              "security-groups": {"name": "g"}}
+    name = collection.replace("-", "_")[:-1]
+    resp = user.post(f"/v2.0/{collection}",
+                     json={name: {**bodies[collection], "tags": ["a"]}})
+    expect_error(resp, 400, "HTTPBadRequest", "Attribute 'tags' not allowed in POST")
+    assert user.get(f"/v2.0/{collection}", params={"tags": "a"}).json()[
+        collection.replace("-", "_")] == []
+
+
+def test_tag_creation_adds_tags(user, taggable):
+    """tag-creation: POST /tags adds to the tags there are (idempotent), 200 with the body."""
+    collection, item = taggable
+    url = tags_url(collection, item)
+    assert user.put(url, json={"tags": ["red"]}).status_code == 200
+    resp = user.post(url, json={"tags": ["green", "red"]})
+    assert resp.status_code == 200, resp.text
+    assert resp.json() == {"tags": ["green", "red"]}
+    revision = user.show(collection, item["id"])["revision_number"]
+    assert sorted(user.get(url).json()["tags"]) == ["green", "red"]
+    assert user.post(url, json={"tags": ["red"]}).status_code == 200
+    assert user.show(collection, item["id"])["revision_number"] == revision  # nothing new
+    expect_error(user.post(url, json={"tags": ["a", "a"]}), 400, "InvalidInput")
+    expect_error(user.post(url, json={}), 400, "InvalidInput")
+    assert user.post(f"{url}/red").status_code == 405
 
 
 def test_tags_are_case_sensitive(request, server, user):

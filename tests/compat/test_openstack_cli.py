@@ -70,6 +70,8 @@ SCENARIO = [
                  "--fixed-ip subnet=cli-v4b,ip-address=10.10.0.21"),
     ("port-unset", "port unset cli-port2 --fixed-ip subnet=cli-v4b,ip-address=10.10.0.20"),
     ("port-show", "port show cli-port2 -f json"),
+    ("port-set-subnet", "port set cli-port2 --fixed-ip subnet=cli-v4b"),
+    ("port-show-subnet", "port show cli-port2 -f json"),
     ("port-in-use", "network delete cli-net2"),
     ("port-delete", "port delete cli-port2 cli-port-auto cli-port-noip"),
     ("port-list-empty", "port list --network cli-net2 -f json"),
@@ -174,7 +176,8 @@ def test_subnets(cli):
     assert v4["host_routes"] == [{"destination": "198.51.100.0/24", "nexthop": "10.10.0.254"}]
 
     v6 = cli.json("v6-create")
-    assert (v6["cidr"], v6["ip_version"], v6["gateway_ip"]) == ("fd00:10::/64", 6, "fd00:10::1")
+    # Neutron 29: an IPv6 subnet's default gateway is its subnet-router anycast address
+    assert (v6["cidr"], v6["ip_version"], v6["gateway_ip"]) == ("fd00:10::/64", 6, "fd00:10::")
     assert (v6["ipv6_ra_mode"], v6["ipv6_address_mode"]) == ("slaac", "slaac")
 
     nogw = cli.json("nogw-create")
@@ -219,6 +222,11 @@ def test_ports_with_fixed_ips(cli):
     assert (shown["name"], shown["description"], shown["tags"]) == ("cli-port2", "pd", ["pt"])
     assert sorted(f["ip_address"] for f in shown["fixed_ips"]) == [
         "10.10.0.21", "fd00:10::f816:3eff:feaa:bbcc"]
+    # --fixed-ip subnet=S on a port with an address on S gives it a second one, as Neutron
+    cli.quiet("port-set-subnet")
+    on_v4 = sorted(f["ip_address"] for f in cli.json("port-show-subnet")["fixed_ips"]
+                   if f["subnet_id"] == v4)
+    assert len(on_v4) == 2 and "10.10.0.21" in on_v4
 
     assert "ports still in use" in cli.text("port-in-use")
     cli.quiet("port-delete")

@@ -88,7 +88,7 @@ def test_subnets_v4_and_v6(conn):
     v6 = conn.network.create_subnet(
         network_id=net.id, ip_version=6, cidr="fd00:20::/64", name="v6",
         ipv6_ra_mode="slaac", ipv6_address_mode="slaac")
-    assert (v6.ip_version, v6.gateway_ip) == (6, "fd00:20::1")
+    assert (v6.ip_version, v6.gateway_ip) == (6, "fd00:20::")  # subnet-router anycast
     assert (v6.ipv6_ra_mode, v6.ipv6_address_mode) == ("slaac", "slaac")
 
     assert conn.network.get_network(net.id).subnet_ids and set(
@@ -144,6 +144,11 @@ def test_ports_with_fixed_ips(conn):
     assert sorted(f["ip_address"] for f in moved.fixed_ips) == [
         "10.30.0.11", "fd00:30::f816:3eff:fe00:3001"]
     assert conn.network.get_port(port.id).fixed_ips == moved.fixed_ips
+    # the port's entries plus one naming only the subnet: a second address there
+    two = conn.network.update_port(port, fixed_ips=[*moved.fixed_ips, {"subnet_id": v4.id}])
+    on_v4 = sorted(f["ip_address"] for f in two.fixed_ips if f["subnet_id"] == v4.id)
+    assert len(on_v4) == 2 and "10.30.0.11" in on_v4
+    moved = conn.network.update_port(port, fixed_ips=moved.fixed_ips)
 
     with pytest.raises(sdk_exc.ConflictException):  # the address is taken
         conn.network.create_port(network_id=net.id,
@@ -237,8 +242,16 @@ def test_tags(conn):
 
 
 def test_tags_in_create_call(conn):
-    net = conn.network.create_network(name="sdk-tags-create", tags=["x", "y"])
-    assert sorted(conn.network.get_network(net.id).tags) == ["x", "y"]
+    """As Neutron: only ports take tags in a create body; tag-creation adds tags."""
+    with pytest.raises(sdk_exc.BadRequestException, match="'tags' not allowed in POST"):
+        conn.network.create_network(name="sdk-tags-create", tags=["x", "y"])
+    net = conn.network.create_network(name="sdk-tags-create")
+    port = conn.network.create_port(network_id=net.id, tags=["p"])
+    assert conn.network.get_port(port.id).tags == ["p"]
+    conn.network.add_tags(net, ["x", "y"])
+    conn.network.add_tags(net, ["y", "z"])
+    assert sorted(conn.network.get_network(net.id).tags) == ["x", "y", "z"]
+    conn.network.delete_port(port)
     conn.network.delete_network(net)
 
 

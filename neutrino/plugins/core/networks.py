@@ -141,6 +141,27 @@ def create(conn: Connection, data: dict[str, Any], mtu: int) -> dict[str, Any]:
     return view(SimpleNamespace(**row), [], [])
 
 
+IPV4_MIN_MTU = 68
+IPV6_MIN_MTU = 1280
+
+
+def check_mtu_for_subnets(network_id: str, mtu: int, versions: set[int]) -> None:
+    """Neutron's floor for an MTU with subnets of ``versions``: 68 with any subnet
+    (IPv4's minimum), 1280 with an IPv6 one; 0 (the segments' maximum) counts as set."""
+    if mtu >= IPV6_MIN_MTU or not versions:
+        return
+    if mtu < IPV4_MIN_MTU:
+        raise exc.NetworkMTUSubnetConflict(net_id=network_id, mtu=IPV4_MIN_MTU)
+    if 6 in versions:
+        raise exc.NetworkMTUSubnetConflict(net_id=network_id, mtu=IPV6_MIN_MTU)
+
+
+def subnet_versions(conn: Connection, network_id: str) -> set[int]:
+    s = models.subnets
+    return set(conn.execute(select(s.c.ip_version).distinct().where(
+        s.c.network_id == network_id)).scalars())
+
+
 # ``shared`` and ``router:external`` are written through RBAC entries, by the
 # core plugin (services/rbac/db.py: network_flags), in the same transaction.
 _UPDATABLE = {"name": "name", "description": "description", "admin_state_up": "admin_state_up",

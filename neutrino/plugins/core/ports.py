@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import ipaddress
 import random
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -202,15 +203,20 @@ def _replace_fixed_ips(conn: Connection, row: Row, requested: list[dict[str, Any
     current = {(s, a) for s, a in conn.execute(
         select(IA.c.subnet_id, IA.c.ip_address).where(IA.c.port_id == row.id))}
     subnets = allocator.load_subnets(conn, row.network_id)
-    # Neutron keeps an unchanged address when only its subnet is named.
-    by_subnet = {}
-    for subnet_id, address in current:
-        by_subnet.setdefault(subnet_id, address)
+    # As Neutron: an entry naming an address keeps it (when the port has it); an
+    # entry naming only a subnet keeps one of the port's addresses there that no
+    # entry named, or asks for a new address.
+    named = {str(ipaddress.ip_address(item["ip_address"])) for item in requested
+             if "ip_address" in item}
+    unclaimed: dict[str, list[str]] = {}
+    for subnet_id, address in sorted(current):
+        if address not in named:
+            unclaimed.setdefault(subnet_id, []).append(address)
     wanted = []
     for item in requested:
-        if "ip_address" not in item and item.get("subnet_id") in by_subnet:
-            wanted.append({"subnet_id": item["subnet_id"],
-                           "ip_address": by_subnet.pop(item["subnet_id"])})
+        spare = unclaimed.get(item.get("subnet_id")) if "ip_address" not in item else None
+        if spare:
+            wanted.append({"subnet_id": item["subnet_id"], "ip_address": spare.pop()})
         else:
             wanted.append(item)
     conn.execute(delete(IA).where(IA.c.port_id == row.id))

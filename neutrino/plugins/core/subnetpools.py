@@ -89,12 +89,17 @@ def _prefixes(conn: Connection, ids: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def view(row: Any, prefixes: list[str], tag_list: list[str]) -> dict[str, Any]:
+def view(row: Any, prefixes: list[str], tag_list: list[str], text_lengths: bool = True
+         ) -> dict[str, Any]:
+    """Neutron shows the three prefix lengths as strings, except in the answer
+    to an update (``text_lengths=False``), which it builds another way."""
+    shown = str if text_lengths else int
     return {
         "id": row.id, "name": row.name, "tenant_id": row.project_id,
         "project_id": row.project_id, "prefixes": prefixes, "ip_version": row.ip_version,
-        "default_prefixlen": row.default_prefixlen, "min_prefixlen": row.min_prefixlen,
-        "max_prefixlen": row.max_prefixlen, "default_quota": row.default_quota,
+        "default_prefixlen": shown(row.default_prefixlen),
+        "min_prefixlen": shown(row.min_prefixlen),
+        "max_prefixlen": shown(row.max_prefixlen), "default_quota": row.default_quota,
         "shared": row.shared, "is_default": row.is_default,
         "address_scope_id": row.address_scope_id, "description": row.description,
         "tags": tag_list, "created_at": timestamp(row.created_at),
@@ -102,9 +107,11 @@ def view(row: Any, prefixes: list[str], tag_list: list[str]) -> dict[str, Any]:
     }
 
 
-def get(conn: Connection, ctx: Context, pool_id: str) -> dict[str, Any]:
+def get(conn: Connection, ctx: Context, pool_id: str, text_lengths: bool = True
+        ) -> dict[str, Any]:
     row = get_row(conn, ctx, pool_id)
-    return view(row, _prefixes(conn, [row.id]).get(row.id, []), tags.of(conn, row.id))
+    return view(row, _prefixes(conn, [row.id]).get(row.id, []), tags.of(conn, row.id),
+                text_lengths)
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:

@@ -6,7 +6,7 @@ import ipaddress
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, false, or_, select
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
@@ -55,7 +55,8 @@ def view(row: Any, details: dict[str, Any], tag_list: list[str]) -> dict[str, An
         "ip_version": row.ip_version, "subnetpool_id": row.subnetpool_id,
         "enable_dhcp": row.enable_dhcp, "ipv6_ra_mode": row.ipv6_ra_mode,
         "ipv6_address_mode": row.ipv6_address_mode, "gateway_ip": row.gateway_ip,
-        "cidr": row.cidr, "allocation_pools": details.get("allocation_pools", []),
+        "cidr": row.cidr, "segment_id": None,
+        "allocation_pools": details.get("allocation_pools", []),
         "host_routes": details.get("host_routes", []),
         "dns_nameservers": details.get("dns_nameservers", []),
         "description": row.description, "tags": tag_list,
@@ -95,6 +96,9 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[s
         N = models.networks
         where.append(S.c.network_id.in_(select(N.c.id).where(
             networks.shared_column(ctx).in_(shared))))
+    segment = query.pop_filter("segment_id")
+    if segment is not None and any(value is not None for value in segment):
+        where.append(false())  # no subnet is on a segment of its own
     rows = select_page(conn, S, COLUMNS, query, where)
     ids = [r.id for r in rows]
     details = _details(conn, ids)
@@ -214,14 +218,19 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], settings: Any
         gateway = data["gateway_ip"]
         if gateway is not None:
             _check_gateway(net, gateway)
+    elif version == 6 and data.get("cidr") is not None:
+        # Neutron gives an IPv6 subnet whose cidr was asked for its subnet-router
+        # anycast address (RFC 4291), the prefix itself ...
+        gateway = str(net.network_address)
     else:
-        # The address after the network's, for IPv6 too, as most Neutron
-        # releases give (the newest give IPv6 the subnet-router anycast address).
+        # ... and the address after it to IPv4, and to a prefix a pool chose.
         after = int(net.network_address) + 1
         gateway = P.to_text(version, after) if after < 2 ** net.max_prefixlen else None
     _check_lists(data, version, "new subnet", settings.max_dns_nameservers,
                  settings.max_subnet_host_routes)
     _check_ipv6_modes(version, ra_mode, addr_mode, net, enable_dhcp)
+    if network.mtu:
+        networks.check_mtu_for_subnets(network.id, network.mtu, {version})
     if data.get("allocation_pools") is not None:
         ranges = P.parse_pools(net, data["allocation_pools"], gateway)
     else:

@@ -224,10 +224,15 @@ class Ml2Plugin(Plugin):
                 raise exc.InvalidInput(error_message="Plugin does not support updating the "
                                                      "following provider network attributes: "
                                                      f"{sorted(changed)}")
+            values = data
             if "mtu" in data:
+                networks.check_mtu_for_subnets(network_id, data["mtu"],
+                                               networks.subnet_versions(conn, network_id))
                 segs = segments.of_networks(conn, [network_id]).get(network_id, [])
-                check_requested_mtu(data["mtu"], self.types.network_mtu(segs))
-            networks.update(conn, ctx, network_id, data, if_revision)
+                max_mtu = self.types.network_mtu(segs)
+                check_requested_mtu(data["mtu"], max_mtu)
+                values = {**data, "mtu": data["mtu"] or max_mtu}  # 0: the most they carry
+            networks.update(conn, ctx, network_id, values, if_revision)
             network_rbac.network_flags(conn, network_id, data)
             for driver in self.extension_drivers:
                 driver.process_update_network(conn, data, {"id": network_id})
@@ -670,7 +675,7 @@ class Ml2Plugin(Plugin):
                           if_revision: int | None = None) -> dict[str, Any]:
         def work(conn: Connection) -> dict[str, Any]:
             subnetpools.update(conn, ctx, pool_id, data, if_revision)
-            return subnetpools.get(conn, ctx, pool_id)
+            return subnetpools.get(conn, ctx, pool_id, text_lengths=False)
 
         return self.db.write(work)
 

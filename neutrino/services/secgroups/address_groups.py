@@ -78,12 +78,30 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[s
     return [view(r, found.get(r.id, [])) for r in rows]
 
 
-def normalised(addresses: Any) -> set[str]:
-    """Checked CIDRs without host bits: ``10.0.0.5/24`` is ``10.0.0.0/24``."""
+def normalised(addresses: Any, bare_addresses: bool = False) -> set[str]:
+    """Checked CIDRs without host bits: ``10.0.0.5/24`` is ``10.0.0.0/24``.
+
+    ``bare_addresses``: a lone address is its host route (``10.0.0.5/32``) and a
+    repeated item counts once, as Neutron's add_addresses and remove_addresses
+    take them (its create does neither)."""
+    if bare_addresses and isinstance(addresses, list):
+        addresses = [_with_prefix(a) for a in addresses]
+        if all(isinstance(a, str) for a in addresses):
+            addresses = list(dict.fromkeys(addresses))
     error = v.subnet_cidr_list(addresses)
     if error:
         raise exc.InvalidInput(error_message=error)
     return {str(ipaddress.ip_network(a, strict=False)) for a in addresses}
+
+
+def _with_prefix(address: Any) -> Any:
+    if not isinstance(address, str) or "/" in address:
+        return address
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address  # the validator names it
+    return f"{address}/{ip.max_prefixlen}"
 
 
 def create(conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
@@ -109,7 +127,7 @@ def update(conn: Connection, ctx: Context, group_id: str, data: dict[str, Any],
 def change(conn: Connection, ctx: Context, group_id: str, addresses: Any, add: bool) -> None:
     """Add all of ``addresses`` (none may be there yet) or remove all (each must be)."""
     get_row(conn, ctx, group_id, for_update=True)
-    wanted = normalised(addresses)
+    wanted = normalised(addresses, bare_addresses=True)
     present = set(conn.execute(select(AA.c.address).where(
         AA.c.address_group_id == group_id)).scalars())
     if add:

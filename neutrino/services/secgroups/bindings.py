@@ -28,14 +28,17 @@ def of_ports(conn: Connection, port_ids: list[str]) -> dict[str, list[str]]:
 
 def usable(conn: Connection, group_ids: list[str], project_id: str) -> list[str]:
     """``group_ids`` if each is a group of ``project_id``; else SecurityGroupNotFound
-    naming the others."""
+    naming the others. Stateful and stateless groups do not mix on one port."""
     if not group_ids:
         return []
-    owned = set(conn.execute(select(G.c.id).where(
-        G.c.id.in_(group_ids), G.c.project_id == project_id)).scalars())
+    owned = {group_id: stateful for group_id, stateful in conn.execute(
+        select(G.c.id, G.c.stateful).where(G.c.id.in_(group_ids),
+                                           G.c.project_id == project_id))}
     missing = [g for g in group_ids if g not in owned]
     if missing:
         raise sg.SecurityGroupNotFound(id=", ".join(missing))
+    if len(set(owned.values())) > 1:
+        raise sg.SecurityGroupConflict(reason=sg.MIXED_STATEFULNESS)
     return sorted(group_ids)
 
 

@@ -53,8 +53,6 @@ def check(rule: Rule) -> None:
     remotes = [rule.get(k) for k in ("remote_ip_prefix", "remote_group_id",
                                      "remote_address_group_id")]
     if sum(r is not None for r in remotes) > 1:
-        if remotes[2] is None:
-            raise sg.SecurityGroupRemoteGroupAndRemoteIpPrefix()
         raise sg.SecurityGroupMultipleRemoteEntites()
 
 
