@@ -188,6 +188,7 @@ class OpenvswitchAgent(Agent):
         sg = conf.securitygroup
         self.firewall = sg.enable_security_group and sg.firewall_driver == "openvswitch"
         self._tunnels: set[str] = set()  # tunnel ports made on br-tun
+        self._unwanted_tunnels: set[str] = set()  # to go once no flow names them
 
     # --- what it says and serves ------------------------------------------------------
 
@@ -427,6 +428,8 @@ class OpenvswitchAgent(Agent):
             elif applied != flows:  # only what changed since the last write
                 OpenFlow(bridge).update(applied, flows)
             self._applied[bridge] = flows
+        if self.conf.agent.tunnel_types:
+            self._drop_tunnel_ports()
 
     def _int_flows(self, networks: dict[str, dict[str, Any]]) -> list[str]:
         if self.firewall:
@@ -545,7 +548,8 @@ class OpenvswitchAgent(Agent):
         return flows
 
     def _tunnel_ports(self, wanted: dict[str, tuple[str, str]]) -> None:
-        """One port per remote host and tunnel type on br-tun, no more. New ones are
+        """One port per remote host and tunnel type on br-tun, no more (those no longer
+        wanted go after the flows are written). New ones are
         waited for until they have an OpenFlow number: the flows name them, and
         ovs-ofctl refuses a whole bundle that names a port it does not know yet."""
         bridge = self.conf.ovs.tunnel_bridge
@@ -557,9 +561,15 @@ class OpenvswitchAgent(Agent):
             self._tunnels.add(name)
         if new:
             self._wait_ofports(new)
-        for name in self._tunnels - set(wanted):
-            self.db.delete_port(name, bridge)
+        self._unwanted_tunnels = self._tunnels - set(wanted)
+
+    def _drop_tunnel_ports(self) -> None:
+        """Tunnel ports no flow names any more go, once their flows are gone: the
+        deletes of those flows name the port, which ovs-ofctl must still know."""
+        for name in self._unwanted_tunnels:
+            self.db.delete_port(name, self.conf.ovs.tunnel_bridge)
             self._tunnels.discard(name)
+        self._unwanted_tunnels = set()
 
     # --- l2population ------------------------------------------------------------------
 
