@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import functools
-import ipaddress
 import random
 from collections.abc import Sequence
 from types import SimpleNamespace
@@ -18,7 +17,7 @@ from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import bump, check_revision, chunked, now, timestamp
-from neutrino.definitions.validators import new_uuid
+from neutrino.definitions.validators import canonical_ip, new_uuid
 from neutrino.ipam import allocator
 from neutrino.plugins.core import networks
 
@@ -206,7 +205,7 @@ def _replace_fixed_ips(conn: Connection, row: Row, requested: list[dict[str, Any
     # As Neutron: an entry naming an address keeps it (when the port has it); an
     # entry naming only a subnet keeps one of the port's addresses there that no
     # entry named, or asks for a new address.
-    named = {str(ipaddress.ip_address(item["ip_address"])) for item in requested
+    named = {canonical_ip(item["ip_address"]) for item in requested
              if "ip_address" in item}
     unclaimed: dict[str, list[str]] = {}
     for subnet_id, address in sorted(current):
