@@ -66,7 +66,10 @@ class NoAuth:
 
 
 class TrustedHeaders:
-    """Identity asserted by an authenticating proxy in X-* headers; policy applies."""
+    """Identity asserted by an authenticating proxy in X-* headers; policy applies.
+
+    A request without X-User-Id is a 401, as keystone's middleware makes one
+    without a valid token: the proxy authenticated nobody."""
 
     challenge = "Keystone uri=''"
 
@@ -77,10 +80,11 @@ class TrustedHeaders:
 
     def authenticate(self, headers: Mapping[str, str], request_id: str) -> Context:
         project = _identity(headers, "x-project-id", "x-tenant-id")
+        user = _identity(headers, "x-user-id")
         roles = _roles(headers)
-        if not project and "admin" not in roles:
+        if not user or (not project and "admin" not in roles):
             raise exc.HTTPUnauthorized()
-        ctx = Context(project_id=project, user_id=_identity(headers, "x-user-id"),
+        ctx = Context(project_id=project, user_id=user,
                       roles=roles, request_id=request_id,
                       user_domain_id=_identity(headers, "x-user-domain-id"))
         return ctx.with_admin(self.policy.is_admin(ctx) or (

@@ -655,7 +655,7 @@ def test_sweep_quotas_and_identity(world):
                 continue  # not HTTP: uvicorn refuses it before neutrino sees it
             for method, path, body, collection in IDENTITY_CALLS:
                 headers = {"X-Project-Id": world.project, "X-Roles": "member",
-                           header: project.encode().decode("latin-1")}
+                           "X-User-Id": "fuzz", header: project.encode().decode("latin-1")}
                 if header == "X-Tenant-Id":
                     headers["X-Project-Id"] = ""  # the older name counts only without it
                 resp = send(world, Call(method, path, body=body, headers=headers,

@@ -269,12 +269,13 @@ def test_a_body_cut_short_by_a_hang_up_is_not_acted_on(server, admin, project):
     name = f"cut-{project}"
     body = json.dumps({"network": {"name": name, "project_id": project}}).encode()
     head = (f"POST /v2.0/networks HTTP/1.1\r\nHost: x\r\nX-Project-Id: {project}\r\n"
-            "X-Roles: admin\r\nContent-Type: application/json\r\n"
+            "X-User-Id: cut\r\nX-Roles: admin\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body) + 40}\r\n\r\n").encode()
     _raw(server, head + body + b" " * 10, linger=0.3)
     # clients that leave before their answer, mid-body and at once
     for _ in range(20):
-        _raw(server, b"GET /v2.0/networks HTTP/1.1\r\nHost: x\r\nX-Roles: admin\r\n\r\n")
+        _raw(server, b"GET /v2.0/networks HTTP/1.1\r\nHost: x\r\n"
+                     b"X-User-Id: cut\r\nX-Roles: admin\r\n\r\n")
         _raw(server, head + body[:5])
     # the server is still fine, kept nothing of the cut request, and logged no traceback
     listed = admin.get("/v2.0/networks", params={"name": name}).json()["networks"]

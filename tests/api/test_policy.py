@@ -217,6 +217,17 @@ def test_missing_identity_is_unauthorized(server):
         assert error_of(resp)["type"] == "HTTPUnauthorized"
 
 
+def test_identity_without_a_user_is_unauthorized(server, project):
+    """The proxy that sets the headers authenticated nobody: keystone's middleware
+    would have answered 401, whatever project and roles are claimed."""
+    for roles in (("member",), ("admin",)):
+        nobody = ApiClient(server.url, {"X-Project-Id": project, "X-Roles": ",".join(roles)})
+        resp = nobody.get("/v2.0/networks")
+        assert resp.status_code == 401, resp.text
+        assert error_of(resp)["type"] == "HTTPUnauthorized"
+        assert resp.headers["www-authenticate"]
+
+
 def test_roles_are_case_insensitive_and_admin_is_admin(server, other):
     theirs = other.network()
     admin = server.client(uuid.uuid4().hex, roles=("Admin",))

@@ -263,7 +263,7 @@ def test_policy_file_next_to_the_config_is_used(tmp_path, running):
     write(tmp_path / "policy.yaml", '"create_network": "rule:admin_only"\n')
     port = free_port()
     srv = running(port, base_conf(tmp_path, port, "auth_strategy = trusted_headers"))
-    member = {"X-Project-Id": "p1", "X-Roles": "member"}
+    member = {"X-Project-Id": "p1", "X-User-Id": "u1", "X-Roles": "member"}
     resp = httpx.post(f"{srv.url}/v2.0/networks", json={"network": {}}, headers=member)
     assert resp.status_code == 403, resp.text
     resp = httpx.post(f"{srv.url}/v2.0/networks", json={"network": {}},
