@@ -57,7 +57,11 @@ class Bus:
             await self.transport.send(queue, envelope.encode(request), routed=True)
             wait = self.timeout if timeout is None else timeout
             try:
-                reply: envelope.Reply = await asyncio.wait_for(waiter, wait)
+                # not wait_for: on Python 3.11 it returns a reply that lands as the
+                # caller is cancelled and loses the cancellation (a heartbeat loop
+                # then never stops); a timeout scope keeps it
+                async with asyncio.timeout(wait):
+                    reply: envelope.Reply = await waiter
             except TimeoutError:
                 raise MessagingTimeout(
                     f"no reply to {request.method} on {queue} within {wait:g}s") from None

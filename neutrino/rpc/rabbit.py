@@ -111,8 +111,8 @@ class RabbitTransport(Transport):
             kwargs = {} if "reconnect_interval" in _url_query(url) else {"reconnect_interval": 1}
             connection = aio_pika.RobustConnection(URL(url), **kwargs)
             try:
-                await asyncio.wait_for(connection.connect(timeout=self.connect_timeout),
-                                       self.connect_timeout)
+                async with asyncio.timeout(self.connect_timeout):  # see _bounded
+                    await connection.connect(timeout=self.connect_timeout)
             except _FAILURES as error:
                 await connection.close()  # stops its reconnecting
                 raise TransportError(f"cannot connect to {where}: "
@@ -254,9 +254,13 @@ class RabbitTransport(Transport):
         """``work`` within ``send_timeout``; a broker failure is a TransportError.
 
         Robust channels wait for the connection to come back: never for long here.
+        A timeout scope, not ``wait_for``: on Python 3.11 that loses a cancellation
+        that comes as ``work`` finishes, and the cancelled caller (an agent's
+        heartbeat, say) runs on.
         """
         try:
-            return await asyncio.wait_for(work, self.send_timeout)
+            async with asyncio.timeout(self.send_timeout):
+                return await work
         except TimeoutError:
             raise TransportError(f"{failed}: no answer from the broker within "
                                  f"{self.send_timeout:g}s") from None
