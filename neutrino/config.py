@@ -106,6 +106,9 @@ class Opt:
     parse: Callable[[str], Any] = str
     default: Any = None
     help: str = ""
+    # every occurrence counts, repeated in a section and across files, in
+    # order (oslo.config's MultiStrOpt); the value is a list of parsed items
+    multi: bool = False
 
 
 @dataclass
@@ -190,8 +193,10 @@ class Config:
     """Parsed configuration: ``conf.DEFAULT.bind_port``, ``conf.group("ml2").type_drivers``."""
 
     def __init__(self, groups: Iterable[OptGroup], values: dict[str, dict[str, Any]],
-                 raw: dict[str, dict[str, tuple[str, str]]], files: Iterable[str] = ()):
+                 raw: dict[str, dict[str, tuple[str, str]]], files: Iterable[str] = (),
+                 every: dict[str, dict[str, list[tuple[str, str]]]] | None = None):
         self.files = list(files)
+        self._every = every or {}  # section -> option -> every (text, file), for multi opts
         self._groups = {g.name: g for g in groups}
         self._values = values
         self._raw = raw  # section -> option -> (text, file), kept for plugin groups
@@ -206,6 +211,10 @@ class Config:
         given = self._raw.get(section, {}).get(option)
         return None if given is None else given[1]
 
+    def occurrences(self, section: str, option: str) -> list[tuple[str, str]]:
+        """Every (text, file) given for an option, in order: what a multi opt reads."""
+        return list(self._every.get(section, {}).get(option, []))
+
     def source(self, section: str, option: str) -> str:
         """Where an option's value comes from, for error messages."""
         given = self._raw.get(section, {}).get(option)
@@ -218,7 +227,8 @@ class Config:
         for group in groups:
             known = self._groups.setdefault(group.name, OptGroup(group.name))
             known.opts.extend(o for o in group.opts if o not in known.opts)
-            values = _parse_group(known, self._raw.get(group.name, {}))
+            values = _parse_group(known, self._raw.get(group.name, {}),
+                                  self._every.get(group.name, {}))
             self._values[group.name] = values
             setattr(self, group.name, SimpleNamespace(**values))
 
@@ -237,20 +247,32 @@ class Config:
                                 option, section, path)
 
 
-def _parse_group(group: OptGroup, raw: dict[str, tuple[str, str]]) -> dict[str, Any]:
+def _parse_group(group: OptGroup, raw: dict[str, tuple[str, str]],
+                 every: dict[str, list[tuple[str, str]]] | None = None) -> dict[str, Any]:
     values: dict[str, Any] = {}
     for opt in group.opts:
+        if opt.multi:
+            given = (every or {}).get(opt.name, [])
+            # an empty occurrence (``option =``) adds nothing
+            values[opt.name] = ([_parse_value(group, opt, text, path)
+                                 for text, path in given if text.strip()]
+                                if given else list(opt.default or ()))
+            continue
         if opt.name not in raw:
             values[opt.name] = opt.default
             continue
         text, path = raw[opt.name]
-        try:
-            values[opt.name] = opt.parse(text)
-        except ValueError as exc:
-            raise ConfigError(
-                f"invalid value {text!r} for option {opt.name} in [{group.name}] "
-                f"of {path}: {exc}") from None
+        values[opt.name] = _parse_value(group, opt, text, path)
     return values
+
+
+def _parse_value(group: OptGroup, opt: Opt, text: str, path: str) -> Any:
+    try:
+        return opt.parse(text)
+    except ValueError as exc:
+        raise ConfigError(
+            f"invalid value {text!r} for option {opt.name} in [{group.name}] "
+            f"of {path}: {exc}") from None
 
 
 def read_files(paths: Iterable[str]) -> dict[str, dict[str, tuple[str, str]]]:
@@ -276,12 +298,56 @@ def read_files(paths: Iterable[str]) -> dict[str, dict[str, tuple[str, str]]]:
     return raw
 
 
+_SECTION_RE = re.compile(r"\[(?P<header>.+)\]")
+_OPTION_RE = re.compile(r"(?P<option>.*?)\s*[=:]\s*(?P<value>.*)$")
+
+
+def every_value(paths: Iterable[str]) -> dict[str, dict[str, list[tuple[str, str]]]]:
+    """Every occurrence of every option, in file order: section -> option ->
+    [(text, file)]. configparser keeps only the last one, so files (already
+    parsed by ``read_files``, hence well formed) are scanned again here, by
+    configparser's rules: '#' and ';' comments, indented continuation lines."""
+    found: dict[str, dict[str, list[tuple[list[str], str]]]] = {}
+    for path in paths:
+        with open(path, encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+        section: str | None = None
+        current: list[str] | None = None  # the lines of the value being read
+        indent = 0
+        for line in lines:
+            text = line.strip()
+            if not text or text[0] in "#;":
+                if current is not None and not text:
+                    current.append("")
+                continue
+            depth = len(line) - len(line.lstrip())
+            if current is not None and depth > indent:
+                current.append(text)
+                continue
+            indent, current = depth, None
+            header = _SECTION_RE.match(text)
+            if header:
+                section = header.group("header")
+                continue
+            option = _OPTION_RE.match(text)
+            if section is None or option is None:
+                continue
+            current = [option.group("value")]
+            found.setdefault(section, {}).setdefault(option.group("option"), []).append(
+                (current, path))
+    return {section: {option: [("\n".join(value).rstrip(), path) for value, path in given]
+                      for option, given in options.items()}
+            for section, options in found.items()}
+
+
 def load(paths: Iterable[str], extra_groups: Iterable[OptGroup] = ()) -> Config:
     paths = list(paths)
     raw = read_files(paths)
+    every = every_value(paths)
     groups = [OptGroup(g.name, list(g.opts)) for g in [*CORE_GROUPS, *extra_groups]]
-    values = {g.name: _parse_group(g, raw.get(g.name, {})) for g in groups}
-    return Config(groups, values, raw, paths)
+    values = {g.name: _parse_group(g, raw.get(g.name, {}), every.get(g.name, {}))
+              for g in groups}
+    return Config(groups, values, raw, paths, every)
 
 
 def host_name(conf: Config) -> str:

@@ -9,7 +9,7 @@ methods by name: ``<action>_<resource>`` with a Context first.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from sqlalchemy.engine import Connection
@@ -18,6 +18,7 @@ from neutrino.config import Config, OptGroup
 from neutrino.db.engine import Database
 from neutrino.db.quota import QuotaEngine
 from neutrino.plugins.hooks import Hooks
+from neutrino.plugins.providers import ServiceProviders
 
 T = TypeVar("T")
 
@@ -34,6 +35,8 @@ class Environment:
     core: Any = None
     # the message bus, to notify agents (started with the server's event loop)
     bus: Any = None
+    # [service_providers]: the drivers a service plugin picks from
+    providers: ServiceProviders = field(default_factory=ServiceProviders)
 
 
 class Plugin:

@@ -6,6 +6,7 @@ Root only: everything happens in namespaces the tests make and remove."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import time
@@ -312,6 +313,9 @@ def test_agent_restart_keeps_traffic_and_cleans_up(lab: Lab):
     assert f"qrouter-{router['id']}" in namespaces()
 
 
+@pytest.mark.skipif(shutil.which("radvd") is None,
+                    reason="needs radvd on PATH (Debian's radvd): the router's "
+                           "advertisements come from it")
 def test_slaac_from_the_routers_advertisements(lab: Lab):
     """An instance on an IPv6 SLAAC subnet makes exactly its port's
     address from the router's advertisements (radvd) and reaches the router;
