@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -70,3 +71,18 @@ def rabbit_url() -> str:
     at a time (a server stopped drops the stale reports left in its queues)."""
     with rabbit_vhost() as url:
         yield url
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_state_in_the_working_directory() -> Iterator[None]:
+    """Every server and agent a test starts keeps its state in a temp dir: one
+    started without ``state_path`` (default ``./state``) would leave files, a
+    metadata agent's socket, in the checkout. A run that makes ./state fails."""
+    state = os.path.join(os.getcwd(), "state")
+    there_before = os.path.exists(state)
+    yield
+    if not there_before and os.path.exists(state):
+        left = sorted(os.path.join(top, name) for top, dirs, files in os.walk(state)
+                      for name in dirs + files)
+        pytest.fail(f"a test wrote to {state} (give its server or agent a state_path "
+                    f"in its tmp_path): {left}")

@@ -30,6 +30,7 @@ def deployment(tmp_path, rabbit_url):
     def start_agent(binary: str, host: str, more: str = "") -> subprocess.Popen:
         conf = tmp_path / f"{host}.conf"
         conf.write_text(f"[DEFAULT]\nhost = {host}\ntransport_url = {rabbit_url}\n"
+                        f"state_path = {tmp_path / host}\n"
                         f"[agent]\nreport_interval = 1\n{more}")
         log = (tmp_path / f"{host}.log").open("wb")
         proc = subprocess.Popen([str(BIN / binary), "--config-file", str(conf)],
@@ -116,7 +117,8 @@ def test_port_changes_reach_an_l2_agent(deployment, tmp_path):
 
     path = tmp_path / "inproc.conf"
     path.write_text(f"[DEFAULT]\nhost = inproc-{uuid.uuid4().hex[:8]}\n"
-                    f"transport_url = {server.rabbit}\n[agent]\nreport_interval = 1\n")
+                    f"transport_url = {server.rabbit}\nstate_path = {tmp_path / 'inproc'}\n"
+                    "[agent]\nreport_interval = 1\n")
     conf = config.load([str(path)])
     conf.register((AGENT_OPTIONS, *LinuxBridgeAgent.option_groups))
 
@@ -176,7 +178,7 @@ def test_rpc_workers_serve_the_agents(tmp_path, rabbit_url):
         host = f"e2e-{uuid.uuid4().hex[:8]}"
         conf = tmp_path / "agent.conf"
         conf.write_text(f"[DEFAULT]\nhost = {host}\ntransport_url = {rabbit_url}\n"
-                        "[agent]\nreport_interval = 1\n")
+                        f"state_path = {tmp_path / host}\n[agent]\nreport_interval = 1\n")
         proc = subprocess.Popen([str(BIN / "neutrino-l3-agent"), "--config-file", str(conf)],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         [agent] = wait_until(lambda: agents_on(server, host), what="the agent to register")

@@ -78,6 +78,7 @@ class Deployment:
     def start_agent(self, binary: str, host: str, more: str = "") -> subprocess.Popen:
         conf = self.tmp / f"{host}.conf"
         conf.write_text(f"[DEFAULT]\nhost = {host}\ntransport_url = {self.transport_url}\n"
+                        f"state_path = {self.tmp / host}\n"
                         f"[agent]\nreport_interval = 1\n{more}")
         with self.log(host).open("wb") as log:
             proc = subprocess.Popen([str(BIN / binary), "--config-file", str(conf)],
@@ -148,7 +149,7 @@ class InProcessAgent:
     def __init__(self, tmp: Path, transport_url: str, host: str):
         path = tmp / f"{host}.conf"
         path.write_text(f"[DEFAULT]\nhost = {host}\ntransport_url = {transport_url}\n"
-                        "[agent]\nreport_interval = 1\n")
+                        f"state_path = {tmp / host}\n[agent]\nreport_interval = 1\n")
         conf = config.load([str(path)])
         conf.register((AGENT_OPTIONS, *LinuxBridgeAgent.option_groups))
         self.agent = Recording(conf, Bus(get_transport(transport_url), timeout=5))
