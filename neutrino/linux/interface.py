@@ -34,10 +34,14 @@ import logging
 import subprocess
 import threading
 import time
+from typing import TYPE_CHECKING
 
 from neutrino.config import Config, Opt, OptGroup
 from neutrino.linux.ip import IpNetns, set_ipv6_conf
-from neutrino.linux.ovs import DEAD_VLAN, DEFAULT_OVSDB, Ovsdb
+from neutrino.linux.ovs_names import DEAD_VLAN, DEFAULT_OVSDB
+
+if TYPE_CHECKING:
+    from neutrino.linux.ovs import Ovsdb
 
 LOG = logging.getLogger(__name__)
 
@@ -192,6 +196,9 @@ class OvsInterfaceDriver(InterfaceDriver):
     def db(self) -> Ovsdb:
         with self._connecting:
             if self._db is None:
+                # imported here: the ovs library pulls in eventlet where it is
+                # installed, and agents plugging with linuxbridge never need it
+                from neutrino.linux.ovs import Ovsdb
                 self._db = Ovsdb(self.ovsdb)
             return self._db
 

@@ -32,12 +32,9 @@ from ovsdbapp.backend.ovs_idl.transaction import Transaction
 from ovsdbapp.schema.open_vswitch import impl_idl
 
 from neutrino.linux.errors import HostError
+from neutrino.linux.ovs_names import DEAD_VLAN, DEFAULT_OVSDB  # noqa: F401 (the agent's)
 
 LOG = logging.getLogger(__name__)
-
-DEFAULT_OVSDB = "unix:/var/run/openvswitch/db.sock"
-#: the access VLAN of ports that must pass nothing (not yet known, admin down)
-DEAD_VLAN = 4095
 #: the Interface columns the agent reads
 InterfaceCallback = Callable[[str, str, dict[str, str]], None]
 
