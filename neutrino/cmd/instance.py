@@ -6,8 +6,11 @@ dataplane on one machine (root).
     neutrino-instance unplug PORT_ID [--host-netns NS] [--ovs-db REMOTE [--ovs-bridge BRIDGE]]
 
 ``plug`` does what a hypervisor does: it binds the port to ``--host``
-(``binding:host_id``), makes a network namespace ``inst-<port id[:11]>`` (the
-instance) with a veth whose outer end is the port's tap, ``tap<port
+(``binding:host_id``); a port without a device becomes an instance's, as Nova
+makes it (a ``device_id``, which the metadata service sends Nova as
+``X-Instance-ID``, and, if it has no owner, ``device_owner =
+compute:<--availability-zone>``); it makes a network namespace ``inst-<port
+id[:11]>`` (the instance) with a veth whose outer end is the port's tap, ``tap<port
 id[:11]>``, in the host's namespace (``--host-netns``, for a host emulated in
 a namespace; the current one by default) and whose inner end, ``eth0``,
 carries the port's MAC and its network's MTU; then it runs a DHCP client in
@@ -29,8 +32,9 @@ would: on a SLAAC or DHCPv6-stateless subnet the kernel makes it from router
 advertisements (eth0 accepts them; ``plug`` waits until the address is there
 and usable), on any other IPv6 subnet a DHCPv6 client (ISC ``dhclient -6``)
 asks for it. ``plug`` prints ``inst-<id>`` and the addresses, IPv4 first, then
-IPv6 in the port's order. ``unplug`` removes the namespace (and so the tap) and unbinds
-the port. Talks to the API at ``--url`` (``--token`` for keystone).
+IPv6 in the port's order. ``unplug`` removes the namespace (and so the tap),
+unbinds the port and clears the device and owner ``plug`` gave it. Talks to
+the API at ``--url`` (``--token`` for keystone).
 """
 
 from __future__ import annotations
@@ -46,6 +50,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -89,6 +94,10 @@ exit 0
 """
 #: address modes whose addresses the kernel makes from router advertisements
 AUTO_ADDRESS_MODES = ("slaac", "dhcpv6-stateless")
+#: the instance ids ``plug`` makes are UUIDs named by the port's id in this space
+INSTANCE_IDS = uuid.UUID("6f1c2a4e-93d5-4b8e-a0f7-2c51e8d9b364")
+#: Nova's default availability zone, in ``device_owner = compute:<zone>``
+DEFAULT_ZONE = "nova"
 
 
 class ApiError(Exception):
@@ -165,15 +174,48 @@ def tap_name(port_id: str) -> str:
     return f"tap{port_id[:11]}"
 
 
+def instance_id(port_id: str) -> str:
+    """The id of the instance ``plug`` makes for a port without a device: made
+    from the port's id, so that ``unplug`` knows it set it."""
+    return str(uuid.uuid5(INSTANCE_IDS, port_id))
+
+
+def plug_changes(port: dict[str, Any], host: str, zone: str) -> dict[str, Any]:
+    """What ``plug`` changes on the port, as Nova does: the binding to ``host``
+    and, if the port has no device, an instance's ``device_id`` (which the
+    metadata service sends Nova as X-Instance-ID) and, if it has no owner,
+    ``device_owner = compute:<zone>``."""
+    changes: dict[str, Any] = {}
+    if port.get("binding:host_id") != host:
+        changes["binding:host_id"] = host
+    if not port.get("device_id"):
+        changes["device_id"] = instance_id(port["id"])
+        if not port.get("device_owner"):
+            changes["device_owner"] = f"compute:{zone}"
+    return changes
+
+
+def unplug_changes(port: dict[str, Any]) -> dict[str, Any]:
+    """What ``unplug`` changes back: the binding, and the device and owner if
+    ``plug`` set them (a device_id of its own making), as Nova clears them."""
+    changes: dict[str, Any] = {"binding:host_id": ""}
+    if port.get("device_id") == instance_id(port["id"]):
+        changes["device_id"] = ""
+        if str(port.get("device_owner", "")).startswith("compute:"):
+            changes["device_owner"] = ""
+    return changes
+
+
 def plug(api: Api, port_id: str, host: str, host_netns: str | None, dhcp: bool,
-         timeout: int, ovs: Ovs | None = None) -> list[str]:
+         timeout: int, ovs: Ovs | None = None, zone: str = DEFAULT_ZONE) -> list[str]:
     """Bind, make the instance, wire its veth (onto ``ovs``'s bridge, on an
     Open vSwitch host); the addresses DHCP (and, for IPv6, router
     advertisements) gave: IPv4 first. None asked: none."""
     port = api.call("GET", f"/v2.0/ports/{port_id}")["port"]
     network = api.call("GET", f"/v2.0/networks/{port['network_id']}")["network"]
-    if port.get("binding:host_id") != host:
-        api.call("PUT", f"/v2.0/ports/{port_id}", {"port": {"binding:host_id": host}})
+    changes = plug_changes(port, host, zone)
+    if changes:
+        port = api.call("PUT", f"/v2.0/ports/{port_id}", {"port": changes})["port"]
     fixed = port.get("fixed_ips") or []
     v6 = [ip for ip in fixed if ":" in ip["ip_address"]]
     namespace = instance_namespace(port_id)
@@ -323,8 +365,8 @@ def dhcp6_client(inside: IpNetns, prefix: int, deadline: float) -> set[str]:
 
 def unplug(api: Api | None, port_id: str, host_netns: str | None,
            ovs: Ovs | None = None) -> None:
-    """Remove the instance (its port from ``ovs``'s bridge first), then unbind
-    the port if there is an ``api``."""
+    """Remove the instance (its port from ``ovs``'s bridge first), then, if
+    there is an ``api``, unbind the port and undo what ``plug`` set."""
     try:
         if ovs is not None:
             ovs.detach(port_id)
@@ -333,7 +375,8 @@ def unplug(api: Api | None, port_id: str, host_netns: str | None,
         with IpNetns(host_netns) as outside:
             outside.delete(tap_name(port_id))
     if api is not None:
-        api.call("PUT", f"/v2.0/ports/{port_id}", {"port": {"binding:host_id": ""}})
+        port = api.call("GET", f"/v2.0/ports/{port_id}")["port"]
+        api.call("PUT", f"/v2.0/ports/{port_id}", {"port": unplug_changes(port)})
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -357,18 +400,22 @@ def main(argv: list[str] | None = None) -> None:
     plug_cmd.add_argument("--no-dhcp", dest="dhcp", action="store_false",
                           help="leave eth0 without an address")
     plug_cmd.add_argument("--timeout", type=int, default=15, help="DHCP tries (1 s each)")
+    plug_cmd.add_argument("--availability-zone", default=DEFAULT_ZONE,
+                          help="the zone in device_owner compute:<zone>, for a port without "
+                               f"a device (default: {DEFAULT_ZONE})")
     unplug_cmd = sub.add_parser("unplug", parents=[host_options],
-                                help="remove the instance, unbind the port")
+                                help="remove the instance, unbind the port, clear the "
+                                     "device plug set")
     unplug_cmd.add_argument("port_id")
     unplug_cmd.add_argument("--keep-binding", action="store_true",
-                            help="leave binding:host_id as it is")
+                            help="leave the port as it is (binding:host_id, device_id)")
     args = parser.parse_args(argv)
     api = Api(args.url, args.token)
     ovs = Ovs(args.ovs_db, args.ovs_bridge) if args.ovs_db else None
     try:
         if args.command == "plug":
             addresses = plug(api, args.port_id, args.host, args.host_netns, args.dhcp,
-                             args.timeout, ovs)
+                             args.timeout, ovs, args.availability_zone)
             print(" ".join([instance_namespace(args.port_id), *addresses]))
         else:
             unplug(None if args.keep_binding else api, args.port_id, args.host_netns, ovs)

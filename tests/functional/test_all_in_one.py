@@ -97,6 +97,8 @@ def test_one_command_serves_the_api_and_a_working_dataplane(machine):
     for port in ports:
         wait_until(lambda p=port: api.show("ports", p["id"])["status"] == "ACTIVE", 20,
                    "ACTIVE ports")
+        plugged = api.show("ports", port["id"])  # an instance's port, as Nova makes it
+        assert plugged["device_id"] and plugged["device_owner"] == "compute:nova"
     first = f"inst-{ports[0]['id'][:11]}"
     assert wait_until(lambda: pings(first, ports[1]["fixed_ips"][0]["ip_address"]), 15,
                       "the instances to reach each other")
@@ -107,4 +109,6 @@ def test_one_command_serves_the_api_and_a_working_dataplane(machine):
     assert done.returncode == 0, done.stderr
     assert f"inst-{ports[1]['id'][:11]}" not in run("ip", "netns", "list").stdout
     wait_until(lambda: api.show("ports", ports[1]["id"])["status"] == "DOWN", 20, "DOWN")
-    assert api.show("ports", ports[1]["id"])["binding:host_id"] == ""
+    unplugged = api.show("ports", ports[1]["id"])
+    assert (unplugged["binding:host_id"], unplugged["device_id"],
+            unplugged["device_owner"]) == ("", "", "")
