@@ -5,7 +5,8 @@ It reads the same files as ``neutrino-server`` and the agents (one set of
 files: ``[linux_bridge]``, ``[vxlan]``, ``[securitygroup]``, ``[agent]`` ...
 beside the server's sections). The agents run on the server's event loop and
 are started and stopped with it; with ``transport_url = rabbit://...`` agents
-on other hosts can join too.
+on other hosts can join too. ``--background`` runs it detached and returns
+once it serves, ``--stop`` ends that one (neutrino/cmd/background.py).
 """
 
 from __future__ import annotations
@@ -22,10 +23,12 @@ from neutrino.agents.dhcp import DhcpAgent
 from neutrino.agents.l3 import L3Agent
 from neutrino.agents.linuxbridge import LinuxBridgeAgent
 from neutrino.agents.metadata import MetadataAgent
+from neutrino.cmd import background
 from neutrino.cmd.server import StartupError, build_app, prepare
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.transport import get_transport
 
+PROGRAM = "neutrino-all-in-one"
 AGENTS: tuple[type[Agent], ...] = (LinuxBridgeAgent, DhcpAgent, L3Agent, MetadataAgent)
 
 
@@ -61,7 +64,16 @@ def main(argv: list[str] | None = None) -> None:
         "\n\n")[0])
     parser.add_argument("--config-file", action="append", default=[],
                         help="INI file; repeatable, later files override earlier ones")
+    parser.add_argument("--background", action="store_true",
+                        help="run detached (output to $state_path/all-in-one.log); return "
+                             "once the API answers and this host's agents are alive")
+    parser.add_argument("--stop", action="store_true",
+                        help="stop the one started with --background (same --config-file), "
+                             "and wait until it is gone")
     args = parser.parse_args(argv)
+    if args.stop:
+        background.stop_from_files(PROGRAM, args.config_file)
+        return
     try:
         conf = prepare(args.config_file)
         if conf.DEFAULT.api_workers != 1 or conf.DEFAULT.rpc_workers:
@@ -71,6 +83,8 @@ def main(argv: list[str] | None = None) -> None:
     except (StartupError, config.ConfigError) as error:
         print(f"neutrino-all-in-one: {error}", file=sys.stderr)
         sys.exit(2)
+    if args.background:
+        background.serve_in_background(PROGRAM, conf, len(agents))
     app = build_app(conf)
     app.background.append(AgentsService(agents))
     opts = conf.DEFAULT
