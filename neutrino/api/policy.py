@@ -163,6 +163,8 @@ DEFAULT_RULES: dict[str, str] = {
     "update_agent": ADMIN,
     "delete_agent": ADMIN,
     "get_availability_zone": ADMIN,
+    # service providers belong to no project: any reader may list them
+    "get_service_provider": "role:reader",
     # which agents host which networks and routers
     "get_dhcp-networks": ADMIN,
     "create_dhcp-network": ADMIN,

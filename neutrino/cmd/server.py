@@ -34,9 +34,12 @@ from neutrino.plugins import loader
 from neutrino.plugins.base import Environment
 from neutrino.plugins.hooks import Hooks
 from neutrino.plugins.periodic import PeriodicTasks
+from neutrino.plugins.providers import GROUP as PROVIDERS_GROUP
+from neutrino.plugins.providers import ServiceProviders
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.service import RpcService
 from neutrino.rpc.transport import TransportURLError, get_transport
+from neutrino.services.servicetype import ServiceTypePlugin
 
 LOG = logging.getLogger("neutrino.server")
 CONFIG_ENV = "NEUTRINO_CONFIG_FILES"
@@ -58,7 +61,8 @@ def load_config(files: list[str]) -> config.Config:
             except loader.PluginLoadError as error:
                 raise config.ConfigError(
                     f"{error}, set by {conf.source('DEFAULT', option)}") from None
-    conf.register([keystone.GROUP, policy.GROUP])
+    conf.register([keystone.GROUP, policy.GROUP, PROVIDERS_GROUP])
+    ServiceProviders.from_config(conf)  # every entry checked, its driver loaded, now
     for cls in classes:
         conf.register(cls.option_groups)
     return conf
@@ -82,13 +86,15 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
         raise config.ConfigError(
             f"{error}, set by {conf.source('DEFAULT', 'transport_url')}") from None
     bus = Bus(transport, timeout=conf.DEFAULT.rpc_response_timeout)
-    env = Environment(conf=conf, db=db, hooks=Hooks(), quota=QuotaEngine(conf.quotas), bus=bus)
+    env = Environment(conf=conf, db=db, hooks=Hooks(), quota=QuotaEngine(conf.quotas), bus=bus,
+                      providers=ServiceProviders.from_config(conf))
     core = loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)(env)
     env.core = core
     services = [loader.find(loader.SERVICE_GROUP, name)(env)
                 for name in conf.DEFAULT.service_plugins]
     plugins = [plugin for top in (core, *services)
                for plugin in (top, *getattr(top, "companions", []))]
+    plugins.append(ServiceTypePlugin(env))  # /v2.0/service-providers, always (as Neutron)
     owners = claimed(plugins)
     max_limit = int(conf.DEFAULT.pagination_max_limit)
     admin = Context.admin()

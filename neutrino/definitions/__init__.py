@@ -27,6 +27,7 @@ from neutrino.definitions import (
     rbac,
     securitygroup,
     segment,
+    servicetype,
     subnet,
     subnetpool,
     tagging,
@@ -64,5 +65,6 @@ EXTENSIONS: dict[str, Extension] = {
         *agent_scheduler.EXTENSIONS,
         *availability_zone.EXTENSIONS,
         *rbac.EXTENSIONS,
+        servicetype.EXTENSION,
     )
 }

@@ -25,6 +25,7 @@ from neutrino import config
 from neutrino.api import keystone, policy
 from neutrino.cmd.server import load_config
 from neutrino.db import migrate
+from neutrino.plugins import providers
 from tests.harness import free_port
 
 BIN = Path(sys.executable).parent
@@ -423,7 +424,7 @@ def test_example_config_documents_every_option_with_its_default(tmp_path):
         match = re.match(r"^#(\w+) =", line)
         if match:
             documented[(section, match.group(1))] = number
-    groups = [*config.CORE_GROUPS, keystone.GROUP, policy.GROUP]
+    groups = [*config.CORE_GROUPS, keystone.GROUP, policy.GROUP, providers.GROUP]
     expected = {(g.name, o.name) for g in groups for o in g.opts}
     assert set(documented) == expected
 
@@ -441,7 +442,7 @@ def test_example_config_documents_every_option_with_its_default(tmp_path):
     # every documented default, uncommented, parses back to the default
     uncommented = "\n".join(re.sub(r"^#(\w+ =)", r"\1", line) for line in lines)
     parsed = config.load([str(write(tmp_path / "uncommented.conf", uncommented))],
-                         [keystone.GROUP, policy.GROUP])
+                         [keystone.GROUP, policy.GROUP, providers.GROUP])
     for group in groups:
         for opt in group.opts:
             assert getattr(parsed.group(group.name), opt.name) == opt.default, opt.name
