@@ -10,12 +10,13 @@ that the kernel takes down whatever happens:
   with other tests;
 - a new PID namespace: every process a recipe starts (a server in the
   background, dnsmasq, ...) dies with the session;
-- a new mount namespace with a fresh sysfs (this namespace's devices), an
-  empty tmpfs on /run/netns (so ``ip netns add internet`` names a namespace
-  nobody else sees, gone with the session), and throwaway overlays on the
-  checkout and on /var/lib: what a recipe writes there (./state, a config
-  file, /var/lib/neutrino) lands in the test's temp directory, so every run
-  starts from a fresh state and leaves the checkout as it was;
+- a new mount namespace with a fresh sysfs (this namespace's devices),
+  throwaway overlays on /var, /run and the checkout: what a recipe writes
+  there (./state, a config file, /var/lib/neutrino, a pid file in /run) lands
+  in the test's temp directory, so every run starts from a fresh state and
+  leaves the checkout as it was; and an empty tmpfs on /run/netns (so ``ip
+  netns add internet`` names a namespace nobody else sees, gone with the
+  session). /etc is the host's: a recipe does not write there;
 - HOME is a temp directory, the environment otherwise empty but for PATH.
 
 The text that runs is the text the reader sees; the session around it only
@@ -49,18 +50,20 @@ NAMED_TOOLS = ("ovs-vsctl", "ovs-ofctl", "ovs-vswitchd", "ovsdb-server", "ovsdb-
 BUDGET = 240
 VENV = ROOT / ".venv"
 
+#: the directories a recipe may write to, each under a throwaway overlay (in
+#: this order: the checkout may be inside one of the others)
+LAYERS = {"var": Path("/var"), "run": Path("/run"), "checkout": ROOT}
 BOOT = """set -eu
 mount -t sysfs sysfs /sys
 ip link set lo up
+{overlays}
 mkdir -p /run/netns
 mount -t tmpfs -o mode=0755 tmpfs /run/netns
-mount -t overlay overlay -o lowerdir=/var/lib,upperdir={tmp}/var-lib/upper,\
-workdir={tmp}/var-lib/work /var/lib
-mount -t overlay overlay -o lowerdir={root},upperdir={tmp}/checkout/upper,\
-workdir={tmp}/checkout/work {root}
 cd {root}
 exec bash {session}
 """
+OVERLAY = ("mount -t overlay overlay "
+           "-o lowerdir={lower},upperdir={layer}/upper,workdir={layer}/work {lower}")
 
 
 @pytest.mark.timeout(BUDGET + 60)
@@ -73,14 +76,16 @@ def test_recipes_of(path: Path, tmp_path: Path) -> None:
     if not (VENV / "bin" / "python").exists():
         pytest.skip("the recipes use the checkout's .venv, which the README's first "
                     "command makes")
-    for layer in ("var-lib", "checkout"):
+    for layer in LAYERS:
         (tmp_path / layer / "upper").mkdir(parents=True)
         (tmp_path / layer / "work").mkdir()
     home = tmp_path / "home"
     home.mkdir()
     runner = session(blocks, tmp_path / "scripts")
     boot = tmp_path / "scripts" / "boot.sh"
-    boot.write_text(BOOT.format(tmp=tmp_path, root=ROOT, session=runner))
+    overlays = "\n".join(OVERLAY.format(lower=lower, layer=tmp_path / name)
+                         for name, lower in LAYERS.items())
+    boot.write_text(BOOT.format(overlays=overlays, root=ROOT, session=runner))
     output = tmp_path / "output.log"
     env = {"PATH": f"{VENV / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
            "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb"}
@@ -104,8 +109,8 @@ def test_recipes_of(path: Path, tmp_path: Path) -> None:
         if status != 0:
             pytest.fail(report(blocks, output, tmp_path, status, took), pytrace=False)
     finally:
-        shutil.rmtree(tmp_path / "var-lib", ignore_errors=True)
-        shutil.rmtree(tmp_path / "checkout", ignore_errors=True)
+        for layer in LAYERS:
+            shutil.rmtree(tmp_path / layer, ignore_errors=True)
 
 
 def report(blocks: list[Block], output: Path, tmp: Path, status: int | None,
