@@ -1,10 +1,13 @@
-"""packaging/systemd: a unit for every long-running command, starting it with
-the sample files of the documented layout (docs/deployment.md), and systemd
-accepts the units (``systemd-analyze verify``), the user and the state
-directory (``systemd-sysusers``, ``systemd-tmpfiles``)."""
+"""What packaging/ ships: systemd units for every long-running command, each
+starting it with the sample files of the documented layout
+(docs/deployment.md), which systemd accepts (``systemd-analyze verify``,
+``systemd-sysusers``, ``systemd-tmpfiles``); and a container image with the
+agents' host tools that runs the server by default."""
 
 from __future__ import annotations
 
+import json
+import re
 import shlex
 import shutil
 import subprocess
@@ -13,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from neutrino import config
 from neutrino.agents.dhcp import DhcpAgent
 from neutrino.agents.l3 import L3Agent
 from neutrino.cmd.all_in_one import AGENTS as ALL_IN_ONE_AGENTS
@@ -155,3 +159,52 @@ def test_systemd_makes_the_user_and_the_state_directory(tmp_path):
     state = (root / "var/lib/neutrino").stat()
     assert state.st_uid == int(passwd["neutrino"][2])
     assert state.st_mode & 0o777 == 0o755  # dnsmasq reads its files there as nobody
+
+
+# --- the container image -------------------------------------------------------------------
+
+#: what .ci/run installs only for the tests and for neutrino-instance (a
+#: stand-in hypervisor), not for the agents
+NOT_FOR_AGENTS = {"udhcpc", "isc-dhcp-client", "iputils-ping", "netcat-openbsd", "socat"}
+
+
+def containerfile_stages() -> list[list[str]]:
+    """The Containerfile's instructions (continuation lines joined), per stage."""
+    stages: list[list[str]] = []
+    for instruction in re.split(r"(?<!\\)\n", (ROOT / "Containerfile").read_text()):
+        text = re.sub(r"\\\n\s*", " ", instruction).strip()
+        if not text or text.startswith("#"):
+            continue
+        if text.startswith("FROM "):
+            stages.append([])
+        if stages:
+            stages[-1].append(text)
+    return stages
+
+
+def ci_host_packages() -> set[str]:
+    found = re.search(r'host_packages="([^"]*)"', (ROOT / ".ci" / "run").read_text())
+    assert found, ".ci/run no longer says host_packages=\"...\""
+    return set(found.group(1).split())
+
+
+def test_the_image_holds_the_agents_host_tools():
+    runs = " ".join(i for i in containerfile_stages()[-1] if i.startswith("RUN "))
+    installed = set()
+    for command in re.findall(r"apt-get install ([^&]*)", runs):
+        installed |= {word for word in command.split() if not word.startswith("-")}
+    assert ci_host_packages() - NOT_FOR_AGENTS <= installed
+    assert "python3" in installed
+
+
+def test_the_image_runs_the_server_by_default():
+    final = containerfile_stages()[-1]
+    cmd = json.loads(next(i for i in final if i.startswith("CMD "))[4:])
+    assert cmd[0] == "neutrino-server" and set(cmd[1::2]) == {"--config-file"}
+    files = cmd[2::2]
+    # the image's own defaults first, so that the operator's files override them
+    assert files[0] == "/usr/share/neutrino/container.conf"
+    assert [Path(f).name for f in files[1:]] == expected_files("neutrino-server")
+    assert "COPY packaging/container.conf /usr/share/neutrino/container.conf" in final
+    assert config.load([str(ROOT / "packaging" / "container.conf")]).DEFAULT.bind_host \
+        == "0.0.0.0"
