@@ -53,15 +53,20 @@ VENV = ROOT / ".venv"
 #: the directories a recipe may write to, each under a throwaway overlay (in
 #: this order: the checkout may be inside one of the others)
 LAYERS = {"var": Path("/var"), "run": Path("/run"), "checkout": ROOT}
-BOOT = """set -eu
+SETUP = """set -eu
 mount -t sysfs sysfs /sys
 ip link set lo up
 {overlays}
 mkdir -p /run/netns
 mount -t tmpfs -o mode=0755 tmpfs /run/netns
+"""
+#: what the sandbox runs: the setup (in a shell of its own: its mounts are
+#: the namespace's), then the session; SANDBOX_FAILED if the host cannot
+BOOT = """bash {setup} || exit {failed}
 cd {root}
 exec bash {session}
 """
+SANDBOX_FAILED = 97
 OVERLAY = ("mount -t overlay overlay "
            "-o lowerdir={lower},upperdir={layer}/upper,workdir={layer}/work {lower}")
 
@@ -73,6 +78,10 @@ def test_recipes_of(path: Path, tmp_path: Path) -> None:
     blocks = recipes(path)
     named = {word for block in blocks for word in block.text.replace("|", " ").split()}
     skip_unless_root(*TOOLS, *(tool for tool in NAMED_TOOLS if tool in named))
+    probe = subprocess.run(["unshare", "--net", "--mount", "--pid", "--fork", "true"],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:
+        pytest.skip(f"this host cannot make the recipes' sandbox: {probe.stderr.strip()}")
     if not (VENV / "bin" / "python").exists():
         pytest.skip("the recipes use the checkout's .venv, which the README's first "
                     "command makes")
@@ -82,10 +91,10 @@ def test_recipes_of(path: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     runner = session(blocks, tmp_path / "scripts")
-    boot = tmp_path / "scripts" / "boot.sh"
-    overlays = "\n".join(OVERLAY.format(lower=lower, layer=tmp_path / name)
-                         for name, lower in LAYERS.items())
-    boot.write_text(BOOT.format(overlays=overlays, root=ROOT, session=runner))
+    setup, boot = tmp_path / "scripts" / "setup.sh", tmp_path / "scripts" / "boot.sh"
+    setup.write_text(SETUP.format(overlays="\n".join(
+        OVERLAY.format(lower=lower, layer=tmp_path / name) for name, lower in LAYERS.items())))
+    boot.write_text(BOOT.format(setup=setup, failed=SANDBOX_FAILED, root=ROOT, session=runner))
     output = tmp_path / "output.log"
     env = {"PATH": f"{VENV / 'bin'}:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
            "HOME": str(home), "LANG": "C.UTF-8", "TERM": "dumb"}
@@ -106,6 +115,9 @@ def test_recipes_of(path: Path, tmp_path: Path) -> None:
                 proc.wait()
     took = time.monotonic() - started
     try:
+        if status == SANDBOX_FAILED:
+            pytest.skip("this host cannot make the recipes' sandbox (namespaces, overlayfs): "
+                        + output.read_text(errors="replace").strip().replace("\n", "; "))
         if status != 0:
             pytest.fail(report(blocks, output, tmp_path, status, took), pytrace=False)
     finally:
