@@ -4,13 +4,16 @@ Options are declared as data (``Opt``) in groups; plugins bring their own
 groups. Files are read in order, later ones override. A bad value is fatal
 (``ConfigError`` names option, section and file); an unknown section or
 option is only a warning, because operators carry sections for plugins that
-are not loaded.
+are not loaded and options neutrino does not have (``Config.warn_unknown``
+says which option a misspelt one meant).
 """
 
 from __future__ import annotations
 
 import configparser
+import difflib
 import ipaddress
+import json
 import logging
 import os
 import re
@@ -21,6 +24,9 @@ from types import SimpleNamespace
 from typing import Any
 
 LOG = logging.getLogger(__name__)
+#: the config files as a JSON list, where no ``--config-file`` says: how the
+#: server hands its files to its workers, and what neutrino-db-manage reads too
+CONFIG_ENV = "NEUTRINO_CONFIG_FILES"
 
 
 class ConfigError(Exception):
@@ -55,9 +61,11 @@ def int_range(low: int | None = None, high: int | None = None) -> Callable[[str]
     return parse
 
 
-def choice(*choices: str) -> Callable[[str], str]:
+def choice(*choices: str, aliases: dict[str, str] | None = None) -> Callable[[str], str]:
+    """One of ``choices``; ``aliases`` maps other spellings (Neutron's class
+    paths for a driver, say) to the choice they stand for."""
     def parse(text: str) -> str:
-        value = text.strip()
+        value = (aliases or {}).get(text.strip(), text.strip())
         if value not in choices:
             raise ValueError(f"must be one of {', '.join(choices)}")
         return value
@@ -232,19 +240,60 @@ class Config:
             self._values[group.name] = values
             setattr(self, group.name, SimpleNamespace(**values))
 
+    def setting(self, section: str, option: str) -> str:
+        """``option = value in [section] of file`` (or ``(default)``), for messages
+        that say which setting wants something."""
+        given = self._raw.get(section, {}).get(option)
+        if given is not None:
+            return f"{option} = {given[0].strip()} in [{section}] of {given[1]}"
+        return f"{option} = {getattr(self.group(section), option)} in [{section}] (default)"
+
     def warn_unknown(self) -> None:
+        """Name what the command does not read, once every component it runs has
+        registered its groups (before, options in use would be called unknown).
+
+        An unknown option in a section the command reads is a warning, with the
+        option meant when the name is close to one (a typo would otherwise leave
+        a mapping unset without a word). An unknown section is a warning when its
+        name is close to a section read, else only noted: a file shared between
+        commands carries sections for the others (an agent given neutron.conf)."""
         for section, options in self._raw.items():
             group = self._groups.get(section)
             if group is None:
                 files = sorted({path for _, path in options.values()})
-                LOG.warning("config: unknown section [%s]%s ignored", section,
-                            f" in {', '.join(files)}" if files else "")
+                where = f" in {', '.join(files)}" if files else ""
+                meant = _closest(section, self._groups)
+                if meant:
+                    LOG.warning("config: unknown section [%s]%s ignored: did you mean [%s]?",
+                                section, where, meant)
+                else:
+                    LOG.info("config: unknown section [%s]%s ignored", section, where)
                 continue
             names = {o.name for o in group.opts}
             for option, (_, path) in options.items():
                 if option not in names:
-                    LOG.warning("config: unknown option %s in [%s] of %s ignored",
-                                option, section, path)
+                    LOG.warning("config: unknown option %s in [%s] of %s ignored%s",
+                                option, section, path, self._hint(option, names))
+
+    def _hint(self, option: str, names: set[str]) -> str:
+        """What an unknown option most likely meant, as the end of its warning."""
+        meant = _closest(option, names)
+        if meant:
+            return f": did you mean {meant}?"
+        elsewhere = sorted(name for name, group in self._groups.items()
+                           if any(o.name == option for o in group.opts))
+        if elsewhere:
+            return f": it is read in [{elsewhere[0]}]"
+        return ""
+
+
+def _closest(name: str, known: Iterable[str]) -> str | None:
+    """The one of ``known`` that ``name`` most likely misspells."""
+    by_case = {k.lower(): k for k in known}
+    if name.lower() in by_case:
+        return by_case[name.lower()]
+    found = difflib.get_close_matches(name.lower(), list(by_case), n=1, cutoff=0.8)
+    return by_case[found[0]] if found else None
 
 
 def _parse_group(group: OptGroup, raw: dict[str, tuple[str, str]],
@@ -350,14 +399,34 @@ def load(paths: Iterable[str], extra_groups: Iterable[OptGroup] = ()) -> Config:
     return Config(groups, values, raw, paths, every)
 
 
+def files_from_env() -> list[str]:
+    """The files ``CONFIG_ENV`` names (none when it is unset or empty)."""
+    text = os.environ.get(CONFIG_ENV, "").strip()
+    if not text:
+        return []
+    try:
+        files = json.loads(text)
+    except ValueError:
+        files = None
+    if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+        raise ConfigError(f"{CONFIG_ENV} must be a JSON list of file names, "
+                          f"like [\"/etc/neutrino/neutrino.conf\"]")
+    return files
+
+
 def host_name(conf: Config) -> str:
     """``[DEFAULT] host``, or the machine's name when it is not set."""
     return conf.DEFAULT.host or socket.gethostname()
 
 
 def database_url(conf: Config) -> str:
+    """``[database] connection``, or an SQLite file in ``state_path`` (made if need be)."""
     if conf.database.connection:
         return conf.database.connection
     state = os.path.abspath(conf.DEFAULT.state_path)
-    os.makedirs(state, exist_ok=True)
+    try:
+        os.makedirs(state, exist_ok=True)
+    except OSError as error:
+        raise ConfigError(f"cannot create directory {state}: {error.strerror}, set by "
+                          f"{conf.source('DEFAULT', 'state_path')}") from None
     return f"sqlite:///{os.path.join(state, 'neutrino.db')}"

@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 from neutrino import config
 from neutrino.config import Opt, OptGroup, int_range
 from neutrino.linux.errors import HostError
+from neutrino.linux.host_check import Needs
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
@@ -100,6 +101,16 @@ class Agent:
 
     async def sync(self, full: bool, dirty: set[Any]) -> None:
         """Make the host match the server's desired state (see the module docstring)."""
+
+    def host_needs(self) -> Needs:
+        """What the agent, as configured, will use on the host (tools, devices,
+        directories), each with the setting that wants it; read, not checked."""
+        return Needs()
+
+    def check_host(self) -> None:
+        """Before the agent starts: ``HostCheckError`` (one line) for the first
+        need the host does not meet."""
+        self.host_needs().check()
 
     # --- events --------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""Running an agent as a command: configuration, logging, the loop, SIGTERM."""
+"""Running an agent as a command: configuration, logging, start-up checks (one
+line and a non-zero exit for the first that fails), the loop, SIGTERM."""
 
 from __future__ import annotations
 
@@ -10,7 +11,9 @@ import sys
 
 from neutrino import config
 from neutrino.agents.base import AGENT_OPTIONS, Agent
+from neutrino.linux.errors import HostError
 from neutrino.rpc.bus import Bus
+from neutrino.rpc.errors import TransportError
 from neutrino.rpc.transport import TransportURLError, get_transport
 
 
@@ -28,10 +31,18 @@ def main(agent_class: type[Agent], argv: list[str] | None = None) -> None:
         sys.exit(2)
     logging.basicConfig(level=logging.DEBUG if conf.DEFAULT.debug else logging.INFO,
                         format="%(asctime)s %(process)d %(levelname)s %(name)s %(message)s")
+    conf.warn_unknown()  # every group the agent reads is registered by now
     try:
         agent = agent_class(conf, Bus(transport, timeout=conf.DEFAULT.rpc_response_timeout))
-    except ValueError as error:  # options that cannot go together
+        agent.check_host()  # tools, devices, directories: before it reports alive
+    except (ValueError, HostError) as error:  # ValueError: options at odds with another
         print(f"{agent_class.binary}: {error}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        asyncio.run(transport.probe())  # the broker, once: not a reconnecting loop
+    except TransportError as error:
+        print(f"{agent_class.binary}: {error}, set by {conf.source('DEFAULT', 'transport_url')}",
+              file=sys.stderr)
         sys.exit(2)
     asyncio.run(_serve(agent))
 

@@ -44,7 +44,7 @@ from neutrino.agents.base import Agent, converge_each, named
 from neutrino.agents.cmd import main as run_agent
 from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_list
-from neutrino.linux import dnsmasq, interface, ip, metadata_proxy, process
+from neutrino.linux import dnsmasq, host_check, interface, ip, metadata_proxy, process
 from neutrino.linux.dnsmasq import Network
 from neutrino.linux.metadata_proxy import METADATA_CIDR, METADATA_IP, METADATA_PORT
 from neutrino.rpc import topics
@@ -312,6 +312,18 @@ class DhcpAgent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [DhcpNotifications(self)]
+
+    def host_needs(self) -> host_check.Needs:
+        needs = host_check.Needs()
+        if self.dataplane is None:
+            return needs  # serves no network: runs nothing
+        default = self.conf.DEFAULT
+        needs.tool(self.conf.setting("DEFAULT", "interface_driver"),
+                   host_check.IP, host_check.SYSCTL, host_check.DNSMASQ)
+        option = "dhcp_confs" if default.dhcp_confs else "state_path"
+        needs.directories.append((self.dataplane.confs_dir,
+                                  self.conf.source("DEFAULT", option)))
+        return needs
 
     def background(self) -> list[Callable[[], Awaitable[None]]]:
         if self.dataplane is None or not self.conf.agent.check_child_processes_interval:

@@ -14,3 +14,8 @@ def parse_mappings(text: str) -> dict[str, str]:
             raise ValueError(f"'{item}' is not <physical network>:<name>")
         mappings[name.strip()] = value.strip()
     return mappings
+
+
+#: Neutron's class paths for the no-op firewall, as its configuration files give them
+NOOP_FIREWALL_ALIASES = {"neutron.agent.firewall.NoopFirewallDriver": "noop",
+                         "neutron.agent.firewall:NoopFirewallDriver": "noop"}

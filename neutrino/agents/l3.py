@@ -46,7 +46,7 @@ from neutrino.agents.base import Agent, converge_each, named
 from neutrino.agents.cmd import main as run_agent
 from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
-from neutrino.linux import interface, metadata_proxy, nat, radvd, router
+from neutrino.linux import host_check, interface, metadata_proxy, nat, radvd, router
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
@@ -247,6 +247,27 @@ class L3Agent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [L3Notifications(self)]
+
+    def host_needs(self) -> host_check.Needs:
+        needs = host_check.Needs()
+        if self.dataplane is None:
+            return needs  # sets up no router: runs nothing
+        conf = self.conf
+        needs.tool(conf.setting("DEFAULT", "interface_driver"), host_check.IP,
+                   host_check.SYSCTL, *host_check.IPTABLES, host_check.CONNTRACK)
+        if conf.DEFAULT.send_arp_for_ha:
+            needs.tool(conf.setting("DEFAULT", "send_arp_for_ha"), host_check.ARPING)
+        needs.directories.append((self.dataplane.state_dir,
+                                  conf.source("DEFAULT", "state_path")))
+        return needs
+
+    def check_host(self) -> None:
+        super().check_host()
+        # only routers with IPv6 SLAAC subnets run radvd: a host without it can
+        # serve every other router, so it is only told
+        if self.dataplane is not None and host_check.missing([host_check.RADVD]):
+            LOG.warning("radvd not found on PATH (Debian package radvd): routers will "
+                        "send no IPv6 router advertisements")
 
     def background(self) -> list[Callable[[], Awaitable[None]]]:
         if self.dataplane is None or not self.conf.agent.check_child_processes_interval:

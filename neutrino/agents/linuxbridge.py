@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
-from neutrino.agents.l2 import parse_mappings
+from neutrino.agents.l2 import NOOP_FIREWALL_ALIASES, parse_mappings
 from neutrino.agents.notifications import (
     Fdb,
     L2Notifications,
@@ -29,7 +29,8 @@ from neutrino.agents.notifications import (
     merge_fdb,
 )
 from neutrino.agents.sg_info import SecurityGroupInfo
-from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
+from neutrino.config import Config, Opt, OptGroup, choice, int_range, parse_bool
+from neutrino.linux import host_check
 from neutrino.linux.ip import FLOOD_MAC, IpNetns, NoSuchDevice, watch_links
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
@@ -41,6 +42,12 @@ T = TypeVar("T")
 TAP = "tap"
 BRIDGE = "brq"
 VXLAN = "vxlan-"
+
+
+#: Neutron's class paths for the firewall drivers, as its configuration files give them
+FIREWALL_ALIASES = {"neutron.agent.linux.iptables_firewall.IptablesFirewallDriver": "iptables",
+                    "neutron.agent.linux.iptables_firewall:IptablesFirewallDriver": "iptables",
+                    **NOOP_FIREWALL_ALIASES}
 
 
 def bridge_name(network_id: str) -> str:
@@ -75,7 +82,8 @@ class LinuxBridgeAgent(Agent):
         OptGroup("securitygroup", [
             Opt("enable_security_group", parse_bool, True,
                 "Filter ports by their security groups."),
-            Opt("firewall_driver", str, "iptables", "iptables, or noop for none."),
+            Opt("firewall_driver", choice("iptables", "noop", aliases=FIREWALL_ALIASES),
+                "iptables", "iptables, or noop for none."),
         ]),
     )
 
@@ -111,6 +119,24 @@ class LinuxBridgeAgent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [L2Notifications(self), L2PopulationNotifications(self)]
+
+    def host_needs(self) -> host_check.Needs:
+        conf, needs = self.conf, host_check.Needs()
+        sg = conf.securitygroup
+        if sg.enable_security_group and sg.firewall_driver == "iptables":
+            why = conf.setting("securitygroup", "firewall_driver")
+            needs.tool(why, *host_check.IPTABLES, *host_check.IP6TABLES, host_check.IPSET,
+                       host_check.CONNTRACK)
+            # without it bridged packets never meet the rules: ports go unfiltered
+            needs.sysctls += [(f"net.bridge.bridge-nf-call-{tool}", "1", "br_netfilter", why)
+                              for tool in ("iptables", "ip6tables")]
+        for option in ("physical_interface_mappings", "bridge_mappings"):
+            where = conf.source("linux_bridge", option)
+            needs.devices += [(device, f"{where} for {physnet}") for physnet, device
+                              in getattr(conf.linux_bridge, option).items()]
+        if conf.vxlan.enable_vxlan and conf.vxlan.local_ip:
+            needs.addresses.append((conf.vxlan.local_ip, conf.source("vxlan", "local_ip")))
+        return needs
 
     def background(self) -> list[Callable[[], Awaitable[None]]]:
         return [self._scan, self._watch]

@@ -20,6 +20,7 @@ from typing import Any
 from neutrino.agents.base import Agent
 from neutrino.agents.cmd import main as run_agent
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_host
+from neutrino.linux import host_check
 from neutrino.linux.metadata_proxy import SOCKET_OPTION, socket_path
 from neutrino.metadata.handler import InstanceFinder, MetadataHandler, Nova
 from neutrino.rpc import topics
@@ -72,6 +73,14 @@ class MetadataAgent(Agent):
         if default.metadata_workers > 1:
             LOG.warning("metadata_workers = %d: one process serves, for now",
                         default.metadata_workers)
+
+    def host_needs(self) -> host_check.Needs:
+        needs = host_check.Needs()
+        option = ("metadata_proxy_socket" if self.conf.DEFAULT.metadata_proxy_socket
+                  else "state_path")
+        needs.directories.append((os.path.dirname(self.socket_path),
+                                  self.conf.source("DEFAULT", option)))
+        return needs
 
     def configurations(self) -> dict[str, Any]:
         default = self.conf.DEFAULT

@@ -39,7 +39,7 @@ from typing import Any, TypeVar
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
-from neutrino.agents.l2 import parse_mappings
+from neutrino.agents.l2 import NOOP_FIREWALL_ALIASES, parse_mappings
 from neutrino.agents.notifications import (
     Fdb,
     L2Notifications,
@@ -49,7 +49,7 @@ from neutrino.agents.notifications import (
 )
 from neutrino.agents.sg_info import SecurityGroupInfo
 from neutrino.config import Config, Opt, OptGroup, choice, int_range, parse_bool, parse_list
-from neutrino.linux import ovs_firewall
+from neutrino.linux import host_check, ovs_firewall
 from neutrino.linux.ovs import DEAD_VLAN, DEFAULT_OVSDB, OpenFlow, Ovsdb, cookie_of
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
@@ -65,6 +65,21 @@ FROM_INT, FROM_TUNNEL = 1, 4
 #: a flow in a table nothing uses, on br-int: gone, ovs-vswitchd lost every
 #: flow (it restarted) and they must all be written again
 CANARY = "table=23,priority=0,actions=drop"
+
+
+#: Neutron's class path for the OpenFlow firewall, as its configuration files give it
+FIREWALL_ALIASES = {
+    "neutron.agent.linux.openvswitch_firewall.OVSFirewallDriver": "openvswitch",
+    "neutron.agent.linux.openvswitch_firewall:OVSFirewallDriver": "openvswitch",
+    **NOOP_FIREWALL_ALIASES}
+
+
+def parse_tunnel_types(text: str) -> list[str]:
+    types = parse_list(text)
+    unknown = sorted(set(types) - set(TUNNEL_TYPES))
+    if unknown:
+        raise ValueError(f"unknown {', '.join(unknown)}: use {', '.join(TUNNEL_TYPES)}")
+    return types
 
 
 def tunnel_port_name(network_type: str, remote_ip: str) -> str:
@@ -149,7 +164,7 @@ class OpenvswitchAgent(Agent):
                 "How flows are written: ovs-ofctl bundles."),
         ]),
         OptGroup("agent", [
-            Opt("tunnel_types", parse_list, [], "vxlan, geneve and/or gre."),
+            Opt("tunnel_types", parse_tunnel_types, [], "vxlan, geneve and/or gre."),
             Opt("l2_population", parse_bool, False,
                 "Learn where other hosts' ports are from the server."),
             Opt("arp_responder", parse_bool, False,
@@ -158,19 +173,20 @@ class OpenvswitchAgent(Agent):
         OptGroup("securitygroup", [
             Opt("enable_security_group", parse_bool, True,
                 "Filter ports by their security groups."),
-            Opt("firewall_driver", choice("openvswitch", "noop"), "openvswitch",
-                "openvswitch (OpenFlow with conntrack), or noop for none."),
+            Opt("firewall_driver", choice("openvswitch", "noop", aliases=FIREWALL_ALIASES),
+                "openvswitch", "openvswitch (OpenFlow with conntrack), or noop for none."),
         ]),
     )
 
     def __init__(self, conf: Config, bus: Bus):
         super().__init__(conf, bus)
-        unknown = set(conf.agent.tunnel_types) - set(TUNNEL_TYPES)
-        if unknown:
-            raise ValueError(f"[agent] tunnel_types: unknown {', '.join(sorted(unknown))}")
-        if conf.agent.tunnel_types and not conf.agent.l2_population:
+        tunnels = conf.setting("agent", "tunnel_types") if conf.agent.tunnel_types else None
+        if tunnels and not conf.agent.l2_population:
             raise ValueError("tunnels need [agent] l2_population = true (it tells where "
-                             "the other hosts are)")
+                             f"the other hosts are), set by {tunnels}")
+        if tunnels and not conf.ovs.local_ip:
+            raise ValueError(f"tunnels need [ovs] local_ip, this host's tunnel address, set by "
+                             f"{tunnels}")
         self._plugin = RpcClient(bus, topics.PLUGIN, "1.9")
         self._agent_id = f"ovs-{self.host}"
         #: port id -> the details the server gave for it, as wired
@@ -202,6 +218,19 @@ class OpenvswitchAgent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [L2Notifications(self), L2PopulationNotifications(self)]
+
+    def host_needs(self) -> host_check.Needs:
+        conf, ovs = self.conf, self.conf.ovs
+        needs = host_check.Needs()
+        needs.tool(conf.setting("ovs", "of_interface"), host_check.OVS_OFCTL)
+        where = conf.source("ovs", "bridge_mappings")
+        needs.ovs = host_check.OvsNeeds(
+            ovs.ovsdb_connection, ovs.ovsdb_timeout, conf.source("ovs", "ovsdb_connection"),
+            [(bridge, f"{where} for {physnet}") for physnet, bridge
+             in ovs.bridge_mappings.items()])
+        if conf.agent.tunnel_types:
+            needs.addresses.append((ovs.local_ip, conf.source("ovs", "local_ip")))
+        return needs
 
     def background(self) -> list[Callable[[], Awaitable[None]]]:
         return [self._watch_canary]

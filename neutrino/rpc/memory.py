@@ -58,6 +58,9 @@ class MemoryTransport(Transport):
     async def close(self) -> None:
         pass
 
+    async def probe(self) -> None:
+        pass  # in this process: nothing to reach
+
     async def listen(self, topic: str, host: str | None, deliver: Deliver) -> None:
         self.queues[topic].add(deliver)
         if host is not None:

@@ -50,7 +50,9 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import os
 import re
+import socket
 import uuid
 from collections.abc import Awaitable
 from typing import TypeVar
@@ -131,6 +133,32 @@ class RabbitTransport(Transport):
             self._connection, self._publisher, self._consumer = connection, publisher, consumer
             self._down = False
             LOG.info("connected to %s", where)
+
+    async def probe(self) -> None:
+        """The broker's port answers (a bare TCP connection: aiormq would log a
+        refused one at ERROR besides), then a plain AMQP connection (not robust:
+        no reconnecting) logs in and closes; within ``connect_timeout``."""
+        where = _masked(self.url)
+        parts = urlsplit(self._amqp_url)
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                _, writer = await asyncio.open_connection(parts.hostname, parts.port or 5672)
+                writer.close()
+                await writer.wait_closed()
+                connection = await aio_pika.connect(URL(self._amqp_url),
+                                                    timeout=self.connect_timeout)
+                await connection.close()
+        except TimeoutError:
+            raise TransportError(f"cannot connect to {where}: no answer within "
+                                 f"{self.connect_timeout:g} s") from None
+        except OSError as error:  # refused, unreachable, no such host
+            reason = (error.strerror if isinstance(error, socket.gaierror) or not error.errno
+                      else os.strerror(error.errno))
+            raise TransportError(f"cannot connect to {where}: "
+                                 f"{reason or _one_line(error)}") from None
+        except _FAILURES as error:
+            raise TransportError(f"cannot connect to {where}: "
+                                 f"{_connect_failure(error, self._amqp_url)}") from None
 
     async def close(self) -> None:
         async with self._connecting:

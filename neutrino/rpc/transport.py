@@ -32,6 +32,12 @@ class Transport(ABC):
     async def close(self) -> None: ...
 
     @abstractmethod
+    async def probe(self) -> None:
+        """Reach the broker once and leave: a start-up check (a broker that is
+        down or refuses the login is one ``TransportError`` line before any
+        work, not a connection that keeps trying)."""
+
+    @abstractmethod
     async def listen(self, topic: str, host: str | None, deliver: Deliver) -> None:
         """Consume ``topic``, ``topic.host`` (when given) and the topic's fanout."""
 
