@@ -15,8 +15,6 @@ import argparse
 import asyncio
 import sys
 
-import uvicorn
-
 from neutrino import config
 from neutrino.agents.base import AGENT_OPTIONS, Agent
 from neutrino.agents.dhcp import DhcpAgent
@@ -24,7 +22,9 @@ from neutrino.agents.l3 import L3Agent
 from neutrino.agents.linuxbridge import LinuxBridgeAgent
 from neutrino.agents.metadata import MetadataAgent
 from neutrino.cmd import background
-from neutrino.cmd.server import StartupError, build_app, prepare
+from neutrino.cmd.server import StartupError, build_app, check, set_up_database
+from neutrino.cmd.startup import listen, serve
+from neutrino.linux.errors import HostError
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.transport import get_transport
 
@@ -49,14 +49,23 @@ class AgentsService:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
-def make_agents(conf: config.Config) -> list[Agent]:
+def agent_groups() -> list[config.OptGroup]:
+    """The option groups of the agents run here."""
     groups = [AGENT_OPTIONS]
     for agent_class in AGENTS:
         groups += [group for group in agent_class.option_groups if group not in groups]
-    conf.register(groups)
-    return [agent_class(conf, Bus(get_transport(conf.DEFAULT.transport_url),
-                                  timeout=conf.DEFAULT.rpc_response_timeout))
-            for agent_class in AGENTS]
+    return groups
+
+
+def make_agents(conf: config.Config) -> list[Agent]:
+    """The agents, each checked against the host (``HostError``, one line)."""
+    conf.register(agent_groups())
+    agents = [agent_class(conf, Bus(get_transport(conf.DEFAULT.transport_url),
+                                    timeout=conf.DEFAULT.rpc_response_timeout))
+              for agent_class in AGENTS]
+    for agent in agents:
+        agent.check_host()
+    return agents
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -75,12 +84,17 @@ def main(argv: list[str] | None = None) -> None:
         background.stop_from_files(PROGRAM, args.config_file)
         return
     try:
-        conf = prepare(args.config_file)
+        # every check before any work: the agents' groups are read with the
+        # server's, their hosts' needs and the port are checked before the
+        # database is set up and before any agent syncs
+        conf = check(args.config_file, agent_groups())
         if conf.DEFAULT.api_workers != 1 or conf.DEFAULT.rpc_workers:
             raise StartupError("the all-in-one mode runs in one process: api_workers = 1 "
                                "and rpc_workers = 0")
         agents = make_agents(conf)
-    except (StartupError, config.ConfigError) as error:
+        sockets = listen(conf)
+        set_up_database(conf)
+    except (StartupError, config.ConfigError, HostError, ValueError) as error:
         print(f"neutrino-all-in-one: {error}", file=sys.stderr)
         sys.exit(2)
     if args.background:
@@ -88,5 +102,5 @@ def main(argv: list[str] | None = None) -> None:
     app = build_app(conf)
     app.background.append(AgentsService(agents))
     opts = conf.DEFAULT
-    uvicorn.run(app, host=opts.bind_host, port=opts.bind_port, access_log=False,
-                log_level="warning", timeout_graceful_shutdown=5)
+    serve(app, sockets, host=opts.bind_host, port=opts.bind_port, access_log=False,
+          log_level="warning", timeout_graceful_shutdown=5)

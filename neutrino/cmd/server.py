@@ -9,10 +9,11 @@ import logging
 import multiprocessing
 import os
 import signal
+import socket
 import sys
+from collections.abc import Iterable
 from typing import Any
 
-import uvicorn
 from sqlalchemy.exc import SQLAlchemyError
 
 from neutrino import config
@@ -25,6 +26,7 @@ from neutrino.api.extensions import ExtensionError, api_resources, claimed
 from neutrino.api.quotas import QuotasController
 from neutrino.api.router import Router
 from neutrino.api.tags import TagsController
+from neutrino.cmd.startup import StartupError, listen, reach_bus, serve
 from neutrino.context import Context
 from neutrino.db import migrate
 from neutrino.db.engine import Database
@@ -42,11 +44,7 @@ from neutrino.rpc.transport import TransportURLError, get_transport
 from neutrino.services.servicetype import ServiceTypePlugin
 
 LOG = logging.getLogger("neutrino.server")
-CONFIG_ENV = "NEUTRINO_CONFIG_FILES"
-
-
-class StartupError(Exception):
-    pass
+CONFIG_ENV = config.CONFIG_ENV
 
 
 def load_config(files: list[str]) -> config.Config:
@@ -199,30 +197,66 @@ def _logging(conf: config.Config) -> None:
                         format="%(asctime)s %(process)d %(levelname)s %(name)s %(message)s")
 
 
-def prepare(files: list[str]) -> config.Config:
-    """Everything that can fail at start, with one clear line: config, plugins, schema."""
+def check(files: list[str], extra_groups: Iterable[config.OptGroup] = ()) -> config.Config:
+    """Everything that can fail at start, before any work, each one line
+    (``StartupError``): the configuration (values; plugins and their drivers,
+    auth, policy and the transport URL, by building the API without starting
+    it, which touches no database), ``state_path`` and the broker. Unknown
+    options are warned of once ``extra_groups`` (the all-in-one's agents')
+    are registered too, or the options in use would be called unknown."""
     try:
         conf = load_config(files)
+        conf.register(extra_groups)
     except (config.ConfigError, loader.PluginLoadError) as error:
         raise StartupError(str(error)) from None
     _logging(conf)
     conf.warn_unknown()
-    try:
-        migrate.upgrade(config.database_url(conf))
-    except (SQLAlchemyError, ImportError) as error:  # ImportError: a missing DB driver
-        reason = str(error).strip().splitlines()[0]
-        raise StartupError(f"cannot use the database of "
-                           f"{conf.source('database', 'connection')}: {reason}") from None
     if conf.DEFAULT.rpc_workers and conf.DEFAULT.transport_url.startswith("memory:"):
         raise StartupError(f"rpc_workers = {conf.DEFAULT.rpc_workers} needs a message broker "
                            "(transport_url = rabbit://...): memory:// reaches only its own "
                            f"process, set by {conf.source('DEFAULT', 'transport_url')}")
     try:
-        # Validates plugins and extensions before any worker starts.
+        config.database_url(conf)  # state_path, made if need be
+        build_app(conf).on_shutdown()
+    except (ExtensionError, loader.PluginLoadError, config.ConfigError) as error:
+        raise StartupError(str(error)) from None
+    except (SQLAlchemyError, ImportError) as error:  # a URL no engine can be made of
+        raise _database_error(conf, error) from None
+    reach_bus(conf)
+    return conf
+
+
+def _database_error(conf: config.Config, error: Exception) -> StartupError:
+    reason = (str(error).strip().splitlines() or [type(error).__name__])[0]
+    return StartupError(f"cannot use the database of "
+                        f"{conf.source('database', 'connection')}: {reason}")
+
+
+def set_up_database(conf: config.Config) -> None:
+    """The schema at head, then the plugins' own rows in line with the configuration."""
+    try:
+        migrate.upgrade(config.database_url(conf))
+    except (SQLAlchemyError, ImportError) as error:  # ImportError: a missing DB driver
+        raise _database_error(conf, error) from None
+    try:
         build_app(conf, sync=True).on_shutdown()
     except (ExtensionError, loader.PluginLoadError, config.ConfigError) as error:
         raise StartupError(str(error)) from None
-    return conf
+
+
+def prepare(files: list[str], extra_groups: Iterable[config.OptGroup] = ()
+            ) -> tuple[config.Config, list[socket.socket]]:
+    """``check``, the API's sockets bound (a port in use stops the command here,
+    before any work), then the database set up; the configuration and sockets."""
+    conf = check(files, extra_groups)
+    sockets = listen(conf)
+    try:
+        set_up_database(conf)
+    except StartupError:
+        for sock in sockets:
+            sock.close()
+        raise
+    return conf, sockets
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -231,7 +265,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="INI file; repeatable, later files override earlier ones")
     args = parser.parse_args(argv)
     try:
-        conf = prepare(args.config_file)
+        conf, sockets = prepare(args.config_file)
     except StartupError as error:
         print(f"neutrino-server: {error}", file=sys.stderr)
         sys.exit(2)
@@ -246,11 +280,11 @@ def main(argv: list[str] | None = None) -> None:
         LOG.info("serving the agents' calls in %d rpc worker(s)", len(rpc_workers))
     try:
         if opts.api_workers == 1:
-            uvicorn.run(build_app(conf, serve_rpc=not rpc_workers), **common)
+            serve(build_app(conf, serve_rpc=not rpc_workers), sockets, **common)
         else:
             os.environ[CONFIG_ENV] = json.dumps(files)
-            uvicorn.run("neutrino.cmd.server:worker_app", factory=True,
-                        workers=opts.api_workers, **common)
+            serve("neutrino.cmd.server:worker_app", sockets, factory=True,
+                  workers=opts.api_workers, **common)
     finally:
         stop_rpc_workers(rpc_workers)
 

@@ -79,20 +79,29 @@ class Ml2Plugin(Plugin):
         for resource, table in (("network", models.networks), ("subnet", models.subnets),
                                 ("port", models.ports), ("subnetpool", models.subnetpools)):
             env.quota.register(resource, table)
-        type_drivers = {name: loader.find(loader.ML2_TYPE_GROUP, name)(conf)
+        def driver_class(group: str, name: str, option: str) -> Any:
+            """A driver's class; one that is not there names the option and file."""
+            try:
+                return loader.find(group, name)
+            except loader.PluginLoadError as error:
+                raise ConfigError(f"{error}, set by {conf.source('ml2', option)}") from None
+
+        type_drivers = {name: driver_class(loader.ML2_TYPE_GROUP, name, "type_drivers")(conf)
                         for name in conf.ml2.type_drivers}
         try:
             self.types = TypeManager(type_drivers, conf.ml2.tenant_network_types,
                                      conf.DEFAULT.global_physnet_mtu)
         except ValueError as error:
-            raise ConfigError(f"[ml2] {error}") from None
+            raise ConfigError(f"[ml2] {error}, set by "
+                              f"{conf.source('ml2', 'tenant_network_types')}") from None
         self.mechanisms = MechanismManager([
-            loader.find(loader.ML2_MECHANISM_GROUP, name)(conf)
+            driver_class(loader.ML2_MECHANISM_GROUP, name, "mechanism_drivers")(conf)
             for name in conf.ml2.mechanism_drivers])
         names = [*conf.ml2.extension_drivers,
                  *(n for n in BUILTIN_EXTENSION_DRIVERS if n not in conf.ml2.extension_drivers)]
-        self.extension_drivers = [loader.find(loader.ML2_EXTENSION_GROUP, name)(conf)
-                                  for name in names]
+        self.extension_drivers = [
+            driver_class(loader.ML2_EXTENSION_GROUP, name, "extension_drivers")(conf)
+            for name in names]
         self.supported_extension_aliases = type(self).supported_extension_aliases + tuple(
             driver.extension_alias for driver in self.extension_drivers
             if driver.extension_alias)

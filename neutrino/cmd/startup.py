@@ -1,0 +1,91 @@
+"""What a serving command secures before it does any work, and how it then serves.
+
+A port in use or an address not on the host must stop the command before
+it migrates a database, starts agents or says it serves: the API's sockets
+are bound first (``listen``) and handed to uvicorn, which would otherwise
+bind them only after its start-up, the agents' first sync included. The
+message bus is reached once (``reach_bus``) for the same reason: a broker
+that is down or refuses the login is one line, not a traceback after
+"serving".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import sys
+from typing import Any
+
+import uvicorn
+
+from neutrino import config
+from neutrino.rpc.errors import TransportError
+from neutrino.rpc.transport import TransportURLError, get_transport
+
+#: uvicorn's default backlog
+BACKLOG = 2048
+
+
+class StartupError(Exception):
+    """The command cannot start; the message is one line (option and file where
+    there is one)."""
+
+
+def listen(conf: config.Config) -> list[socket.socket]:
+    """Listening sockets on ``bind_host``:``bind_port`` (every address a host
+    name has), as uvicorn would make them."""
+    host, port = conf.DEFAULT.bind_host, conf.DEFAULT.bind_port
+    where = f"{conf.source('DEFAULT', 'bind_host')} and {conf.source('DEFAULT', 'bind_port')}"
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    try:
+        found = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
+                                   flags=socket.AI_PASSIVE)
+    except socket.gaierror as error:
+        raise StartupError(f"cannot listen on {shown}: {error.strerror}, set by "
+                           f"{where}") from None
+    sockets: list[socket.socket] = []
+    try:
+        for family, kind, proto, _, address in dict.fromkeys(
+                (f, k, p, "", a) for f, k, p, _, a in found):
+            sock = socket.socket(family, kind, proto)
+            sockets.append(sock)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if family == socket.AF_INET6:
+                sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+            sock.bind(address)
+            sock.listen(BACKLOG)
+    except OSError as error:
+        for sock in sockets:
+            sock.close()
+        raise StartupError(f"cannot listen on {shown}: {error.strerror}, set by "
+                           f"{where}") from None
+    return sockets
+
+
+def reach_bus(conf: config.Config) -> None:
+    """The broker of ``transport_url`` answers and takes the login."""
+    try:
+        asyncio.run(get_transport(conf.DEFAULT.transport_url).probe())
+    except (TransportError, TransportURLError) as error:
+        raise StartupError(f"{error}, set by {conf.source('DEFAULT', 'transport_url')}"
+                           ) from None
+
+
+def serve(app: Any, sockets: list[socket.socket], workers: int = 1,
+          **options: Any) -> None:
+    """uvicorn on the bound ``sockets``: ``app`` in this process; or (``workers``
+    > 1) an import string of an app factory in that many worker processes, for
+    which uvicorn binds again (its supervisor's API changes between versions),
+    before any worker starts, the moment after ``sockets`` are closed."""
+    if workers > 1:
+        for sock in sockets:
+            sock.close()
+        uvicorn.run(app, workers=workers, **options)
+        return
+    server = uvicorn.Server(uvicorn.Config(app, **options))
+    try:
+        server.run(sockets=sockets)
+    except KeyboardInterrupt:
+        return
+    if not server.started:  # its start-up failed, and said why
+        sys.exit(3)
