@@ -105,6 +105,24 @@ def test_only_the_agents_that_leave_daemons_keep_them_on_restart(command):
         assert kill_mode != ["process"]
 
 
+#: directives that give a unit a mount namespace of its own
+MOUNT_SANDBOXING = ("PrivateTmp", "PrivateDevices", "ProtectSystem", "ProtectHome",
+                    "ReadWritePaths", "ReadOnlyPaths", "InaccessiblePaths", "TemporaryFileSystem",
+                    "BindPaths", "BindReadOnlyPaths", "ProtectKernelTunables",
+                    "ProtectKernelModules", "ProtectControlGroups", "MountFlags",
+                    "RootDirectory", "PrivateMounts")
+
+
+@pytest.mark.parametrize("command", ["neutrino-dhcp-agent", "neutrino-l3-agent",
+                                     "neutrino-all-in-one"])
+def test_agents_that_name_namespaces_share_the_hosts_mounts(command):
+    """``ip netns add`` names a namespace with a bind mount under /run/netns:
+    made in a unit's private mount namespace, it is gone (an empty file is
+    left) for the agent that follows, which then cannot enter it."""
+    service = unit(command)["Service"]
+    assert not [key for key in MOUNT_SANDBOXING if key in service]
+
+
 def test_the_agents_of_an_ovs_host_wait_for_ovs():
     after = " ".join(unit("neutrino-openvswitch-agent")["Unit"]["After"]).split()
     wants = " ".join(unit("neutrino-openvswitch-agent")["Unit"]["Wants"]).split()
