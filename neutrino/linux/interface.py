@@ -14,12 +14,13 @@ converges (may_exist / if_exists), so a reconciler calls them blindly.
   then it is on the dead VLAN (4095), as in Neutron: an untagged port would be
   a trunk of every network. Veth pairs, not internal ports moved into the
   namespace (Neutron's ``ovs_use_veth``): those break when ovs-vswitchd
-  restarts (it makes a new device in its own namespace;
-  docs/ovs-userspace.md section 6). On the userspace datapath
+  restarts (it makes a new device in its own namespace; docs/ovs-userspace.md,
+  "Internal ports moved into a namespace"). On the userspace datapath
   (``datapath_type=netdev``) the namespace end sends with full checksums
   (``ethtool -K <dev> tx off``): OVS reads a veth as a packet socket and passes
   a partial checksum on as it is, and TCP or UDP (DHCP) would be dropped
-  (section 3). One OVSDB connection per driver, made when first needed.
+  ("veth checksums" there). One OVSDB connection per driver, made when first
+  needed.
 
 A new ``ns-`` device is told, before it comes up, to skip IPv6 duplicate
 address detection (its addresses are the server's, unique by allocation; with
