@@ -21,6 +21,7 @@ from neutrino import config
 from neutrino.config import Opt, OptGroup, int_range
 from neutrino.linux.errors import HostError
 from neutrino.linux.host_check import Needs
+from neutrino.linux.ip import NoSuchDevice
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
@@ -45,10 +46,24 @@ def named(dirty: set[Any], kind: str) -> set[str]:
     return {item[1] for item in dirty if isinstance(item, tuple) and item[0] == kind}
 
 
+class NotConverged(Exception):
+    """Items of a sync failed, each logged already; the sync logs this at ``level``."""
+
+    def __init__(self, message: str, level: int):
+        super().__init__(message)
+        self.level = level
+
+
 async def converge_each(ids: list[str], limit: asyncio.Semaphore,
                         work: Callable[[str], Awaitable[None]], kind: str) -> None:
     """``work(id)`` for each of ``ids``, ``limit`` at a time; one failing does not
-    stop the others, but fails the whole (so that a full sync follows)."""
+    stop the others, but fails the whole (so that a full sync follows).
+
+    How a failure is logged says what it is: a device that went meanwhile
+    (another agent took it away: the Linux bridge agent unplugging a tap the
+    L3 agent was removing, say) is expected, a warning; what the host or the
+    bus refused is an error in their own words; anything else is a bug, with
+    its traceback."""
     async def one(item: str) -> None:
         async with limit:
             await work(item)
@@ -57,9 +72,16 @@ async def converge_each(ids: list[str], limit: asyncio.Semaphore,
     failed = [(item, r) for item, r in zip(ids, results, strict=True)
               if isinstance(r, BaseException)]
     for item, error in failed:
-        LOG.error("%s %s not converged: %s", kind, item, error, exc_info=error)
+        if isinstance(error, NoSuchDevice):
+            LOG.warning("%s %s: %s; it is done again", kind, item, error)
+        elif isinstance(error, HostError | RpcError):
+            LOG.error("%s %s not converged: %s", kind, item, error)
+        else:
+            LOG.error("%s %s not converged: %s", kind, item, error, exc_info=error)
     if failed:
-        raise RuntimeError(f"{len(failed)} {kind}(s) not converged")
+        gone = all(isinstance(error, NoSuchDevice) for _, error in failed)
+        raise NotConverged(f"{len(failed)} {kind}(s) not converged",
+                           logging.WARNING if gone else logging.ERROR)
 
 
 class Agent:
@@ -184,7 +206,9 @@ class Agent:
                     self.resources_synced = True
                     LOG.info("full sync done in %.3f s", time.monotonic() - started)
             except Exception as error:
-                if isinstance(error, HostError | RpcError):  # told in their own words
+                if isinstance(error, NotConverged):  # each item told already
+                    LOG.log(error.level, "sync failed: %s; a full resync follows", error)
+                elif isinstance(error, HostError | RpcError):  # told in their own words
                     LOG.error("sync failed: %s; a full resync follows", error)
                 else:
                     LOG.exception("sync failed; a full resync follows")

@@ -352,3 +352,32 @@ def test_slaac_from_the_routers_advertisements(lab: Lab):
     assert resp.status_code == 200, resp.text
     wait_until(lambda: radvd.radvd_pid(state) is None, 15, "radvd to go")
     assert f"qrouter-{router['id']}" in namespaces()
+
+
+def test_removing_an_interface_logs_no_error(lab: Lab):
+    """``router remove subnet``: the L3 agent takes the qr- device away while the
+    Linux bridge agent may be wiring or unwiring its tap; a device or port gone
+    in between is the desired state, not an error in either agent's log."""
+    router = router_with_gateway(lab)
+    net, subnet = tenant_subnet(lab, "10.77.0.0/24")
+    add_interface(lab, router, subnet)
+    instance(lab, net, subnet, "a")
+    [port] = lab.api.get("/v2.0/ports", params={"device_id": router["id"],
+                                                "network_id": net["id"]}).json()["ports"]
+    namespace, device = f"qrouter-{router['id']}", f"qr-{port['id'][:11]}"
+
+    def has_device() -> bool:
+        return run("ip", "link", "show", device, namespace=namespace,
+                   check=False).returncode == 0
+
+    wait_until(has_device, 20, "the router's qr- device")
+    wait_until(lambda: lab.api.show("ports", port["id"])["status"] == "ACTIVE", 20,
+               "the router port to be ACTIVE")
+    resp = lab.api.put(f"/v2.0/routers/{router['id']}/remove_router_interface",
+                       json={"subnet_id": subnet["id"]})
+    assert resp.status_code == 200, resp.text
+    wait_until(lambda: not has_device(), 20, "the qr- device to go")
+    time.sleep(3)  # the L2 agent's scan (polling_interval 1 s) has seen the tap go
+    for agent in ("neutrino-l3-agent", "neutrino-linuxbridge-agent"):
+        log = lab.d.log(f"h1-{agent}")
+        assert "Traceback" not in log and " ERROR " not in log, f"{agent}:\n{log[-4000:]}"
