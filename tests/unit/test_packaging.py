@@ -20,6 +20,7 @@ from neutrino import config
 from neutrino.agents.dhcp import DhcpAgent
 from neutrino.agents.l3 import L3Agent
 from neutrino.cmd.all_in_one import AGENTS as ALL_IN_ONE_AGENTS
+from neutrino.linux import host_check
 from tests.unit.test_sample_configs import agent_classes, agent_sample
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -206,6 +207,15 @@ def ci_host_packages() -> set[str]:
     return set(found.group(1).split())
 
 
+def checked_tools() -> list[host_check.Tool]:
+    """The tools the agents check for at start (``neutrino.linux.host_check``)."""
+    found: list[host_check.Tool] = []
+    for value in vars(host_check).values():
+        items = value if isinstance(value, tuple) else (value,)
+        found += [item for item in items if isinstance(item, host_check.Tool)]
+    return found
+
+
 def test_the_image_holds_the_agents_host_tools():
     runs = " ".join(i for i in containerfile_stages()[-1] if i.startswith("RUN "))
     installed = set()
@@ -213,6 +223,11 @@ def test_the_image_holds_the_agents_host_tools():
         installed |= {word for word in command.split() if not word.startswith("-")}
     assert ci_host_packages() - NOT_FOR_AGENTS <= installed
     assert "python3" in installed
+    # openvswitch-switch brings openvswitch-common (ovs-ofctl) along
+    provided = installed | ({"openvswitch-common"} if "openvswitch-switch" in installed
+                            else set())
+    tools = checked_tools()
+    assert tools and {tool.package for tool in tools} <= provided
 
 
 def test_the_image_runs_the_server_by_default():
