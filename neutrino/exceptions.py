@@ -72,6 +72,8 @@ class HTTPNotFound(NotFound):
 
 
 class HTTPMethodNotAllowed(NeutronException):
+    # Neutron's text, line breaks and all: webob's HTTPClientError explanation,
+    # what its pecan.abort(405) bodies carry (tests/api/test_first_hour.py)
     status = 405
     message = ("The server could not comply with the request since\r\nit is either "
                "malformed or otherwise incorrect.\r\n")
