@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Connection
 
 from neutrino import exceptions as exc
+from neutrino.addresses import eui64
 from neutrino.db import models
 from neutrino.ipam import pools as P
 
@@ -167,7 +168,7 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
                     f"Failed to create port on network {network_id}, because fixed_ips "
                     f"included invalid subnet {subnet_id}"))
         if subnet.auto_address and not is_router:
-            eui = P.eui64(subnet.net, mac)
+            eui = eui64(subnet.net, mac)
             if address is not None and address != eui and (subnet.id, address) not in kept:
                 raise AllocationOnAutoAddressSubnet(ip=address, subnet_id=subnet.id)
             address = eui
@@ -178,7 +179,7 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
         mentioned = {c["subnet_id"] for c in chosen}
         for subnet in subnets:
             if subnet.auto_address and subnet.id not in mentioned:
-                take(subnet, P.eui64(subnet.net, mac))
+                take(subnet, eui64(subnet.net, mac))
     return chosen
 
 

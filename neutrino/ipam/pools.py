@@ -1,4 +1,5 @@
-"""Pure address arithmetic for subnets: default pools, pool checks, EUI-64.
+"""Pure address arithmetic for subnets: default pools, pool checks (EUI-64
+is ``neutrino.addresses``, which the agents share).
 
 No database here: these functions take and return plain values so they are
 tested on their own.
@@ -113,15 +114,6 @@ def check_gateway(version: int, ranges: Sequence[Range], gateway: str) -> None:
             raise GatewayConflictWithAllocationPools(
                 ip_address=gateway,
                 pool=f"{to_text(version, first)}-{to_text(version, last)}")
-
-
-def eui64(prefix: IPNetwork, mac: str) -> str:
-    """The SLAAC address of ``mac`` in a /64 ``prefix`` (RFC 4291 modified EUI-64)."""
-    octets = [int(part, 16) for part in mac.split(":")]
-    octets[0] ^= 0x02
-    iid = octets[:3] + [0xFF, 0xFE] + octets[3:]
-    value = int(prefix.network_address) | int.from_bytes(bytes(iid), "big")
-    return str(ipaddress.IPv6Address(value))
 
 
 def size(ranges: Sequence[Range]) -> int:

@@ -55,8 +55,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from neutrino.addresses import link_local
 from neutrino.linux import ipset
 from neutrino.linux.errors import HostError
+from neutrino.linux.sg_rules import ICMPV6_IN, ICMPV6_OUT, filtered, protocol, rule_version
 
 #: iptables' limit on a chain name (XT_EXTENSION_MAXNAMELEN 29, with the NUL)
 MAX_CHAIN = 28
@@ -65,8 +67,6 @@ PORT_ID_CHARS = 11
 MAX_PREFIX = MAX_CHAIN - 2 - PORT_ID_CHARS - 4  # room for "-i<11>" and a margin
 
 PORTED = frozenset({"tcp", "udp", "sctp", "dccp", "udplite"})
-PROTOCOL_NAMES = {"1": "icmp", "6": "tcp", "17": "udp", "33": "dccp", "58": "ipv6-icmp",
-                  "132": "sctp", "136": "udplite", "icmpv6": "ipv6-icmp"}
 #: conntrack(8) names of the protocols it filters on
 CONNTRACK_PROTOCOLS = {"tcp": "tcp", "udp": "udp", "icmp": "icmp", "ipv6-icmp": "icmpv6",
                        "sctp": "sctp", "dccp": "dccp", "udplite": "udplite"}
@@ -74,9 +74,6 @@ CONNTRACK_FAMILIES = {4: "ipv4", 6: "ipv6"}
 #: up to this many kinds of connection to forget, one ``conntrack -D`` each;
 #: beyond, one ``conntrack -L`` tells which live ones to delete
 DIRECT_DELETIONS = 4
-# ICMPv6 that neighbour discovery and multicast listening need, whatever the rules say
-ICMPV6_IN = (130, 131, 132, 134, 135, 136, 143)  # MLD, RA, NS, NA, MLDv2
-ICMPV6_OUT = (130, 131, 132, 133, 135, 136, 143)  # MLD, RS, NS, NA, MLDv2
 ICMPV6_DAD = (131, 135, 143)  # sent from :: before the address is usable
 ICMPV6_RA = 134
 
@@ -186,12 +183,12 @@ def build(info: Mapping[str, Any], prefix: str = "neutrino") -> Ruleset:
     if not ports:  # a host without ports keeps no chains and no jumps to them
         return ruleset
     rules = _Rules(info, _Names(prefix))
-    spoofing = {port["port_id"]: _spoofing(port) for port in ports if _filtered(port)}
+    spoofing = {port["port_id"]: _spoofing(port) for port in ports if filtered(port)}
     for version in (4, 6):
         ruleset.chains[version] = _chains(version, ports, rules, spoofing)
     ruleset.sets = rules.sets
     ruleset.guards = {port["port_id"]: Guard(frozenset(_locals(port)), rules.grants(port))
-                      for port in ports if _filtered(port)}
+                      for port in ports if filtered(port)}
     return ruleset
 
 
@@ -205,7 +202,7 @@ def _chains(version: int, ports: list[Mapping[str, Any]], rules: _Rules,
         tap = port["device"]
         out_of, into = _physdev("out", tap), _physdev("in", tap)
         forward += [f"{out_of} -j {names.sg_chain}", f"{into} -j {names.sg_chain}"]
-        if not _filtered(port):
+        if not filtered(port):
             continue
         i, o, s = names.port(port["port_id"])
         sg_chain += [f"{out_of} -j {i}", f"{into} -j {o}"]
@@ -237,7 +234,7 @@ class _Rules:
 
     def of(self, port: Mapping[str, Any], version: int) -> list[Mapping[str, Any]]:
         return [r for g in _group_ids(port) for r in self.groups.get(g, [])
-                if _version(r) == version]
+                if rule_version(r) == version]
 
     def specs(self, port: Mapping[str, Any], version: int) -> tuple[list[str], list[str]]:
         """The port's ingress and egress rule specifications (its sets filled)."""
@@ -274,7 +271,7 @@ def _group_ids(port: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _grant(rule: Mapping[str, Any], version: int, names: _Names) -> list[Grant]:
     """What the rule lets start, as conntrack sees it (nothing if it cannot match)."""
-    proto = _protocol(rule.get("protocol"), version)
+    proto = protocol(rule.get("protocol"), version)
     remote = _remote(rule, version)
     if proto is None or remote is None:
         return []
@@ -531,33 +528,8 @@ class _Names:
         return {("FORWARD", self.forward), ("INPUT", self.input)}
 
 
-def _filtered(port: Mapping[str, Any]) -> bool:
-    """Ports without port security, and the network's own (DHCP, router) ports,
-    which are trusted as in Neutron, pass unfiltered."""
-    if port.get("port_security_enabled") is False:
-        return False
-    return not (port.get("device_owner") or "").startswith("network:")
-
-
 def _physdev(way: str, tap: str) -> str:
     return f"-m physdev --physdev-{way} {tap} --physdev-is-bridged"
-
-
-def _version(rule: Mapping[str, Any]) -> int:
-    return 6 if rule.get("ethertype") == "IPv6" else 4
-
-
-def _protocol(name: Any, version: int) -> str | None:
-    """iptables' name of a rule's protocol; "" for any; None when the rule
-    cannot match this IP version. ICMP in an IPv6 rule means ICMPv6."""
-    if name is None or str(name).lower() in ("", "any"):
-        return ""
-    proto = PROTOCOL_NAMES.get(str(name).lower(), str(name).lower())
-    if version == 6 and proto == "icmp":
-        return "ipv6-icmp"
-    if version == 4 and proto == "ipv6-icmp":
-        return None
-    return proto
 
 
 def _port_match(proto: str, low: Any, high: Any) -> str:
@@ -590,7 +562,7 @@ def _rule_spec(rule: Mapping[str, Any], version: int, names: _Names) -> str | No
         if rule.get(key):
             parts += ["-m set --match-set", names.set(version, kind, rule[key]),
                       "src" if ingress else "dst"]
-    proto = _protocol(rule.get("protocol"), version)
+    proto = protocol(rule.get("protocol"), version)
     if proto is None:
         return None
     if proto:
@@ -671,9 +643,7 @@ def _net(address: str) -> tuple[int, int, int, str]:
 
 
 def _link_local(mac: str) -> tuple[int, int, int, str]:
-    octets = [int(x, 16) for x in mac.split(":")]
-    eui = [octets[0] ^ 0x02, *octets[1:3], 0xFF, 0xFE, *octets[3:]]
-    ip = ipaddress.IPv6Address(bytes([0xFE, 0x80] + [0] * 6 + eui))
+    ip = link_local(mac)
     return 6, int(ip), 128, f"{ip}/128"
 
 

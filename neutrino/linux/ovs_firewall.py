@@ -39,7 +39,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from neutrino.addresses import link_local
 from neutrino.linux.ovs import cookie_of
+from neutrino.linux.sg_rules import ICMPV6_IN, ICMPV6_OUT, filtered, protocol, rule_version
 
 CLASSIFY, LOCAL, EGRESS, EGRESS_RULES, INGRESS, INGRESS_RULES, NORMAL_OUT = (
     0, 60, 71, 72, 81, 82, 94)
@@ -50,9 +52,6 @@ TO_PORT = "output:NXM_NX_REG5[]"
 PROTOCOLS = {"tcp": 6, "udp": 17, "icmp": 1, "sctp": 132, "ipv6-icmp": 58, "icmpv6": 58,
              "dccp": 33, "udplite": 136}
 PORTED = (6, 17, 132)  # tcp, udp, sctp: tp_dst matches their ports
-# ICMPv6 that neighbour discovery and multicast listening need
-ICMPV6_OUT = (130, 131, 132, 133, 135, 136, 143)
-ICMPV6_IN = (130, 131, 132, 134, 135, 136, 143)
 
 
 @dataclass(frozen=True)
@@ -60,13 +59,6 @@ class Place:
     """Where a port is on br-int: its OpenFlow port and its network's local VLAN."""
     ofport: int
     vlan: int
-
-
-def filtered(port: Mapping[str, Any]) -> bool:
-    """Ports without port security and the network's own ports pass unfiltered."""
-    if port.get("port_security_enabled") is False:
-        return False
-    return not (port.get("device_owner") or "").startswith("network:")
 
 
 def port_masks(low: int, high: int) -> list[str]:
@@ -126,7 +118,7 @@ def build(info: Mapping[str, Any], places: Mapping[str, Place]) -> list[str]:
                           for match in _rule_matches(rule, remotes.addresses(rule))]
             elif remotes.addresses(rule):
                 # the port's clause of a conjunction whose other clause is the members
-                key = (*remote, rule["direction"], _version(rule))
+                key = (*remote, rule["direction"], rule_version(rule))
                 conjunctions.add(key, 1, [f"{cookie},{at},priority={CONJUNCTION},{match}"
                                           for match in _rule_matches(rule, [""])])
     for key, conj_id in conjunctions.ids.items():
@@ -169,9 +161,9 @@ class Remotes:
         """The remote addresses a rule names ("" for any)."""
         remote = self.named_by(rule)
         if remote is not None:
-            return self.members(*remote, _version(rule))
+            return self.members(*remote, rule_version(rule))
         if rule.get("remote_ip_prefix"):
-            return _addresses([rule["remote_ip_prefix"]], _version(rule))
+            return _addresses([rule["remote_ip_prefix"]], rule_version(rule))
         return [""]
 
 
@@ -218,10 +210,6 @@ def _verdict(rule: Mapping[str, Any]) -> tuple[int, str]:
     return INGRESS_RULES, f"ct(commit,{ZONE}),{TO_PORT}"
 
 
-def _version(rule: Mapping[str, Any]) -> int:
-    return 6 if rule.get("ethertype") == "IPv6" else 4
-
-
 def _side(direction: str, version: int) -> str:
     """The field that holds the remote address: the destination of what leaves."""
     if direction == "egress":
@@ -252,8 +240,7 @@ def _port_flows(port: Mapping[str, Any], place: Place) -> list[str]:
                   f"actions=resubmit(,{LOCAL})"]
         flows += [f"{egress},priority=90,icmp6,dl_src={m},icmp_type={t},"
                   f"actions=resubmit(,{LOCAL})" for t in ICMPV6_OUT]
-        link_local = _link_local(m)
-        flows.append(f"{egress},priority=80,ipv6,dl_src={m},ipv6_src={link_local},"
+        flows.append(f"{egress},priority=80,ipv6,dl_src={m},ipv6_src={link_local(m)},"
                      f"actions=ct(table={EGRESS_RULES},{ZONE})")
     for m, address in sorted(set(pairs)):
         net = ipaddress.ip_network(address, strict=False)
@@ -272,17 +259,9 @@ def _text(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> str:
     return str(net.network_address) if net.prefixlen == net.max_prefixlen else str(net)
 
 
-def _link_local(mac: str) -> str:
-    """The EUI-64 link-local address a MAC makes."""
-    octets = [int(part, 16) for part in mac.split(":")]
-    octets[0] ^= 0x02
-    eui = octets[:3] + [0xFF, 0xFE] + octets[3:]
-    return str(ipaddress.IPv6Address(bytes([0xFE, 0x80] + [0] * 6 + eui)))
-
-
 def _rule_matches(rule: Mapping[str, Any], remotes: list[str]) -> list[str]:
     """The OpenFlow matches of one rule: one per remote address, per port mask."""
-    version = _version(rule)
+    version = rule_version(rule)
     protocol = _protocol_number(rule.get("protocol"), version)
     if protocol is None:
         return []
@@ -303,18 +282,12 @@ def _rule_matches(rule: Mapping[str, Any], remotes: list[str]) -> list[str]:
 
 
 def _protocol_number(name: Any, version: int) -> int | None:
-    """0 for any protocol; None when the rule cannot match this IP version."""
-    if name is None or str(name).lower() in ("", "any"):
-        return 0
-    text = str(name).lower()
-    number = PROTOCOLS[text] if text in PROTOCOLS else int(text) if text.isdigit() else None
-    if number is None:
-        return None
-    if version == 6 and number == 1:
-        return 58  # ICMP in an IPv6 rule means ICMPv6
-    if version == 4 and number == 58:
-        return None
-    return number
+    """0 for any protocol; None when the rule cannot match this IP version (or
+    names a protocol OpenFlow is not given here)."""
+    text = protocol(name, version)
+    if text is None or text == "":
+        return None if text is None else 0
+    return PROTOCOLS[text] if text in PROTOCOLS else int(text) if text.isdigit() else None
 
 
 def _addresses(found: list[str], version: int) -> list[str]:

@@ -146,15 +146,6 @@ def test_gateway_conflicts():
         P.check_gateway(6, [rng("2001:db8::2", "2001:db8::9")], "2001:db8::9")
 
 
-@pytest.mark.parametrize("mac, cidr, expected", [
-    ("fa:16:3e:12:34:56", "2001:db8::/64", "2001:db8::f816:3eff:fe12:3456"),
-    ("00:11:22:33:44:55", "2001:db8:1:2::/64", "2001:db8:1:2:211:22ff:fe33:4455"),
-    ("02:00:00:00:00:01", "fd00::/64", "fd00::ff:fe00:1"),
-])
-def test_eui64(mac, cidr, expected):
-    assert P.eui64(ipaddress.ip_network(cidr), mac) == expected
-
-
 # --- validators and converters -------------------------------------------------------------
 
 

@@ -10,6 +10,7 @@ from sqlalchemy import delete, false, or_, select
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
+from neutrino.addresses import eui64
 from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, api_columns, select_page
@@ -286,7 +287,7 @@ def _address_existing_ports(conn: Connection, subnet_id: str, network_id: str,
     rows = conn.execute(select(p.c.id, p.c.mac_address).where(
         p.c.network_id == network_id,
         p.c.device_owner.not_in(allocator.ROUTER_OWNERS)))
-    allocations = [{"subnet_id": subnet_id, "ip_address": P.eui64(net, mac), "port_id": pid,
+    allocations = [{"subnet_id": subnet_id, "ip_address": eui64(net, mac), "port_id": pid,
                     "network_id": network_id} for pid, mac in rows]
     if allocations:
         conn.execute(IA.insert(), allocations)
