@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
@@ -35,6 +35,9 @@ from neutrino.linux.ip import FLOOD_MAC, IpNetns, NoSuchDevice, watch_links
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
+
+if TYPE_CHECKING:
+    from neutrino.linux.iptables_firewall import Runner
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -87,7 +90,10 @@ class LinuxBridgeAgent(Agent):
         ]),
     )
 
-    def __init__(self, conf: Config, bus: Bus):
+    def __init__(self, conf: Config, bus: Bus, ip: IpNetns | None = None,
+                 firewall_runner: Runner | None = None):
+        """``ip``, ``firewall_runner``: the host's links and how its firewall
+        tools run (None: this host's; the agent unit tests give fakes)."""
         super().__init__(conf, bus)
         self._plugin = RpcClient(bus, topics.PLUGIN, "1.9")
         self._agent_id = f"lb-{self.host}"
@@ -96,7 +102,8 @@ class LinuxBridgeAgent(Agent):
         #: network id -> {remote IP: {(mac, ip), ...}} from l2population
         self.fdb: Fdb = {}
         self._fdb_changes = 0  # l2population messages heard (see fetch_fdb)
-        self._ip: IpNetns | None = None
+        self._ip: IpNetns | None = ip
+        self._firewall_runner = firewall_runner
         # netlink calls block, and pyroute2's must not run on a running event
         # loop: all host work runs in this one thread, one step at a time
         self._host = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host")
@@ -344,7 +351,7 @@ class LinuxBridgeAgent(Agent):
             if not devices:
                 return  # nothing to filter: leave the host's tables alone
             from neutrino.linux.iptables_firewall import IptablesFirewall
-            self._firewall = IptablesFirewall()
+            self._firewall = IptablesFirewall(runner=self._firewall_runner)
         ask = devices if changed is None else (
             changed | self._sg.concerned(groups, changed)) & devices
         answer = await self._plugin.call(self.context, "security_group_info_for_devices",

@@ -178,7 +178,10 @@ class OpenvswitchAgent(Agent):
         ]),
     )
 
-    def __init__(self, conf: Config, bus: Bus):
+    def __init__(self, conf: Config, bus: Bus, db: Ovsdb | None = None,
+                 openflow: Callable[[str], OpenFlow] = OpenFlow):
+        """``db``, ``openflow``: the switch's database and a bridge's flow table
+        (None, ``OpenFlow``: this host's; the agent unit tests give fakes)."""
         super().__init__(conf, bus)
         tunnels = conf.setting("agent", "tunnel_types") if conf.agent.tunnel_types else None
         if tunnels and not conf.agent.l2_population:
@@ -195,7 +198,8 @@ class OpenvswitchAgent(Agent):
         self.vlans: dict[str, int] = {}
         self.fdb: Fdb = {}
         self._fdb_changes = 0  # l2population messages heard (see fetch_fdb)
-        self._db: Ovsdb | None = None
+        self._db: Ovsdb | None = db
+        self._openflow = openflow
         # OVSDB and ovs-ofctl calls block: all host work runs in this one thread
         self._host = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ovs")
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -243,7 +247,7 @@ class OpenvswitchAgent(Agent):
             if bridge not in self._applied:
                 continue  # nothing written yet, or a full sync is coming
             try:
-                present = await self.on_host(lambda: OpenFlow(bridge).dump("table=23"))
+                present = await self.on_host(lambda: self._openflow(bridge).dump("table=23"))
             except Exception as error:  # the switch is away: the syncs will say so
                 LOG.warning("cannot read the flows of %s: %s", bridge, error)
                 continue
@@ -453,9 +457,9 @@ class OpenvswitchAgent(Agent):
         for bridge, flows in tables.items():
             applied = None if full else self._applied.get(bridge)
             if applied is None:  # the switch's table is not known: ovs-ofctl diffs
-                OpenFlow(bridge).replace(flows)
+                self._openflow(bridge).replace(flows)
             elif applied != flows:  # only what changed since the last write
-                OpenFlow(bridge).update(applied, flows)
+                self._openflow(bridge).update(applied, flows)
             self._applied[bridge] = flows
         if self.conf.agent.tunnel_types:
             self._drop_tunnel_ports()

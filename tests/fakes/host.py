@@ -7,6 +7,10 @@ between this one's read and its write (``vanishing``).
 the agent's next write finds it gone. As with the real one, writes to a
 missing device raise ``NoSuchDevice`` and removals are quiet (a test of
 ``IpNetns`` on a real namespace holds it to that).
+
+It answers what a test asks of the host rather than which calls were made:
+which bridge switches a device's frames (``bridge_of``), whether two devices
+reach each other (``switched``), and the whole state for round trips.
 """
 
 from __future__ import annotations
@@ -99,6 +103,10 @@ class FakeIp:
     def add_vxlan(self, name: str, *args: object, **kwargs: object) -> None:
         self.links.setdefault(name, FakeLink(kind="vxlan"))
 
+    def add_vlan(self, name: str, parent: str, vlan: int) -> None:
+        self._link(parent)
+        self.links.setdefault(name, FakeLink(kind="vlan"))
+
     def unplug(self, name: str) -> None:
         if name in self.links:
             self.links[name].master = None
@@ -113,3 +121,23 @@ class FakeIp:
     def fdb_delete(self, name: str, mac: str, remote_ip: str) -> None:
         if name in self.links:
             self.links[name].fdb.discard((mac, remote_ip))
+
+    # --- what a test asks ------------------------------------------------------------------
+
+    def bridge_of(self, name: str) -> str | None:
+        """The bridge that switches ``name``'s frames: its master, if that is a
+        bridge that is up and ``name`` is up too."""
+        link = self.links.get(name)
+        bridge = self.links.get(link.master) if link and link.master else None
+        if link is None or bridge is None or bridge.kind != "bridge":
+            return None
+        return link.master if link.up and bridge.up else None
+
+    def switched(self, a: str, b: str) -> bool:
+        """Whether a frame from device ``a`` can reach device ``b`` (one bridge)."""
+        return self.bridge_of(a) is not None and self.bridge_of(a) == self.bridge_of(b)
+
+    def state(self) -> dict[str, tuple]:
+        """Every link as a comparable value, for round-trip checks."""
+        return {name: (link.kind, link.master, link.up, link.mtu, frozenset(link.fdb))
+                for name, link in sorted(self.links.items())}

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
 
 from neutrino.linux import ipset
@@ -17,6 +15,7 @@ from neutrino.linux.iptables_firewall import (
     read_table,
     restore_text,
 )
+from tests.fakes.iptables import FakeIptables
 
 GROUP = "11111111-2222-3333-4444-555555555555"
 OTHER = "99999999-8888-7777-6666-555555555555"
@@ -184,99 +183,6 @@ def test_a_prefix_too_long_for_chain_names_is_refused():
 # --- the incremental writer, against a fake host ------------------------------------------
 
 
-class FakeHost:
-    """The tools' effect on a filter table per family, the sets and conntrack,
-    enough to ask what the host holds; every run is recorded."""
-
-    def __init__(self, flows: str = ""):
-        self.tables: dict[int, dict[str, list[str]]] = {
-            4: {"FORWARD": [], "INPUT": []}, 6: {"FORWARD": [], "INPUT": []}}
-        self.sets: dict[str, set[str]] = {}
-        self.flows = flows.splitlines()
-        self.runs: list[tuple[list[str], str | None]] = []
-        self.fail: str | None = None  # a tool to fail once
-
-    def __call__(self, argv: list[str], stdin: str | None) -> subprocess.CompletedProcess:
-        self.runs.append((argv, stdin))
-        if argv[0] == self.fail:
-            self.fail = None
-            return subprocess.CompletedProcess(argv, 1, "", "refused")
-        out = getattr(self, argv[0].replace("-", "_"))(argv[1:], stdin or "")
-        return subprocess.CompletedProcess(argv, 0, out or "", "")
-
-    def tools(self) -> list[str]:
-        return [argv[0] for argv, _ in self.runs]
-
-    def iptables_save(self, _args: list[str], _stdin: str, version: int = 4) -> str:
-        table = self.tables[version]
-        return "\n".join(["*filter", *(f":{name} - [0:0]" for name in table),
-                          *(f"-A {name} {rule}" for name, rules in table.items()
-                            for rule in rules), "COMMIT"]) + "\n"
-
-    def ip6tables_save(self, args: list[str], stdin: str) -> str:
-        return self.iptables_save(args, stdin, 6)
-
-    def iptables_restore(self, _args: list[str], text: str, version: int = 4) -> None:
-        table = self.tables[version]
-        for line in text.splitlines():
-            if line.startswith(":"):
-                table[line[1:].split()[0]] = []
-                continue
-            op, _, rest = line.partition(" ")
-            name, _, spec = rest.partition(" ")
-            if op == "-A":
-                table[name].append(spec)
-            elif op == "-I":
-                number, _, rule_ = spec.partition(" ")
-                assert int(number) <= len(table[name]) + 1
-                table[name].insert(int(number) - 1, rule_)
-            elif op == "-D":
-                rules = table[name]
-                del rules[int(spec) - 1 if spec.isdigit() else rules.index(spec)]
-            elif op == "-X":
-                assert not table.pop(name)
-
-    def ip6tables_restore(self, args: list[str], text: str) -> None:
-        self.iptables_restore(args, text, 6)
-
-    def ipset(self, args: list[str], text: str) -> str:
-        if args == ["save"]:
-            return "".join(f"create {n} hash:net\n" + "".join(f"add {n} {e}\n" for e in sorted(s))
-                           for n, s in self.sets.items())
-        for words in (line.split() for line in text.splitlines()):
-            if words[0] == "create":
-                self.sets.setdefault(words[1], set())
-            elif words[0] == "flush":
-                self.sets[words[1]] = set()
-            elif words[0] == "add":
-                self.sets[words[1]].add(words[2])
-            elif words[0] == "swap":
-                self.sets[words[1]], self.sets[words[2]] = self.sets[words[2]], self.sets[words[1]]
-            elif words[0] == "destroy":
-                del self.sets[words[1]]
-        return ""
-
-    def conntrack(self, args: list[str], _stdin: str) -> str:
-        if args[0] == "-L":
-            return "\n".join(self.flows) + "\n"
-        wanted = dict(zip(args[1::2], args[2::2], strict=True))
-        self.flows = [flow for flow in self.flows if not all(
-            _field(flow, key) == value for key, value in wanted.items())]
-        return ""
-
-    def state(self) -> tuple:
-        return self.tables, self.sets
-
-
-def _field(flow: str, option: str) -> str | None:
-    """What a ``conntrack -D`` option matches in a ``conntrack -L -o extended`` line."""
-    words = flow.split()
-    if option in ("-f", "-p"):
-        return words[0 if option == "-f" else 2]
-    key = {"-s": "src", "-d": "dst", "--dport": "dport"}[option]
-    return next((w.split("=")[1] for w in words if w.startswith(key + "=")), None)
-
-
 def many(count: int, group: str = GROUP) -> dict:
     """``count`` ports in the default group (members reach each other)."""
     ports = [port(f"{n:08x}-0000-0000-0000-000000000000", f"10.0.{n // 250}.{n % 250 + 1}",
@@ -289,13 +195,13 @@ def many(count: int, group: str = GROUP) -> dict:
 
 def fresh(info_: dict) -> tuple:
     """What a first apply, on a clean host, leaves there."""
-    host = FakeHost()
+    host = FakeIptables()
     IptablesFirewall(runner=host).apply(info_)
     return host.state()
 
 
 def test_a_second_apply_without_change_runs_no_tool():
-    host = FakeHost()
+    host = FakeIptables()
     firewall = IptablesFirewall(runner=host)
     firewall.apply(many(5))
     assert host.tools() == ["ipset", "ipset", "iptables-save", "ip6tables-save",
@@ -306,7 +212,7 @@ def test_a_second_apply_without_change_runs_no_tool():
 
 
 def test_a_port_added_writes_its_chains_and_edits_the_others_in_place():
-    host = FakeHost()
+    host = FakeIptables()
     firewall = IptablesFirewall(runner=host)
     firewall.apply(many(20))
     host.runs.clear()
@@ -322,7 +228,7 @@ def test_a_port_added_writes_its_chains_and_edits_the_others_in_place():
 
 
 def test_changes_and_their_reversal_round_trip_to_a_fresh_apply():
-    host = FakeHost()
+    host = FakeIptables()
     firewall = IptablesFirewall(runner=host)
     ruled = many(8)
     ruled["security_groups"][GROUP].append(rule(protocol="tcp", low=22, high=22))
@@ -334,7 +240,7 @@ def test_changes_and_their_reversal_round_trip_to_a_fresh_apply():
 
 
 def test_a_failed_restore_forgets_and_the_next_apply_rewrites_everything():
-    host = FakeHost()
+    host = FakeIptables()
     firewall = IptablesFirewall(runner=host)
     firewall.apply(many(4))
     host.tables[4]["neutrino-sg-chain"].append("-j DROP")  # someone meddles
@@ -349,7 +255,7 @@ def test_a_failed_restore_forgets_and_the_next_apply_rewrites_everything():
 
 
 def test_remove_all_reads_the_host_and_leaves_nothing():
-    host = FakeHost()
+    host = FakeIptables()
     IptablesFirewall(runner=host).apply(many(3))
     IptablesFirewall(runner=host).remove_all()  # another object: it must read
     assert host.tables == {v: {"FORWARD": [], "INPUT": []} for v in (4, 6)}
@@ -371,7 +277,7 @@ def test_many_forgets_delete_only_the_live_connections_they_match():
              "src=10.0.0.1 dst=10.0.0.2 sport=80 dport=4001\n"
              "ipv4 2 icmp 1 29 src=10.0.0.3 dst=10.0.1.50 type=8 code=0 id=7 "
              "src=10.0.1.50 dst=10.0.0.3 type=0 code=0 id=7\n")
-    host = FakeHost(flows)
+    host = FakeIptables(flows)
     firewall = IptablesFirewall(runner=host)
     firewall.apply(many(300))
     host.runs.clear()
