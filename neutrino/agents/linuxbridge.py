@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
@@ -32,18 +32,14 @@ from neutrino.agents.sg_info import SecurityGroupInfo
 from neutrino.config import Config, Opt, OptGroup, choice, int_range, parse_bool
 from neutrino.linux import host_check
 from neutrino.linux.ip import FLOOD_MAC, IpNetns, NoSuchDevice, watch_links
+from neutrino.linux.names import BRIDGE, TAP, bridge_name, tap_name
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.client import RpcClient
 
-if TYPE_CHECKING:
-    from neutrino.linux.iptables_firewall import Runner
-
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
 
-TAP = "tap"
-BRIDGE = "brq"
 VXLAN = "vxlan-"
 
 
@@ -51,14 +47,6 @@ VXLAN = "vxlan-"
 FIREWALL_ALIASES = {"neutron.agent.linux.iptables_firewall.IptablesFirewallDriver": "iptables",
                     "neutron.agent.linux.iptables_firewall:IptablesFirewallDriver": "iptables",
                     **NOOP_FIREWALL_ALIASES}
-
-
-def bridge_name(network_id: str) -> str:
-    return BRIDGE + network_id[:11]
-
-
-def tap_name(port_id: str) -> str:
-    return TAP + port_id[:11]
 
 
 class LinuxBridgeAgent(Agent):
@@ -90,10 +78,7 @@ class LinuxBridgeAgent(Agent):
         ]),
     )
 
-    def __init__(self, conf: Config, bus: Bus, ip: IpNetns | None = None,
-                 firewall_runner: Runner | None = None):
-        """``ip``, ``firewall_runner``: the host's links and how its firewall
-        tools run (None: this host's; the agent unit tests give fakes)."""
+    def __init__(self, conf: Config, bus: Bus):
         super().__init__(conf, bus)
         self._plugin = RpcClient(bus, topics.PLUGIN, "1.9")
         self._agent_id = f"lb-{self.host}"
@@ -102,8 +87,7 @@ class LinuxBridgeAgent(Agent):
         #: network id -> {remote IP: {(mac, ip), ...}} from l2population
         self.fdb: Fdb = {}
         self._fdb_changes = 0  # l2population messages heard (see fetch_fdb)
-        self._ip: IpNetns | None = ip
-        self._firewall_runner = firewall_runner
+        self._ip: IpNetns | None = None
         # netlink calls block, and pyroute2's must not run on a running event
         # loop: all host work runs in this one thread, one step at a time
         self._host = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host")
@@ -351,7 +335,7 @@ class LinuxBridgeAgent(Agent):
             if not devices:
                 return  # nothing to filter: leave the host's tables alone
             from neutrino.linux.iptables_firewall import IptablesFirewall
-            self._firewall = IptablesFirewall(runner=self._firewall_runner)
+            self._firewall = IptablesFirewall()
         ask = devices if changed is None else (
             changed | self._sg.concerned(groups, changed)) & devices
         answer = await self._plugin.call(self.context, "security_group_info_for_devices",

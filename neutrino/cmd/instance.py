@@ -59,6 +59,7 @@ from typing import Any
 from pyroute2 import NetlinkError
 
 from neutrino.linux.ip import IpNetns, add_namespace, delete_namespace, set_ipv6_conf
+from neutrino.linux.names import tap_name
 
 #: applies what udhcpc got with ``ip`` (busybox's own script would rewrite the
 #: machine's /etc/resolv.conf): the address, the router, and the classless
@@ -168,10 +169,6 @@ class Api:
 
 def instance_namespace(port_id: str) -> str:
     return f"inst-{port_id[:11]}"
-
-
-def tap_name(port_id: str) -> str:
-    return f"tap{port_id[:11]}"
 
 
 def instance_id(port_id: str) -> str:

@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from neutrino.config import Config, Opt, OptGroup
 from neutrino.linux.ip import IpNetns, set_ipv6_conf
+from neutrino.linux.names import NS, device_name, tap_name, tap_of
 from neutrino.linux.ovs_names import DEAD_VLAN, DEFAULT_OVSDB
 
 if TYPE_CHECKING:
@@ -46,8 +47,6 @@ if TYPE_CHECKING:
 
 LOG = logging.getLogger(__name__)
 
-TAP = "tap"
-NS = "ns-"
 #: the drivers ``interface_driver`` may name
 SUPPORTED = ("linuxbridge", "openvswitch")
 #: Neutron's class paths for them, as Neutron's configuration files may give them
@@ -69,20 +68,6 @@ def _no_dad_no_ra(device: str, namespace: str) -> None:
         set_ipv6_conf(namespace, device, accept_dad=0, accept_ra=0)
     except (OSError, subprocess.SubprocessError) as error:
         LOG.warning("%s in %s: IPv6 DAD and RAs left on: %s", device, namespace, error)
-
-
-def tap_name(port_id: str) -> str:
-    return TAP + port_id[:11]
-
-
-def device_name(port_id: str, prefix: str = NS) -> str:
-    """``prefix``: ``ns-`` for DHCP ports; routers' are ``qr-`` and ``qg-``."""
-    return prefix + port_id[:11]
-
-
-def tap_of(device: str) -> str:
-    """The tap end of a pair from its namespace end's name (``ns-``, ``qr-``, ``qg-``)."""
-    return TAP + device[len(NS):]
 
 
 def parse_driver(text: str) -> str:
