@@ -22,9 +22,8 @@ from neutrino.config import Opt, OptGroup, int_range
 from neutrino.linux.errors import HostError
 from neutrino.linux.host_check import Needs
 from neutrino.linux.ip import NoSuchDevice
-from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.client import RpcClient
+from neutrino.rpc.contracts.reports import StateReportApi
 from neutrino.rpc.errors import RpcError
 from neutrino.rpc.server import RpcServer
 
@@ -98,7 +97,7 @@ class Agent:
         self.bus = bus
         self.host = config.host_name(conf)
         self.context = {"request_id": None, "project_id": None, "is_admin": True}
-        self._reports = RpcClient(bus, topics.REPORTS, "1.0")
+        self._reports = StateReportApi.on(bus)
         self._first_report = True
         self._report_failed = False
         self._full = True
@@ -161,9 +160,8 @@ class Agent:
         or meant to send meanwhile may be lost, even if it never took us for dead)."""
         now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")
         try:
-            status = await self._reports.call(
-                self.context, "report_state", agent_state={"agent_state": self.state()},
-                time=now, timeout=self.conf.agent.report_interval)
+            status = await self._reports.report_state(
+                self.context, self.state(), time=now, timeout=self.conf.agent.report_interval)
         except RpcError as error:
             LOG.warning("state report failed: %s", error)
             self._report_failed = True

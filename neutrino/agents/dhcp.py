@@ -47,15 +47,13 @@ from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_
 from neutrino.linux import dnsmasq, host_check, interface, ip, metadata_proxy, process
 from neutrino.linux.dnsmasq import Network
 from neutrino.linux.metadata_proxy import METADATA_CIDR, METADATA_IP, METADATA_PORT
-from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.client import RpcClient
-from neutrino.rpc.topics import dhcp_device_id
+from neutrino.rpc.contracts import dhcp as contract
+from neutrino.rpc.contracts.dhcp import DHCP_OWNER, DhcpPluginApi, dhcp_device_id
 
 LOG = logging.getLogger(__name__)
 
 NAMESPACE = "qdhcp-"
-DHCP_OWNER = "network:dhcp"
 
 
 def parse_lease(text: str) -> int:
@@ -106,7 +104,7 @@ def _cidrs(network: Network, port: dict[str, Any]) -> list[str]:
 class DhcpNotifications:
     """What the server tells DHCP agents (on ``dhcp_agent`` and ``dhcp_agent.host``)."""
 
-    rpc_version = "1.0"
+    rpc_version = contract.NOTIFICATION_VERSION
 
     def __init__(self, agent: Agent):
         self._agent = agent
@@ -273,15 +271,14 @@ class DhcpDataplane:
 class DhcpAgent(Agent):
     agent_type = "DHCP agent"
     binary = "neutrino-dhcp-agent"
-    topic = topics.DHCP_AGENT
+    topic = contract.AGENT_TOPIC
     option_groups = OPTIONS
 
     def __init__(self, conf: Config, bus: Bus, agent_namespace: str | None = None):
         """``agent_namespace``: where the DHCP ports' taps go (None: where the agent
         runs; tests give a namespace standing in for the host)."""
         super().__init__(conf, bus)
-        self._plugin = RpcClient(bus, topics.PLUGIN, "1.8",
-                                 namespace=topics.DHCP_NAMESPACE)
+        self._plugin = DhcpPluginApi.on(bus)
         #: the networks this agent serves, as the server gave them (with subnets, ports)
         self.networks: dict[str, dict[str, Any]] = {}
         #: network id -> the ports told ready (dhcp_ready_on_ports) since the agent started
@@ -353,7 +350,7 @@ class DhcpAgent(Agent):
         no longer scheduled here: moved to another agent, or deleted); then the
         host made to match them."""
         if full:
-            found = await self._plugin.call(self.context, "get_active_networks_info",
+            found = await self._plugin.get_active_networks_info(self.context,
                                             host=self.host)
             self.networks = {net["id"]: net for net in found}
             changed = set(self.networks)
@@ -363,12 +360,12 @@ class DhcpAgent(Agent):
             changed = named(dirty, "network")
             if not changed:
                 return
-            hosted = set(await self._plugin.call(self.context, "get_active_networks",
+            hosted = set(await self._plugin.get_active_networks(self.context,
                                                  host=self.host))
             for network_id in changed:
                 info = None
                 if network_id in hosted:
-                    info = await self._plugin.call(self.context, "get_network_info",
+                    info = await self._plugin.get_network_info(self.context,
                                                    network_id=network_id, host=self.host)
                 if info is None:
                     self.networks.pop(network_id, None)
@@ -399,7 +396,7 @@ class DhcpAgent(Agent):
         port = next((p for p in network["ports"] if p["device_id"] == device_id
                      and p["device_owner"] == DHCP_OWNER), None)
         if port is None:
-            return await self._plugin.call(self.context, "create_dhcp_port", host=self.host,
+            return await self._plugin.create_dhcp_port(self.context, host=self.host,
                                            port={"port": {
                                                "network_id": network["id"],
                                                "device_id": device_id,
@@ -412,7 +409,7 @@ class DhcpAgent(Agent):
             return port
         LOG.info("network %s: DHCP port %s gets an address on %s", network["id"], port["id"],
                  ", ".join(missing))
-        return await self._plugin.call(self.context, "update_dhcp_port", host=self.host,
+        return await self._plugin.update_dhcp_port(self.context, host=self.host,
                                        port_id=port["id"], port={"port": {
                                            "network_id": network["id"],
                                            "fixed_ips": [*held, *({"subnet_id": s}
@@ -434,7 +431,7 @@ class DhcpAgent(Agent):
         told = self._ready.setdefault(network["id"], set())
         new = sorted(set(dnsmasq.served_ports(view)) - told)
         if new:
-            await self._plugin.call(self.context, "dhcp_ready_on_ports", port_ids=new)
+            await self._plugin.dhcp_ready_on_ports(self.context, port_ids=new)
             told.update(new)
 
     async def _retire(self, network_id: str) -> None:
@@ -447,7 +444,7 @@ class DhcpAgent(Agent):
             had = True
             await asyncio.to_thread(self.dataplane.retire, network_id)
         if had:
-            await self._plugin.call(self.context, "release_dhcp_port", network_id=network_id,
+            await self._plugin.release_dhcp_port(self.context, network_id=network_id,
                                     device_id=dhcp_device_id(network_id, self.host),
                                     host=self.host)
 

@@ -47,9 +47,9 @@ from neutrino.agents.cmd import main as run_agent
 from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
 from neutrino.linux import host_check, interface, metadata_proxy, nat, radvd, router
-from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.client import RpcClient
+from neutrino.rpc.contracts import l3 as contract
+from neutrino.rpc.contracts.l3 import L3PluginApi
 
 LOG = logging.getLogger(__name__)
 
@@ -188,7 +188,7 @@ def _advertisement(port: dict[str, Any]) -> radvd.Interface | None:
 class L3Notifications:
     """What the server tells L3 agents (on ``l3_agent`` and ``l3_agent.host``)."""
 
-    rpc_version = "1.0"
+    rpc_version = contract.NOTIFICATION_VERSION
 
     def __init__(self, agent: Agent):
         self._agent = agent
@@ -209,12 +209,12 @@ class L3Notifications:
 class L3Agent(Agent):
     agent_type = "L3 agent"
     binary = "neutrino-l3-agent"
-    topic = topics.L3_AGENT
+    topic = contract.AGENT_TOPIC
     option_groups = OPTIONS
 
     def __init__(self, conf: Config, bus: Bus):
         super().__init__(conf, bus)
-        self._plugin = RpcClient(bus, topics.L3_PLUGIN, "1.12")
+        self._plugin = L3PluginApi.on(bus)
         #: the routers this agent serves, as sync_routers gave them
         self.routers: dict[str, dict[str, Any]] = {}
         #: router id -> the statuses last reported for its floating IPs
@@ -302,7 +302,7 @@ class L3Agent(Agent):
         found: dict[str, dict[str, Any]] = {}
         for start in range(0, len(router_ids), ROUTERS_PER_CALL):
             chunk = router_ids[start:start + ROUTERS_PER_CALL]
-            for data in await self._plugin.call(self.context, "sync_routers",
+            for data in await self._plugin.sync_routers(self.context,
                                                 host=self.host, router_ids=chunk):
                 if self._wanted(data):
                     found[data["id"]] = data
@@ -313,7 +313,7 @@ class L3Agent(Agent):
         (dropping those that went, or went to another agent); then the host
         made to match them."""
         if full:
-            ids = await self._plugin.call(self.context, "get_router_ids", host=self.host)
+            ids = await self._plugin.get_router_ids(self.context, host=self.host)
             self.routers = await self._sync_routers(sorted(ids))
             changed = set(self.routers) | set(self._reported)
             if self.dataplane is not None:
@@ -371,7 +371,7 @@ class L3Agent(Agent):
                    if before.get(fip_id) != status}
         changed.update({fip_id: "DOWN" for fip_id in before if fip_id not in statuses})
         if changed:
-            await self._plugin.call(self.context, "update_floatingip_statuses",
+            await self._plugin.update_floatingip_statuses(self.context,
                                     router_id=router_id, fip_statuses=changed)
         if statuses:
             self._reported[router_id] = statuses

@@ -35,7 +35,7 @@ from neutrino.linux.ip import FLOOD_MAC, IpNetns, NoSuchDevice, watch_links
 from neutrino.linux.names import BRIDGE, TAP, bridge_name, tap_name
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.client import RpcClient
+from neutrino.rpc.contracts.l2 import L2PluginApi
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -80,7 +80,7 @@ class LinuxBridgeAgent(Agent):
 
     def __init__(self, conf: Config, bus: Bus):
         super().__init__(conf, bus)
-        self._plugin = RpcClient(bus, topics.PLUGIN, "1.9")
+        self._plugin = L2PluginApi.on(bus)
         self._agent_id = f"lb-{self.host}"
         #: tap -> the details the server gave for it, as wired
         self.ports: dict[str, dict[str, Any]] = {}
@@ -185,8 +185,8 @@ class LinuxBridgeAgent(Agent):
             self._taps_seen = taps  # what the scan would report next is done here
         wanted = self._wanted(full, dirty, taps)
         present = sorted(wanted & taps)
-        details = await self._plugin.call(
-            self.context, "get_devices_details_list", devices=present,
+        details = await self._plugin.get_devices_details_list(
+            self.context, devices=present,
             agent_id=self._agent_id, host=self.host) if present else []
         gone = wanted - taps
         groups = named(dirty, "security_group")
@@ -197,7 +197,7 @@ class LinuxBridgeAgent(Agent):
                                ours if not full else None, groups)
         up, down = await self.on_host(self._apply, details, gone)
         if up or down:
-            await self._plugin.call(self.context, "update_device_list", devices_up=up,
+            await self._plugin.update_device_list(self.context, devices_up=up,
                                     devices_down=down, agent_id=self._agent_id,
                                     host=self.host)
         await self.on_host(self._remove_unused_bridges)
@@ -338,8 +338,8 @@ class LinuxBridgeAgent(Agent):
             self._firewall = IptablesFirewall()
         ask = devices if changed is None else (
             changed | self._sg.concerned(groups, changed)) & devices
-        answer = await self._plugin.call(self.context, "security_group_info_for_devices",
-                                         devices=sorted(ask)) if ask else {}
+        answer = await self._plugin.security_group_info_for_devices(
+            self.context, devices=sorted(ask)) if ask else {}
         self._sg.update(answer, devices)
         await self.on_host(self._firewall.apply, self._sg.info())
 

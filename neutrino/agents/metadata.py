@@ -23,9 +23,8 @@ from neutrino.config import Config, Opt, OptGroup, int_range, parse_host
 from neutrino.linux import host_check
 from neutrino.linux.metadata_proxy import SOCKET_OPTION, socket_path
 from neutrino.metadata.handler import InstanceFinder, MetadataHandler, Nova
-from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.client import RpcClient
+from neutrino.rpc.contracts.metadata import MetadataPluginApi
 
 LOG = logging.getLogger(__name__)
 
@@ -63,7 +62,7 @@ class MetadataAgent(Agent):
 
     def __init__(self, conf: Config, bus: Bus):
         super().__init__(conf, bus)
-        self._plugin = RpcClient(bus, topics.PLUGIN, "1.0", namespace=topics.METADATA_NAMESPACE)
+        self._plugin = MetadataPluginApi.on(bus)
         default = conf.DEFAULT
         self.socket_path = socket_path(conf)
         self.handler = MetadataHandler(
@@ -90,7 +89,7 @@ class MetadataAgent(Agent):
                 "log_agent_heartbeats": False}
 
     async def _get_ports(self, filters: dict[str, Any]) -> list[dict[str, Any]]:
-        return await self._plugin.call(self.context, "get_ports", filters=filters,
+        return await self._plugin.get_ports(self.context, filters=filters,
                                        timeout=LOOKUP_TIMEOUT)
 
     def background(self) -> list[Any]:

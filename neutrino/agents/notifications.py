@@ -9,11 +9,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from neutrino.rpc.contracts import l2
+from neutrino.rpc.contracts.l2 import L2PluginApi
+
 
 class L2Notifications:
     """What an L2 agent serves on the notification topics."""
 
-    rpc_version = "1.0"
+    rpc_version = l2.NOTIFICATION_VERSION
 
     def __init__(self, agent: Any):
         self._agent = agent
@@ -44,7 +47,7 @@ class L2PopulationNotifications:
     host's tunnel IP to [MAC, IP] pairs; the all-zero MAC means "flood there".
     The agent's ``fdb_changed(entries, add)`` applies them."""
 
-    rpc_version = "1.0"
+    rpc_version = l2.NOTIFICATION_VERSION
 
     def __init__(self, agent: Any):
         self._agent = agent
@@ -84,15 +87,14 @@ def merge_fdb(fdb: Fdb, entries: dict[str, Any], add: bool, flood_mac: str) -> l
     return list(entries)
 
 
-async def fetch_fdb(plugin: Any, context: dict, host: str, network_ids: list[str],
+async def fetch_fdb(plugin: L2PluginApi, context: dict, host: str, network_ids: list[str],
                     changes: Callable[[], int]) -> Fdb:
     """The whole of what l2population knows of ``network_ids``, from the server.
     ``changes()`` counts the changes the server announced: one announced while
     the answer was on its way may be missing from it, so then it asks again."""
     for _ in range(3):
         before = changes()
-        entries = await plugin.call(context, "get_fdb_entries", network_ids=network_ids,
-                                    host=host)
+        entries = await plugin.get_fdb_entries(context, network_ids=network_ids, host=host)
         if changes() == before:
             break
     return {network_id: {ip: {tuple(e) for e in found} for ip, found in (

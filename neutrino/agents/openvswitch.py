@@ -53,7 +53,7 @@ from neutrino.linux import host_check, ovs_firewall
 from neutrino.linux.ovs import DEAD_VLAN, DEFAULT_OVSDB, OpenFlow, Ovsdb, cookie_of
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.client import RpcClient
+from neutrino.rpc.contracts.l2 import L2PluginApi
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -190,7 +190,7 @@ class OpenvswitchAgent(Agent):
         if tunnels and not conf.ovs.local_ip:
             raise ValueError(f"tunnels need [ovs] local_ip, this host's tunnel address, set by "
                              f"{tunnels}")
-        self._plugin = RpcClient(bus, topics.PLUGIN, "1.9")
+        self._plugin = L2PluginApi.on(bus)
         self._agent_id = f"ovs-{self.host}"
         #: port id -> the details the server gave for it, as wired
         self.ports: dict[str, dict[str, Any]] = {}
@@ -299,8 +299,8 @@ class OpenvswitchAgent(Agent):
             wanted = (named(dirty, "device") | named(dirty, "port")
                       | {p for p, port in self.ports.items() if port["network_id"] in networks})
         asked = sorted(wanted & set(present))
-        details = await self._plugin.call(
-            self.context, "get_devices_details_list", devices=asked,
+        details = await self._plugin.get_devices_details_list(
+            self.context, devices=asked,
             agent_id=self._agent_id, host=self.host) if asked else []
         steps.done("port details")
         up, down, fresh = await self.on_host(self._apply, details, wanted - set(present),
@@ -317,7 +317,7 @@ class OpenvswitchAgent(Agent):
         await self.on_host(self._write_flows, full)
         steps.done("flows")
         if up or down:  # ACTIVE once its flows (filters included) are in place
-            await self._plugin.call(self.context, "update_device_list", devices_up=up,
+            await self._plugin.update_device_list(self.context, devices_up=up,
                                     devices_down=down, agent_id=self._agent_id,
                                     host=self.host)
             steps.done("status")
@@ -330,8 +330,8 @@ class OpenvswitchAgent(Agent):
         when ``changed`` is None)."""
         wired = set(self.ports)
         ask = wired if changed is None else (changed | self._sg.concerned(groups, changed)) & wired
-        answer = await self._plugin.call(self.context, "security_group_info_for_devices",
-                                         devices=sorted(ask)) if ask else {}
+        answer = await self._plugin.security_group_info_for_devices(
+            self.context, devices=sorted(ask)) if ask else {}
         # in the host thread, which reads it when it writes flows
         await self.on_host(self._sg.update, answer, wired)
 

@@ -1,7 +1,6 @@
-"""Topic names shared by the server and the agents (Neutron's names), and the
-other names both sides must agree on."""
-
-import uuid
+"""Topic and namespace names shared by the server and the agents (Neutron's
+names). Several APIs share a topic; each API's contract (methods, versions,
+payloads, stubs) is in ``neutrino.rpc.contracts``."""
 
 REPORTS = "q-reports-plugin"  # agents -> server: report_state
 PLUGIN = "q-plugin"  # L2 agents -> server: device details, device up/down
@@ -25,9 +24,3 @@ L3_AGENT = "l3_agent"
 DHCP_NAMESPACE = "dhcp"
 METADATA_NAMESPACE = "metadata"
 
-
-def dhcp_device_id(network_id: str, host: str) -> str:
-    """The device_id a DHCP agent gives its port on ``network_id``, as Neutron's
-    agents make it: ``dhcp`` + a UUID5 of the host's short name + the network."""
-    host_uuid = uuid.uuid5(uuid.NAMESPACE_DNS, host.split(".")[0])
-    return f"dhcp{host_uuid}-{network_id}"

@@ -15,8 +15,13 @@ from neutrino import exceptions as exc
 from neutrino.cmd.server import build_app, load_config
 from neutrino.context import Context
 from neutrino.db import migrate, models
-from neutrino.plugins.ml2.dhcp_rpc import RPC_NAMESPACE, DhcpRpcCallback, dhcp_device_id
-from neutrino.services.agents.dhcp_scheduler import DHCP_OWNER, RESERVED_DHCP_PORT
+from neutrino.plugins.ml2.dhcp_rpc import DhcpRpcCallback
+from neutrino.rpc.contracts.dhcp import (
+    DHCP_OWNER,
+    NAMESPACE,
+    RESERVED_DHCP_PORT,
+    dhcp_device_id,
+)
 from neutrino.services.agents.rpc import TIME_FORMAT, ReportStateEndpoint
 from tests.conftest import BACKENDS
 from tests.harness import create_database, start_server, wait_until
@@ -314,7 +319,7 @@ def test_dhcp_agent_gets_its_networks_over_rabbitmq(tmp_path, rabbit_url):
             try:
                 await loop.run_in_executor(None, lambda: wait_until(registered,
                                                                   what="registration"))
-                rpc = RpcClient(bus, topics.PLUGIN, "1.1", namespace=RPC_NAMESPACE)
+                rpc = RpcClient(bus, topics.PLUGIN, "1.1", namespace=NAMESPACE)
                 return await rpc.call(CTX, "get_active_networks_info", host=host)
             finally:
                 stop.set()

@@ -15,6 +15,7 @@ from neutrino.agents.base import AGENT_OPTIONS
 from neutrino.agents.linuxbridge import LinuxBridgeAgent
 from neutrino.linux.ip import FLOOD_MAC
 from neutrino.rpc.bus import Bus
+from neutrino.rpc.contracts.l2 import L2PluginApi
 from neutrino.rpc.transport import get_transport
 from tests.fakes.host import FakeIp, FakeLink
 
@@ -57,7 +58,7 @@ def agent(tmp_path):
 
 
 def sync(agent: LinuxBridgeAgent, host: FakeIp, plugin: FakePlugin, *dirty) -> None:
-    agent._ip, agent._plugin = host, plugin
+    agent._ip, agent._plugin = host, L2PluginApi(plugin)
     asyncio.run(agent.sync(False, set(dirty)))
 
 

@@ -30,15 +30,11 @@ from neutrino.definitions import port as port_def
 from neutrino.definitions import portbindings
 from neutrino.definitions.base import Attr
 from neutrino.definitions.portbindings import HOST_ID
-from neutrino.rpc import topics
-from neutrino.rpc.topics import dhcp_device_id
-from neutrino.services.agents.dhcp_scheduler import DHCP_OWNER, RESERVED_DHCP_PORT
+from neutrino.rpc.contracts import dhcp
+from neutrino.rpc.contracts.dhcp import DHCP_OWNER, RESERVED_DHCP_PORT, dhcp_device_id
 
 LOG = logging.getLogger(__name__)
 ADMIN = Context.admin()
-
-#: Neutron's RPC_NAMESPACE_DHCP_PLUGIN: DHCP agents address this API by it.
-RPC_NAMESPACE = topics.DHCP_NAMESPACE
 
 # The port attributes an agent may send: the port's own and the binding's.
 _PORT_ATTRS: dict[str, Attr] = {**port_def.RESOURCE.attrs,
@@ -89,8 +85,8 @@ class DhcpRpcCallback:
     get_dhcp_port. ``get_active_networks`` (dropped from the reference agent
     long ago) is still answered for old agents."""
 
-    rpc_version = "1.8"
-    rpc_namespace = RPC_NAMESPACE
+    rpc_version = dhcp.VERSION
+    rpc_namespace = dhcp.NAMESPACE
 
     def __init__(self, plugin: Any):
         self.plugin = plugin

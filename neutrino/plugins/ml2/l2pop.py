@@ -21,8 +21,7 @@ from sqlalchemy.engine import Connection
 from neutrino.db import models
 from neutrino.plugins.ml2 import segments
 from neutrino.plugins.ml2.api import MechanismDriver
-from neutrino.rpc import topics
-from neutrino.rpc.notifier import Notifier
+from neutrino.rpc.contracts.l2 import L2PopulationNotifier
 
 FLOOD_MAC = "00:00:00:00:00:00"
 FLOOD = [FLOOD_MAC, "0.0.0.0"]
@@ -48,7 +47,7 @@ def _tunnel_ips(conn: Connection, hosts: Iterable[str]) -> dict[str, str]:
 
 
 class L2Population:
-    def __init__(self, notifier: Notifier):
+    def __init__(self, notifier: L2PopulationNotifier):
         self._notifier = notifier
 
     def entries(self, conn: Connection, network_ids: list[str],
@@ -90,7 +89,7 @@ class L2Population:
                                      .distinct()).scalars())
         found = self.entries(conn, networks, port_ids) if networks else {}
         if found:
-            self._notifier.fanout(topics.L2POPULATION, "add_fdb_entries", fdb_entries=found)
+            self._notifier.add_fdb_entries(found)
 
     def ports_down(self, conn: Connection, ports: list[dict[str, Any]], host: str) -> None:
         """Tell every agent that these ports (views taken while they were up, on
@@ -118,5 +117,4 @@ class L2Population:
                                  "network_type": seg["network_type"],
                                  "ports": {remote: pairs if others else [FLOOD, *pairs]}}
         if found:
-            self._notifier.fanout(topics.L2POPULATION, "remove_fdb_entries",
-                                  fdb_entries=found)
+            self._notifier.remove_fdb_entries(found)

@@ -14,10 +14,8 @@ from typing import Any
 
 from neutrino.context import Context
 from neutrino.db.query import CollectionQuery
-from neutrino.rpc import topics
+from neutrino.rpc.contracts import metadata
 
-#: Neutron's RPC_NAMESPACE_METADATA
-RPC_NAMESPACE = topics.METADATA_NAMESPACE
 LIST_FILTERS = ("id", "network_id", "device_id", "device_owner")
 FIXED_IP_KEYS = ("ip_address", "subnet_id")
 
@@ -49,8 +47,8 @@ def query_of(filters: Any) -> CollectionQuery:
 
 
 class MetadataRpcCallback:
-    rpc_version = "1.0"
-    rpc_namespace = RPC_NAMESPACE
+    rpc_version = metadata.VERSION
+    rpc_namespace = metadata.NAMESPACE
 
     def __init__(self, plugin: Any):
         self.plugin = plugin

@@ -39,10 +39,10 @@ from neutrino.plugins.ml2.dhcp_rpc import DhcpRpcCallback
 from neutrino.plugins.ml2.l2pop import L2Population
 from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
 from neutrino.plugins.ml2.metadata_rpc import MetadataRpcCallback
-from neutrino.plugins.ml2.notifier import AgentNotifier
 from neutrino.plugins.ml2.rpc import Ml2RpcCallbacks
 from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
 from neutrino.rpc import topics
+from neutrino.rpc.contracts.l2 import L2AgentNotifier, L2PopulationNotifier
 from neutrino.rpc.notifier import Notifier
 from neutrino.services.agents.dhcp_scheduler import DhcpSchedulerPlugin
 from neutrino.services.agents.plugin import AgentsPlugin
@@ -105,8 +105,8 @@ class Ml2Plugin(Plugin):
         self.supported_extension_aliases = type(self).supported_extension_aliases + tuple(
             driver.extension_alias for driver in self.extension_drivers
             if driver.extension_alias)
-        self.notifier = AgentNotifier(Notifier(env.bus))
-        self.l2pop = (L2Population(Notifier(env.bus))
+        self.notifier = L2AgentNotifier(Notifier(env.bus))
+        self.l2pop = (L2Population(L2PopulationNotifier(Notifier(env.bus)))
                       if "l2population" in conf.ml2.mechanism_drivers else None)
         # plugins this one brings along, serving resources of their own
         self.companions: list[Plugin] = [

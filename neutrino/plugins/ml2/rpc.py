@@ -18,6 +18,7 @@ from neutrino.db import models
 from neutrino.db.util import now
 from neutrino.definitions.portbindings import HOST_ID
 from neutrino.plugins.ml2 import segments
+from neutrino.rpc.contracts import l2
 
 TAP_PREFIX = "tap"
 ADMIN = Context.admin()
@@ -39,7 +40,7 @@ def _by_version(ids: list[str], rows: Iterable[Any]) -> dict[str, dict[str, list
 
 
 class Ml2RpcCallbacks:
-    rpc_version = "1.9"
+    rpc_version = l2.VERSION
 
     def __init__(self, plugin: Any):
         self.plugin = plugin

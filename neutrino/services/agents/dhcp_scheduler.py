@@ -31,7 +31,7 @@ from neutrino.definitions.agent_scheduler import (
     NetworkNotHostedByDhcpAgent,
 )
 from neutrino.plugins.base import Environment, Plugin
-from neutrino.rpc import topics
+from neutrino.rpc.contracts.dhcp import DHCP_OWNER, RESERVED_DHCP_PORT, DhcpAgentNotifier
 from neutrino.rpc.notifier import Notifier
 from neutrino.services.agents import db as agents_db
 from neutrino.services.agents import scheduling
@@ -41,10 +41,6 @@ LOG = logging.getLogger(__name__)
 ADMIN = Context.admin()
 S = models.subnets
 P = models.ports
-DHCP_OWNER = "network:dhcp"
-# A DHCP port kept for the next agent of its network, as Neutron marks it.
-RESERVED_DHCP_PORT = "reserved_dhcp_port"
-
 # Changes after which a network without agents gets some.
 SCHEDULING_EVENTS = ("subnet_create_end", "subnet_update_end", "port_create_end")
 
@@ -82,15 +78,14 @@ class DhcpSchedulerPlugin(Plugin):
         self.auto_schedule: bool = conf.network_auto_schedule
         self.failover: bool = conf.allow_automatic_dhcp_failover
         self.down_time: int = conf.agent_down_time
-        self.notifier = Notifier(env.bus)
+        self.notifier = DhcpAgentNotifier(Notifier(env.bus))
         self.started = now()
 
     def _alive_since(self) -> datetime.datetime:
         return agents_db.cutoff(now(), self.down_time)
 
     def _cast(self, hosts: list[str], method: str, payload: dict[str, Any]) -> None:
-        for host in hosts:
-            self.notifier.cast(topics.DHCP_AGENT, host, method, payload=payload)
+        self.notifier.notify(hosts, method, payload)
 
     # --- the admin's API ---------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from neutrino.config import Config
 from neutrino.db.engine import Database
+from neutrino.rpc.contracts import reports
 from neutrino.services.agents import db as agents_db
 
 LOG = logging.getLogger(__name__)
@@ -49,7 +50,7 @@ class ReportStateEndpoint:
     """API version 1.2: 1.1 made ``report_state`` answer the agent's status, 1.2
     added ``has_alive_neutron_server``."""
 
-    rpc_version = "1.2"
+    rpc_version = reports.VERSION
 
     def __init__(self, db: Database, conf: Config,
                  clock: Callable[[], datetime.datetime] = _utcnow):

@@ -29,7 +29,7 @@ from neutrino.definitions.agent_scheduler import (
     RouterNotHostedByL3Agent,
 )
 from neutrino.plugins.base import Environment, Plugin
-from neutrino.rpc import topics
+from neutrino.rpc.contracts.l3 import L3AgentNotifier
 from neutrino.rpc.notifier import Notifier
 from neutrino.services.agents import db as agents_db
 from neutrino.services.agents import scheduling
@@ -70,15 +70,11 @@ class L3AgentSchedulerPlugin(Plugin):
         self.auto_schedule: bool = conf.router_auto_schedule
         self.failover: bool = conf.allow_automatic_l3agent_failover
         self.down_time: int = conf.agent_down_time
-        self.notifier = Notifier(env.bus)
+        self.notifier = L3AgentNotifier(Notifier(env.bus))
         self.started = now()
 
     def _alive_since(self) -> datetime.datetime:
         return agents_db.cutoff(now(), self.down_time)
-
-    def _cast(self, hosts: Sequence[str], method: str, **args: Any) -> None:
-        for host in hosts:
-            self.notifier.cast(topics.L3_AGENT, host, method, **args)
 
     # --- the admin's API ---------------------------------------------------------------
 
@@ -121,7 +117,7 @@ class L3AgentSchedulerPlugin(Plugin):
 
         host = self.db.write(work)
         if host is not None:
-            self._cast([host], "router_added_to_agent", payload=[router_id])
+            self.notifier.router_added_to_agent(host, [router_id])
 
     def remove_router_from_l3_agent(self, ctx: Context, agent_id: str, router_id: str
                                     ) -> None:
@@ -134,7 +130,7 @@ class L3AgentSchedulerPlugin(Plugin):
             return agent.host
 
         host = self.db.write(work)
-        self._cast([host], "router_removed_from_agent", payload={"router_id": router_id})
+        self.notifier.router_removed_from_agent(host, router_id)
 
     # --- scheduling and notifying --------------------------------------------------------
 
@@ -178,7 +174,7 @@ class L3AgentSchedulerPlugin(Plugin):
             for host in names:
                 by_host.setdefault(host, []).append(router_id)
         for host, ids in by_host.items():
-            self._cast([host], "routers_updated", routers=ids)
+            self.notifier.routers_updated([host], ids)
 
     def hosts_of(self, router_id: str) -> list[str]:
         """The hosts of the agents serving the router (to keep before a delete)."""
@@ -186,7 +182,7 @@ class L3AgentSchedulerPlugin(Plugin):
             row.host for row in scheduling.agents_hosting(conn, L3, [router_id])[router_id]])
 
     def router_deleted(self, router_id: str, hosts: Sequence[str]) -> None:
-        self._cast(hosts, "router_deleted", router_id=router_id)
+        self.notifier.router_deleted(hosts, router_id)
 
     def active_routers(self, host: str, router_ids: Sequence[str] | None = None
                        ) -> list[str]:
@@ -260,5 +256,5 @@ class L3AgentSchedulerPlugin(Plugin):
         for router_id, old, new in self.db.write(work):
             LOG.warning("router %s moved from the dead L3 agent on %s to %s", router_id,
                         old, new)
-            self._cast([old], "router_removed_from_agent", payload={"router_id": router_id})
-            self._cast([new], "router_added_to_agent", payload=[router_id])
+            self.notifier.router_removed_from_agent(old, router_id)
+            self.notifier.router_added_to_agent(new, [router_id])

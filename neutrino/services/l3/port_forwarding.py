@@ -28,7 +28,7 @@ from neutrino.definitions.port_forwarding import bad_port_forwarding
 from neutrino.definitions.validators import new_uuid
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import ports
-from neutrino.rpc import topics
+from neutrino.rpc.contracts.l3 import L3AgentNotifier
 from neutrino.rpc.notifier import Notifier
 from neutrino.services.agents import scheduling
 from neutrino.services.l3 import floatingips, routers
@@ -60,7 +60,7 @@ class PortForwardingPlugin(Plugin):
         super().__init__(env)
         env.hooks.before_port_delete.append(self._before_port_delete)
         env.hooks.extend_floatingips.append(self._extend_floatingips)
-        self.notifier = Notifier(env.bus)
+        self.notifier = L3AgentNotifier(Notifier(env.bus))
 
     @staticmethod
     def _extend_floatingips(conn: Connection, views: list[dict[str, Any]]) -> None:
@@ -82,7 +82,7 @@ class PortForwardingPlugin(Plugin):
                 if row.admin_state_up:
                     by_host.setdefault(row.host, []).append(router_id)
         for host, ids in sorted(by_host.items()):
-            self.notifier.cast(topics.L3_AGENT, host, "routers_updated", routers=ids)
+            self.notifier.routers_updated([host], ids)
 
     def get_floatingip_port_forwardings(self, ctx: Context, fip_id: str,
                                         query: CollectionQuery) -> list[dict[str, Any]]:

@@ -32,6 +32,8 @@ from neutrino.db.util import CHUNK, chunked, now
 from neutrino.definitions.l3 import ROUTER_INTERFACE
 from neutrino.definitions.portbindings import HOST_ID
 from neutrino.plugins.core import subnets as subnets_db
+from neutrino.rpc.contracts import l3
+from neutrino.rpc.contracts.l3 import FIP_STATUSES, FLOATINGIPS, INTERFACES, PORT_FORWARDINGS
 from neutrino.services.l3 import floatingips, routers
 
 LOG = logging.getLogger(__name__)
@@ -44,12 +46,7 @@ S = models.subnets
 SP = models.subnetpools
 N = models.networks
 
-# Neutron's keys in a router's sync data
-INTERFACES = "_interfaces"
-FLOATINGIPS = "_floatingips"
-PORT_FORWARDINGS = "_port_forwardings"
 PF = models.port_forwardings
-FIP_STATUSES = ("ACTIVE", "DOWN", "ERROR")
 
 
 class TooManyExternalNetworks(exc.NeutronException):
@@ -69,7 +66,7 @@ def _subnet_info(subnet: dict[str, Any]) -> dict[str, Any]:
 
 
 class L3RpcCallback:
-    rpc_version = "1.12"
+    rpc_version = l3.VERSION
 
     def __init__(self, plugin: Any):
         self.plugin = plugin

@@ -15,7 +15,7 @@ from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db.query import CollectionQuery
 from neutrino.plugins.base import Environment, Plugin
-from neutrino.plugins.ml2.notifier import AgentNotifier
+from neutrino.rpc.contracts.l2 import L2AgentNotifier
 from neutrino.services.secgroups import address_groups
 
 
@@ -31,7 +31,7 @@ def _addresses_of(body: dict[str, Any]) -> Any:
 class AddressGroupPlugin(Plugin):
     supported_extension_aliases = ("address-group",)
 
-    def __init__(self, env: Environment, notifier: AgentNotifier):
+    def __init__(self, env: Environment, notifier: L2AgentNotifier):
         super().__init__(env)
         self.notifier = notifier
 

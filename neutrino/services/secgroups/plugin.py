@@ -17,7 +17,7 @@ from neutrino.db.query import CollectionQuery
 from neutrino.db.util import bump
 from neutrino.definitions import securitygroup as sg
 from neutrino.plugins.base import Environment, Plugin
-from neutrino.plugins.ml2.notifier import AgentNotifier
+from neutrino.rpc.contracts.l2 import L2AgentNotifier
 from neutrino.services.secgroups import address_groups, checks, groups, rules
 
 
@@ -27,7 +27,7 @@ class SecurityGroupPlugin(Plugin):
         "security-groups-shared-filtering", "security-groups-remote-address-group",
     )
 
-    def __init__(self, env: Environment, notifier: AgentNotifier):
+    def __init__(self, env: Environment, notifier: L2AgentNotifier):
         super().__init__(env)
         self.notifier = notifier
         self.quota = env.quota
