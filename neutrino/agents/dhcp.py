@@ -35,8 +35,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import shutil
-import subprocess
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -44,16 +42,17 @@ from neutrino.agents.base import Agent, converge_each, named
 from neutrino.agents.cmd import main as run_agent
 from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_list
-from neutrino.linux import dnsmasq, host_check, interface, ip, metadata_proxy, process
+from neutrino.linux import dnsmasq, host_check, interface, metadata_proxy
+from neutrino.linux.dhcp import DhcpDataplane
 from neutrino.linux.dnsmasq import Network
-from neutrino.linux.metadata_proxy import METADATA_CIDR, METADATA_IP, METADATA_PORT
+from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.contracts import dhcp as contract
-from neutrino.rpc.contracts.dhcp import DHCP_OWNER, DhcpPluginApi, dhcp_device_id
+from neutrino.rpc.client import RpcClient
+from neutrino.rpc.topics import dhcp_device_id
 
 LOG = logging.getLogger(__name__)
 
-NAMESPACE = "qdhcp-"
+DHCP_OWNER = "network:dhcp"
 
 
 def parse_lease(text: str) -> int:
@@ -90,21 +89,10 @@ OPTIONS = (
 )
 
 
-def namespace_name(network_id: str) -> str:
-    return NAMESPACE + network_id
-
-
-def _cidrs(network: Network, port: dict[str, Any]) -> list[str]:
-    """The DHCP port's addresses on DHCP subnets, with their subnets' prefixes."""
-    prefixes = {s["id"]: s["cidr"].split("/")[1] for s in dnsmasq.dhcp_subnets(network)}
-    return sorted(f"{fixed['ip_address']}/{prefixes[fixed['subnet_id']]}"
-                  for fixed in port["fixed_ips"] if fixed["subnet_id"] in prefixes)
-
-
 class DhcpNotifications:
     """What the server tells DHCP agents (on ``dhcp_agent`` and ``dhcp_agent.host``)."""
 
-    rpc_version = contract.NOTIFICATION_VERSION
+    rpc_version = "1.0"
 
     def __init__(self, agent: Agent):
         self._agent = agent
@@ -147,138 +135,18 @@ class DhcpNotifications:
         self._network(payload)
 
 
-class DhcpDataplane:
-    """The host side of serving networks: blocking calls (netlink, files,
-    processes), which the agent runs in threads."""
-
-    def __init__(self, confs_dir: str, settings: dnsmasq.Settings,
-                 driver: interface.InterfaceDriver,
-                 metadata_socket: str | None = None):
-        """``metadata_socket``: the metadata agent's socket, when isolated
-        networks get metadata here (None: they do not)."""
-        self.confs_dir = confs_dir
-        self.settings = settings
-        self.driver = driver
-        self.metadata_socket = metadata_socket
-
-    def conf_dir(self, network_id: str) -> str:
-        return os.path.join(self.confs_dir, network_id)
-
-    def present(self) -> set[str]:
-        """The networks set up here (even partly): those with a directory."""
-        try:
-            return {name for name in os.listdir(self.confs_dir)
-                    if os.path.isdir(self.conf_dir(name))}
-        except FileNotFoundError:
-            return set()
-
-    def serve(self, network: Network, port: dict[str, Any]) -> None:
-        """Make the namespace, the port's device and dnsmasq match ``network``
-        (whose ports include ``port``, the DHCP port): new files are a SIGHUP,
-        a new command line a restart, nothing new nothing at all."""
-        conf_dir = self.conf_dir(network["id"])
-        dnsmasq.make_conf_dir(conf_dir)  # first: it is how a network is known here
-        namespace = namespace_name(network["id"])
-        ip.add_namespace(namespace)
-        with ip.IpNetns(namespace) as inside:
-            inside.set("lo", up=True)
-        device = self.driver.plug(port["id"], port["mac_address"], network.get("mtu") or 1500,
-                                  namespace)
-        routes = dnsmasq.metadata_routes(network, port) if self.metadata_socket else {}
-        self._set_addresses(device, _cidrs(network, port), bool(routes), namespace)
-        for other in self.driver.devices(namespace):
-            if other != device:  # an earlier DHCP port's
-                self.driver.unplug(other, namespace)
-        changed = dnsmasq.write_files(conf_dir, dnsmasq.files(network, self.settings, routes))
-        argv = dnsmasq.command(network, device, conf_dir, self.settings)
-        daemon = dnsmasq.Dnsmasq(conf_dir, namespace)
-        running = daemon.argv()
-        if running is None:
-            LOG.info("network %s: starting dnsmasq", network["id"])
-            self.driver.wait_usable(device, namespace)
-            daemon.start(argv)
-        elif running != argv:
-            LOG.info("network %s: its subnets or routers changed, restarting dnsmasq",
-                     network["id"])
-            self.driver.wait_usable(device, namespace)
-            daemon.restart(argv)
-        elif changed:
-            LOG.debug("network %s: ports changed, dnsmasq reloads", network["id"])
-            daemon.reload()
-        self._metadata(network["id"], bool(routes))
-
-    def _set_addresses(self, device: str, cidrs: list[str], metadata: bool,
-                       namespace: str) -> None:
-        """The port's addresses, and 169.254.169.254 while metadata is served
-        (kept by ``set_addresses`` as a link-local address: removed here)."""
-        self.driver.set_addresses(device, [*cidrs, *([METADATA_CIDR] if metadata else [])],
-                                  namespace)
-        if not metadata:
-            with ip.IpNetns(namespace) as inside:
-                present = METADATA_CIDR in inside.addresses(device)
-            if present:
-                subprocess.run(["ip", "-n", namespace, "addr", "del", METADATA_CIDR, "dev",
-                                device], check=True, capture_output=True, timeout=10)
-
-    def _metadata(self, network_id: str, wanted: bool) -> None:
-        """The network's metadata proxy running (started again if it died) or not."""
-        conf_dir = self.conf_dir(network_id)
-        if not wanted:
-            if metadata_proxy.proxy_pid(conf_dir) is not None:
-                LOG.info("network %s: a router serves its metadata now, or nothing does: "
-                         "stopping the metadata proxy", network_id)
-            metadata_proxy.stop_proxy(conf_dir)
-            return
-        assert self.metadata_socket is not None
-        metadata_proxy.start_proxy(namespace_name(network_id), METADATA_PORT,
-                                   metadata_proxy.NETWORK_HEADER, network_id,
-                                   self.metadata_socket, conf_dir, listen_host=METADATA_IP)
-
-    def daemons(self, network_id: str) -> dict[str, int | None]:
-        """The network's daemons that should run (dnsmasq once it is set up
-        here, the metadata proxy once started and not stopped since), by name:
-        their pid, or None for one that does not run."""
-        conf_dir = self.conf_dir(network_id)
-        if not os.path.isdir(conf_dir):
-            return {}
-        found = {"dnsmasq": dnsmasq.Dnsmasq(conf_dir, namespace_name(network_id)).pid()}
-        if os.path.exists(os.path.join(conf_dir, metadata_proxy.PID)):
-            found["metadata proxy"] = metadata_proxy.proxy_pid(conf_dir)
-        return found
-
-    def dead(self, network_ids: list[str]) -> list[str]:
-        """Those of ``network_ids`` (served here) whose dnsmasq or metadata proxy
-        should run and does not."""
-        return [network_id for network_id in network_ids
-                if None in self.daemons(network_id).values()]
-
-    def retire(self, network_id: str) -> None:
-        """Take everything of the network away, whatever is left of it."""
-        conf_dir = self.conf_dir(network_id)
-        namespace = namespace_name(network_id)
-        metadata_proxy.stop_proxy(conf_dir)
-        dnsmasq.Dnsmasq(conf_dir, namespace).stop()
-        if namespace in ip.namespaces():
-            for device in self.driver.devices(namespace):
-                self.driver.unplug(device, namespace)
-            for pid in ip.namespace_pids(namespace):  # anything else we left there
-                process.terminate(pid, 2.0)
-            ip.delete_namespace(namespace)
-        shutil.rmtree(conf_dir, ignore_errors=True)
-        LOG.info("network %s: DHCP taken down", network_id)
-
-
 class DhcpAgent(Agent):
     agent_type = "DHCP agent"
     binary = "neutrino-dhcp-agent"
-    topic = contract.AGENT_TOPIC
+    topic = topics.DHCP_AGENT
     option_groups = OPTIONS
 
     def __init__(self, conf: Config, bus: Bus, agent_namespace: str | None = None):
         """``agent_namespace``: where the DHCP ports' taps go (None: where the agent
         runs; tests give a namespace standing in for the host)."""
         super().__init__(conf, bus)
-        self._plugin = DhcpPluginApi.on(bus)
+        self._plugin = RpcClient(bus, topics.PLUGIN, "1.8",
+                                 namespace=topics.DHCP_NAMESPACE)
         #: the networks this agent serves, as the server gave them (with subnets, ports)
         self.networks: dict[str, dict[str, Any]] = {}
         #: network id -> the ports told ready (dhcp_ready_on_ports) since the agent started
@@ -350,7 +218,7 @@ class DhcpAgent(Agent):
         no longer scheduled here: moved to another agent, or deleted); then the
         host made to match them."""
         if full:
-            found = await self._plugin.get_active_networks_info(self.context,
+            found = await self._plugin.call(self.context, "get_active_networks_info",
                                             host=self.host)
             self.networks = {net["id"]: net for net in found}
             changed = set(self.networks)
@@ -360,12 +228,12 @@ class DhcpAgent(Agent):
             changed = named(dirty, "network")
             if not changed:
                 return
-            hosted = set(await self._plugin.get_active_networks(self.context,
+            hosted = set(await self._plugin.call(self.context, "get_active_networks",
                                                  host=self.host))
             for network_id in changed:
                 info = None
                 if network_id in hosted:
-                    info = await self._plugin.get_network_info(self.context,
+                    info = await self._plugin.call(self.context, "get_network_info",
                                                    network_id=network_id, host=self.host)
                 if info is None:
                     self.networks.pop(network_id, None)
@@ -396,7 +264,7 @@ class DhcpAgent(Agent):
         port = next((p for p in network["ports"] if p["device_id"] == device_id
                      and p["device_owner"] == DHCP_OWNER), None)
         if port is None:
-            return await self._plugin.create_dhcp_port(self.context, host=self.host,
+            return await self._plugin.call(self.context, "create_dhcp_port", host=self.host,
                                            port={"port": {
                                                "network_id": network["id"],
                                                "device_id": device_id,
@@ -409,7 +277,7 @@ class DhcpAgent(Agent):
             return port
         LOG.info("network %s: DHCP port %s gets an address on %s", network["id"], port["id"],
                  ", ".join(missing))
-        return await self._plugin.update_dhcp_port(self.context, host=self.host,
+        return await self._plugin.call(self.context, "update_dhcp_port", host=self.host,
                                        port_id=port["id"], port={"port": {
                                            "network_id": network["id"],
                                            "fixed_ips": [*held, *({"subnet_id": s}
@@ -431,7 +299,7 @@ class DhcpAgent(Agent):
         told = self._ready.setdefault(network["id"], set())
         new = sorted(set(dnsmasq.served_ports(view)) - told)
         if new:
-            await self._plugin.dhcp_ready_on_ports(self.context, port_ids=new)
+            await self._plugin.call(self.context, "dhcp_ready_on_ports", port_ids=new)
             told.update(new)
 
     async def _retire(self, network_id: str) -> None:
@@ -444,7 +312,7 @@ class DhcpAgent(Agent):
             had = True
             await asyncio.to_thread(self.dataplane.retire, network_id)
         if had:
-            await self._plugin.release_dhcp_port(self.context, network_id=network_id,
+            await self._plugin.call(self.context, "release_dhcp_port", network_id=network_id,
                                     device_id=dhcp_device_id(network_id, self.host),
                                     host=self.host)
 
