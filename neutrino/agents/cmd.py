@@ -3,13 +3,11 @@ line and a non-zero exit for the first that fails), the loop, SIGTERM."""
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import logging
 import signal
 import sys
 
-from neutrino import config
+from neutrino import cli, config, log
 from neutrino.agents.base import AGENT_OPTIONS, Agent
 from neutrino.linux.errors import HostError
 from neutrino.rpc.bus import Bus
@@ -18,10 +16,8 @@ from neutrino.rpc.transport import TransportURLError, get_transport
 
 
 def main(agent_class: type[Agent], argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog=agent_class.binary)
-    parser.add_argument("--config-file", action="append", default=[],
-                        help="INI file; repeatable, later files override earlier ones")
-    args = parser.parse_args(argv)
+    args = cli.parser(agent_class.binary, cli.describe(sys.modules[agent_class.__module__].__doc__),
+                      _sections(agent_class)).parse_args(argv)
     try:
         conf = config.load(args.config_file)
         conf.register((AGENT_OPTIONS, *agent_class.option_groups))
@@ -29,8 +25,11 @@ def main(agent_class: type[Agent], argv: list[str] | None = None) -> None:
     except (config.ConfigError, TransportURLError) as error:
         print(f"{agent_class.binary}: {error}", file=sys.stderr)
         sys.exit(2)
-    logging.basicConfig(level=logging.DEBUG if conf.DEFAULT.debug else logging.INFO,
-                        format="%(asctime)s %(process)d %(levelname)s %(name)s %(message)s")
+    try:
+        log.setup(conf, agent_class.binary, cli.logging_overrides(args))
+    except config.ConfigError as error:
+        print(f"{agent_class.binary}: {error}", file=sys.stderr)
+        sys.exit(2)
     conf.warn_unknown()  # every group the agent reads is registered by now
     try:
         agent = agent_class(conf, Bus(transport, timeout=conf.DEFAULT.rpc_response_timeout))
@@ -45,6 +44,15 @@ def main(agent_class: type[Agent], argv: list[str] | None = None) -> None:
               file=sys.stderr)
         sys.exit(2)
     asyncio.run(_serve(agent))
+
+
+def _sections(agent_class: type[Agent]) -> str:
+    """What --help says of the agent's configuration: the sections it reads."""
+    sections = dict.fromkeys(["DEFAULT", AGENT_OPTIONS.name,
+                              *(group.name for group in agent_class.option_groups)])
+    sample = agent_class.binary.removeprefix("neutrino-").replace("-", "_") + ".ini"
+    return (f"It reads {', '.join(f'[{name}]' for name in sections)} of the config files "
+            f"(the project's etc/neutrino.conf and etc/{sample} document them).")
 
 
 async def _serve(agent: Agent) -> None:

@@ -11,18 +11,23 @@ once it serves, ``--stop`` ends that one (neutrino/cmd/background.py).
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import sys
 
-from neutrino import config
+from neutrino import cli, config
 from neutrino.agents.base import AGENT_OPTIONS, Agent
 from neutrino.agents.dhcp import DhcpAgent
 from neutrino.agents.l3 import L3Agent
 from neutrino.agents.linuxbridge import LinuxBridgeAgent
 from neutrino.agents.metadata import MetadataAgent
 from neutrino.cmd import background
-from neutrino.cmd.server import StartupError, build_app, check, set_up_database
+from neutrino.cmd.server import (
+    StartupError,
+    build_app,
+    check,
+    pass_logging_options,
+    set_up_database,
+)
 from neutrino.cmd.startup import listen, serve
 from neutrino.linux.errors import HostError
 from neutrino.rpc.bus import Bus
@@ -69,10 +74,7 @@ def make_agents(conf: config.Config) -> list[Agent]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="neutrino-all-in-one", description=__doc__.split(
-        "\n\n")[0])
-    parser.add_argument("--config-file", action="append", default=[],
-                        help="INI file; repeatable, later files override earlier ones")
+    parser = cli.parser(PROGRAM, cli.describe(__doc__))
     parser.add_argument("--background", action="store_true",
                         help="run detached (output to $state_path/all-in-one.log); return "
                              "once the API answers and this host's agents are alive")
@@ -80,6 +82,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="stop the one started with --background (same --config-file), "
                              "and wait until it is gone")
     args = parser.parse_args(argv)
+    pass_logging_options(PROGRAM, args)
     if args.stop:
         background.stop_from_files(PROGRAM, args.config_file)
         return
@@ -103,4 +106,4 @@ def main(argv: list[str] | None = None) -> None:
     app.background.append(AgentsService(agents))
     opts = conf.DEFAULT
     serve(app, sockets, host=opts.bind_host, port=opts.bind_port, access_log=False,
-          log_level="warning", timeout_graceful_shutdown=5)
+          log_level="warning", timeout_graceful_shutdown=5, log_config=None)

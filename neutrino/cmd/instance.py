@@ -58,6 +58,7 @@ from typing import Any
 
 from pyroute2 import NetlinkError
 
+from neutrino import cli
 from neutrino.linux.ip import IpNetns, add_namespace, delete_namespace, set_ipv6_conf
 from neutrino.linux.names import tap_name
 
@@ -377,9 +378,9 @@ def unplug(api: Api | None, port_id: str, host_netns: str | None,
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="neutrino-instance", description=__doc__.split(
-        "\n\n")[0])
-    parser.add_argument("--url", default="http://127.0.0.1:9696", help="the API")
+    parser = cli.parser("neutrino-instance", cli.describe(__doc__), config_files=False)
+    parser.add_argument("--url", default="http://127.0.0.1:9696",
+                        help="the Networking API's root URL (default: %(default)s)")
     parser.add_argument("--token", default=os.environ.get("OS_TOKEN"),
                         help="a keystone token (default: $OS_TOKEN)")
     host_options = argparse.ArgumentParser(add_help=False)
@@ -390,20 +391,26 @@ def main(argv: list[str] | None = None) -> None:
                               help="the Open vSwitch integration bridge (default: br-int)")
     sub = parser.add_subparsers(dest="command", required=True)
     plug_cmd = sub.add_parser("plug", parents=[host_options],
-                              help="bind the port and plug an instance into it")
-    plug_cmd.add_argument("port_id")
+                              help="bind the port and plug an instance into it",
+                              description="Bind the port to --host, make the instance "
+                                          "(namespace inst-<port id[:11]>) on a veth to the "
+                                          "port's tap, run DHCP in it, and print the "
+                                          "namespace and the addresses it got.")
+    plug_cmd.add_argument("port_id", help="the port's id")
     plug_cmd.add_argument("--host", default=socket.gethostname(),
-                          help="the binding:host_id (the L2 agent's host)")
+                          help="the binding:host_id (the L2 agent's host; default: this "
+                               "machine's name, %(default)s)")
     plug_cmd.add_argument("--no-dhcp", dest="dhcp", action="store_false",
                           help="leave eth0 without an address")
-    plug_cmd.add_argument("--timeout", type=int, default=15, help="DHCP tries (1 s each)")
+    plug_cmd.add_argument("--timeout", type=int, default=15,
+                          help="DHCP tries, 1 s each (default: %(default)s)")
     plug_cmd.add_argument("--availability-zone", default=DEFAULT_ZONE,
                           help="the zone in device_owner compute:<zone>, for a port without "
                                f"a device (default: {DEFAULT_ZONE})")
     unplug_cmd = sub.add_parser("unplug", parents=[host_options],
                                 help="remove the instance, unbind the port, clear the "
                                      "device plug set")
-    unplug_cmd.add_argument("port_id")
+    unplug_cmd.add_argument("port_id", help="the port's id")
     unplug_cmd.add_argument("--keep-binding", action="store_true",
                             help="leave the port as it is (binding:host_id, device_id)")
     args = parser.parse_args(argv)

@@ -16,7 +16,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from neutrino import config
+from neutrino import cli, config, log
 from neutrino.api import keystone, policy
 from neutrino.api.agent_scheduler import AgentSchedulerController
 from neutrino.api.app import ApiApp
@@ -45,6 +45,11 @@ from neutrino.services.servicetype import ServiceTypePlugin
 
 LOG = logging.getLogger("neutrino.server")
 CONFIG_ENV = config.CONFIG_ENV
+#: the program's name and the logging options of its command line, for its workers
+LOG_ENV = "NEUTRINO_LOG_OPTIONS"
+PROGRAM = "neutrino-server"
+DESCRIPTION = ("Serve the OpenStack Networking API v2.0, and the agents' calls on the "
+               "message bus, as the config files say.")
 
 
 def load_config(files: list[str]) -> config.Config:
@@ -193,8 +198,18 @@ def stop_rpc_workers(workers: list[multiprocessing.Process]) -> None:
 
 
 def _logging(conf: config.Config) -> None:
-    logging.basicConfig(level=logging.DEBUG if conf.DEFAULT.debug else logging.INFO,
-                        format="%(asctime)s %(process)d %(levelname)s %(name)s %(message)s")
+    """Logging as ``conf`` and the command line (``LOG_ENV``, which workers inherit) say."""
+    given = json.loads(os.environ.get(LOG_ENV) or "{}")
+    program = given.pop("program", PROGRAM)
+    try:
+        log.setup(conf, program, given)
+    except config.ConfigError as error:
+        raise StartupError(str(error)) from None
+
+
+def pass_logging_options(program: str, args: argparse.Namespace) -> None:
+    """The command line's logging options, for ``_logging`` here and in the workers."""
+    os.environ[LOG_ENV] = json.dumps({"program": program, **cli.logging_overrides(args)})
 
 
 def check(files: list[str], extra_groups: Iterable[config.OptGroup] = ()) -> config.Config:
@@ -260,10 +275,8 @@ def prepare(files: list[str], extra_groups: Iterable[config.OptGroup] = ()
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="neutrino-server")
-    parser.add_argument("--config-file", action="append", default=[],
-                        help="INI file; repeatable, later files override earlier ones")
-    args = parser.parse_args(argv)
+    args = cli.parser(PROGRAM, DESCRIPTION).parse_args(argv)
+    pass_logging_options(PROGRAM, args)
     try:
         conf, sockets = prepare(args.config_file)
     except StartupError as error:
@@ -273,7 +286,8 @@ def main(argv: list[str] | None = None) -> None:
     LOG.info("serving the Networking API on http://%s:%s with %d worker(s)",
              opts.bind_host, opts.bind_port, opts.api_workers)
     common = {"host": opts.bind_host, "port": opts.bind_port, "access_log": False,
-              "log_level": "warning", "timeout_graceful_shutdown": 5}
+              "log_level": "warning", "timeout_graceful_shutdown": 5,
+              "log_config": None}  # uvicorn's records go to the handlers of neutrino.log
     files = [os.path.abspath(f) for f in args.config_file]
     rpc_workers = start_rpc_workers(opts.rpc_workers, files)
     if rpc_workers:

@@ -21,7 +21,7 @@ import httpx
 import pytest
 from alembic.script import ScriptDirectory
 
-from neutrino import config
+from neutrino import config, log
 from neutrino.api import keystone, policy
 from neutrino.cmd.server import load_config
 from neutrino.db import migrate
@@ -425,6 +425,7 @@ def test_example_config_documents_every_option_with_its_default(tmp_path):
         if match:
             documented[(section, match.group(1))] = number
     groups = [*config.CORE_GROUPS, keystone.GROUP, policy.GROUP, providers.GROUP]
+    groups.append(log.GROUP)  # [DEFAULT]'s logging options, registered by each command
     expected = {(g.name, o.name) for g in groups for o in g.opts}
     assert set(documented) == expected
 
@@ -443,6 +444,7 @@ def test_example_config_documents_every_option_with_its_default(tmp_path):
     uncommented = "\n".join(re.sub(r"^#(\w+ =)", r"\1", line) for line in lines)
     parsed = config.load([str(write(tmp_path / "uncommented.conf", uncommented))],
                          [keystone.GROUP, policy.GROUP, providers.GROUP])
+    parsed.register([log.GROUP])
     for group in groups:
         for opt in group.opts:
             assert getattr(parsed.group(group.name), opt.name) == opt.default, opt.name
