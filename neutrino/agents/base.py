@@ -18,6 +18,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any, ClassVar
 
 from neutrino import config
+from neutrino.agents.extensions.api import AgentHandles
+from neutrino.agents.extensions.manager import Extensions, load
 from neutrino.config import Opt, OptGroup, int_range
 from neutrino.linux.errors import HostError
 from neutrino.linux.host_check import Needs
@@ -91,6 +93,10 @@ class Agent:
     #: notification topics it also listens to (fanouts from the server)
     notification_topics: ClassVar[tuple[str, ...]] = ()
     option_groups: ClassVar[tuple[OptGroup, ...]] = ()
+    #: which agent extensions it runs ("l2", "dhcp", "l3"; empty: none)
+    extension_kind: ClassVar[str] = ""
+    #: the extensions it runs when ``[agent] extensions`` is unset
+    default_extensions: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, conf: config.Config, bus: Bus):
         self.conf = conf
@@ -104,6 +110,11 @@ class Agent:
         self._dirty: set[Any] = set()
         self._wakeup = asyncio.Event()
         self.resources_synced = False
+        #: ``ExtensionNotFound`` (a ValueError, one line) for a name found nowhere
+        self.extensions: Extensions[Any] = Extensions(
+            load(conf, self.extension_kind, self.default_extensions)
+            if self.extension_kind else ())
+        self._extensions_started = False
         bus.transport.on_connection_lost(lambda error: self.request_full_sync())
 
     # --- what a concrete agent says and does -------------------------------------------
@@ -122,6 +133,31 @@ class Agent:
 
     async def sync(self, full: bool, dirty: set[Any]) -> None:
         """Make the host match the server's desired state (see the module docstring)."""
+
+    def extension_handles(self) -> AgentHandles:
+        """What the extensions are given; agents add their dataplane and state."""
+        return AgentHandles(conf=self.conf, bus=self.bus, host=self.host,
+                            agent_type=self.agent_type, context=self.context,
+                            mark_dirty=self.mark_dirty,
+                            request_full_sync=self.request_full_sync)
+
+    def start_extensions(self) -> None:
+        """Initialize the extensions, once, before the first sync."""
+        if not self._extensions_started:
+            self._extensions_started = True
+            self.extensions.initialize(self.extension_handles())
+
+    async def sync_with_extensions(self, full: bool, dirty: set[Any]) -> None:
+        """``sync``, with the extensions' full-sync hooks around a full one."""
+        if full:
+            await self.extensions.each("before_full_sync",
+                                       lambda e: e.before_full_sync())
+        try:
+            await self.sync(full, dirty)
+        finally:
+            if full:
+                await self.extensions.each("after_full_sync",
+                                           lambda e: e.after_full_sync())
 
     def host_needs(self) -> Needs:
         """What the agent, as configured, will use on the host (tools, devices,
@@ -199,7 +235,7 @@ class Agent:
                 LOG.info("full sync")
             started = time.monotonic()
             try:
-                await self.sync(full, dirty)
+                await self.sync_with_extensions(full, dirty)
                 if full:
                     self.resources_synced = True
                     LOG.info("full sync done in %.3f s", time.monotonic() - started)
@@ -218,10 +254,13 @@ class Agent:
     async def run(self, stop: asyncio.Event) -> None:
         """Serve, report and reconcile until ``stop`` is set."""
         await self.bus.start()
+        self.start_extensions()
         objects = self.endpoints()
         for topic in (self.topic, *self.notification_topics):
             if topic and objects:
                 await RpcServer(self.bus, topic, self.host, objects).start()
+        for topic, served in self.extensions.rpc_endpoints().items():
+            await RpcServer(self.bus, topic, self.host, served).start()
         self._wakeup.set()  # the first, full sync
         tasks = [asyncio.create_task(work()) for work in (
             self._heartbeat, self._reconcile, self._periodic_resync, *self.background())]

@@ -33,6 +33,7 @@ once, and the check is its safety net.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import Awaitable, Callable
@@ -40,6 +41,8 @@ from typing import Any
 
 from neutrino.agents.base import Agent, converge_each, named
 from neutrino.agents.cmd import main as run_agent
+from neutrino.agents.extensions.api import AgentHandles, DhcpAgentExtension
+from neutrino.agents.extensions.manager import EXTENSION_OPTIONS, Extensions
 from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_list
 from neutrino.linux import dnsmasq, host_check, interface, metadata_proxy
@@ -85,6 +88,7 @@ OPTIONS = (
             "Seconds between checks that each network's dnsmasq and metadata proxy "
             "still run (one that died is started again); 0: no checks."),
     ]),
+    EXTENSION_OPTIONS,
     interface.OVS_OPTIONS,
 )
 
@@ -140,6 +144,8 @@ class DhcpAgent(Agent):
     binary = "neutrino-dhcp-agent"
     topic = topics.DHCP_AGENT
     option_groups = OPTIONS
+    extension_kind = "dhcp"
+    extensions: Extensions[DhcpAgentExtension]
 
     def __init__(self, conf: Config, bus: Bus, agent_namespace: str | None = None):
         """``agent_namespace``: where the DHCP ports' taps go (None: where the agent
@@ -177,6 +183,10 @@ class DhcpAgent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [DhcpNotifications(self)]
+
+    def extension_handles(self) -> AgentHandles:
+        return dataclasses.replace(super().extension_handles(), dataplane=self.dataplane,
+                                   state=self.networks)
 
     def host_needs(self) -> host_check.Needs:
         needs = host_check.Needs()
@@ -301,6 +311,7 @@ class DhcpAgent(Agent):
         if new:
             await self._plugin.call(self.context, "dhcp_ready_on_ports", port_ids=new)
             told.update(new)
+        await self.extensions.each("handle_network", lambda e: e.handle_network(view))
 
     async def _retire(self, network_id: str) -> None:
         """Take the network down here and give its DHCP port back (the server
@@ -315,6 +326,8 @@ class DhcpAgent(Agent):
             await self._plugin.call(self.context, "release_dhcp_port", network_id=network_id,
                                     device_id=dhcp_device_id(network_id, self.host),
                                     host=self.host)
+            await self.extensions.each("delete_network",
+                                       lambda e: e.delete_network(network_id))
 
 
 def main() -> None:

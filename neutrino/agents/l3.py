@@ -36,14 +36,17 @@ advertisements), HA and DVR routers.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from neutrino.agents.base import Agent, converge_each, named
 from neutrino.agents.cmd import main as run_agent
+from neutrino.agents.extensions.api import AgentHandles, L3AgentExtension
+from neutrino.agents.extensions.manager import EXTENSION_OPTIONS, Extensions
 from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
 from neutrino.linux import host_check, interface, metadata_proxy, nat, radvd, router
@@ -103,7 +106,7 @@ OPTIONS = (OptGroup("DEFAULT", [
         "Seconds between checks that each router's daemons (metadata proxy, radvd) "
         "still run, besides watching them die (one that died is started again); "
         "0: no checks."),
-]), interface.OVS_OPTIONS)
+]), EXTENSION_OPTIONS, interface.OVS_OPTIONS)
 
 
 # --- the server's data to a router on the host ----------------------------------------------
@@ -112,7 +115,7 @@ def _version(address: str) -> int:
     return ipaddress.ip_address(address).version
 
 
-def _port(port: dict[str, Any], more: Iterable[str] = ()) -> router.Port:
+def _port(port: Mapping[str, Any], more: Iterable[str] = ()) -> router.Port:
     prefixes = {s["id"]: s["cidr"].split("/")[1] for s in port.get("subnets", ())}
     cidrs = []
     for fixed in port["fixed_ips"]:
@@ -123,26 +126,37 @@ def _port(port: dict[str, Any], more: Iterable[str] = ()) -> router.Port:
                        cidrs=tuple(sorted([*cidrs, *more])))
 
 
-def floating_ips(data: dict[str, Any]) -> list[dict[str, Any]]:
+NO_EXTENSIONS: Extensions[L3AgentExtension] = Extensions()
+
+
+def floating_ips(data: Mapping[str, Any],
+                 extensions: Extensions[L3AgentExtension] = NO_EXTENSIONS
+                 ) -> list[Mapping[str, Any]]:
     """The router's IPv4 floating IPs that it carries: those associated with a
-    port, and those with port forwardings."""
-    forwarded = {pf["floatingip_id"] for pf in data.get("_port_forwardings", ())}
-    return [fip for fip in data.get("_floatingips", ())
-            if _version(fip["floating_ip_address"]) == 4
-            and (fip.get("fixed_ip_address") or fip["id"] in forwarded)]
+    port, and those that its extensions have it carry (port forwardings')."""
+    carried: dict[str, Mapping[str, Any]] = {
+        fip["id"]: fip for fip in data.get("_floatingips", ())
+        if _version(fip["floating_ip_address"]) == 4 and fip.get("fixed_ip_address")}
+    for more in extensions.gather("floating_ips", lambda e: e.floating_ips(data)):
+        carried.update((fip["id"], fip) for fip in more)
+    order = {fip["id"]: n for n, fip in enumerate(data.get("_floatingips", ()))}
+    return sorted(carried.values(), key=lambda fip: order.get(fip["id"], len(order)))
 
 
-def _forwarding(pf: dict[str, Any]) -> nat.Forwarding:
-    return nat.Forwarding(
-        address=pf["floating_ip_address"], protocol=pf["protocol"],
-        external=(pf["external_port_start"], pf["external_port_end"]),
-        internal_ip=pf["internal_ip_address"],
-        internal=(pf["internal_port_start"], pf["internal_port_end"]))
+def router_spec(data: Mapping[str, Any], metadata: bool = False,
+                extensions: Extensions[L3AgentExtension] = NO_EXTENSIONS,
+                carried: Sequence[Mapping[str, Any]] | None = None) -> router.Router:
+    """What the router of ``sync_routers`` data is to be on the host, with
+    what its ``extensions`` add. ``metadata``: routers with an interface serve
+    metadata; ``carried``: ``floating_ips(data, extensions)``, if known."""
+    if carried is None:
+        carried = floating_ips(data, extensions)
+    spec = _core_spec(data, metadata, carried)
+    return extensions.fold("router_spec", lambda e, s: e.router_spec(data, s), spec)
 
 
-def router_spec(data: dict[str, Any], metadata: bool = False) -> router.Router:
-    """What the router of ``sync_routers`` data is to be on the host.
-    ``metadata``: routers with an interface serve metadata."""
+def _core_spec(data: Mapping[str, Any], metadata: bool,
+               fips: Sequence[Mapping[str, Any]]) -> router.Router:
     interfaces = tuple(_port(p) for p in data.get("_interfaces", ()))
     metadata = metadata and bool(interfaces)
     advertise = tuple(ra for ra in (_advertisement(p) for p in data.get("_interfaces", ()))
@@ -153,7 +167,6 @@ def router_spec(data: dict[str, Any], metadata: bool = False) -> router.Router:
         return router.Router(id=data["id"], interfaces=interfaces,
                              routes=tuple(sorted(routes.items())),
                              nat=nat.RouterNat(metadata=metadata), advertise=advertise)
-    fips = floating_ips(data)
     carried = sorted({fip["floating_ip_address"] for fip in fips})
     gateway = _port(gw_port, (f"{address}/32" for address in carried))
     for subnet in gw_port.get("subnets", ()):
@@ -169,12 +182,11 @@ def router_spec(data: dict[str, Any], metadata: bool = False) -> router.Router:
             snat_address=v4[0] if v4 and data.get("enable_snat", True) else None,
             floating_ips=tuple(nat.FloatingIp(f["floating_ip_address"], f["fixed_ip_address"])
                                for f in fips if f.get("fixed_ip_address")),
-            forwardings=tuple(_forwarding(pf) for pf in data.get("_port_forwardings", ())),
             metadata=metadata),
         advertise=advertise)
 
 
-def _advertisement(port: dict[str, Any]) -> radvd.Interface | None:
+def _advertisement(port: Mapping[str, Any]) -> radvd.Interface | None:
     """The router advertisements of an interface port: for its IPv6 subnets
     with an RA mode that it has an address on."""
     on = {fixed["subnet_id"] for fixed in port["fixed_ips"]}
@@ -211,8 +223,16 @@ class L3Agent(Agent):
     binary = "neutrino-l3-agent"
     topic = contract.AGENT_TOPIC
     option_groups = OPTIONS
+    extension_kind = "l3"
+    #: on before agent extensions existed: a configuration without
+    #: ``[agent] extensions`` keeps it
+    default_extensions = ("port_forwarding",)
+    extensions: Extensions[L3AgentExtension]
 
-    def __init__(self, conf: Config, bus: Bus):
+    def __init__(self, conf: Config, bus: Bus,
+                 dataplane: router.RouterDataplane | None = None):
+        """``dataplane``: how routers are set up on the host (None: this host's,
+        from ``interface_driver``; the agent unit tests give a fake)."""
         super().__init__(conf, bus)
         self._plugin = L3PluginApi.on(bus)
         #: the routers this agent serves, as sync_routers gave them
@@ -221,8 +241,8 @@ class L3Agent(Agent):
         self._reported: dict[str, dict[str, str]] = {}
         self._limit = asyncio.Semaphore(ROUTERS_AT_ONCE)
         self._monitor = ProcessMonitor(self._daemon_ended)
-        self.dataplane: router.RouterDataplane | None = None
-        if conf.DEFAULT.interface_driver:
+        self.dataplane: router.RouterDataplane | None = dataplane
+        if dataplane is None and conf.DEFAULT.interface_driver:
             state = os.path.abspath(os.path.join(conf.DEFAULT.state_path, "l3"))
             socket = (metadata_proxy.socket_path(conf) if conf.DEFAULT.enable_metadata_proxy
                       else None)
@@ -230,7 +250,7 @@ class L3Agent(Agent):
                 state, interface.make_driver(conf),
                 conf.DEFAULT.send_arp_for_ha, socket,
                 (conf.DEFAULT.min_rtr_adv_interval, conf.DEFAULT.max_rtr_adv_interval))
-        else:
+        elif dataplane is None:
             LOG.error("no interface_driver configured: this agent sets up no router")
 
     def configurations(self) -> dict[str, Any]:
@@ -247,6 +267,10 @@ class L3Agent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [L3Notifications(self)]
+
+    def extension_handles(self) -> AgentHandles:
+        return dataclasses.replace(super().extension_handles(), dataplane=self.dataplane,
+                                   state=self.routers)
 
     def host_needs(self) -> host_check.Needs:
         needs = host_check.Needs()
@@ -344,17 +368,19 @@ class L3Agent(Agent):
 
     async def _serve(self, data: dict[str, Any]) -> None:
         assert self.dataplane is not None
-        fip_ids = [fip["id"] for fip in floating_ips(data)]
+        fips = floating_ips(data, self.extensions)
+        fip_ids = [fip["id"] for fip in fips]
         self._monitor.forget(data["id"])  # what serving stops or restarts is no death
         try:
             await asyncio.to_thread(self.dataplane.serve, router_spec(
-                data, self.dataplane.metadata_socket is not None))
+                data, self.dataplane.metadata_socket is not None, self.extensions, fips))
         except Exception:
             await self._report(data["id"], dict.fromkeys(fip_ids, "ERROR"))
             raise  # a full sync follows
         self._monitor.watch(data["id"], await asyncio.to_thread(
             self.dataplane.daemons, data["id"]))
         await self._report(data["id"], dict.fromkeys(fip_ids, "ACTIVE"))
+        await self.extensions.each("handle_router", lambda e: e.handle_router(data))
 
     async def _retire(self, router_id: str) -> None:
         assert self.dataplane is not None
@@ -362,6 +388,7 @@ class L3Agent(Agent):
         if router_id in await asyncio.to_thread(self.dataplane.present):
             await asyncio.to_thread(self.dataplane.retire, router_id)
         await self._report(router_id, {})
+        await self.extensions.each("delete_router", lambda e: e.delete_router(router_id))
 
     async def _report(self, router_id: str, statuses: dict[str, str]) -> None:
         """Tell the server the statuses of the router's floating IPs that changed

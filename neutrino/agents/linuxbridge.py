@@ -13,6 +13,7 @@ with l2population it learns where the other hosts' ports are.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -20,6 +21,8 @@ from typing import Any, TypeVar
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
+from neutrino.agents.extensions.api import AgentHandles, L2AgentExtension
+from neutrino.agents.extensions.manager import EXTENSION_OPTIONS, Extensions
 from neutrino.agents.l2 import NOOP_FIREWALL_ALIASES, parse_mappings
 from neutrino.agents.notifications import (
     Fdb,
@@ -76,7 +79,10 @@ class LinuxBridgeAgent(Agent):
             Opt("firewall_driver", choice("iptables", "noop", aliases=FIREWALL_ALIASES),
                 "iptables", "iptables, or noop for none."),
         ]),
+        EXTENSION_OPTIONS,
     )
+    extension_kind = "l2"
+    extensions: Extensions[L2AgentExtension]
 
     def __init__(self, conf: Config, bus: Bus):
         super().__init__(conf, bus)
@@ -110,6 +116,10 @@ class LinuxBridgeAgent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [L2Notifications(self), L2PopulationNotifications(self)]
+
+    def extension_handles(self) -> AgentHandles:
+        return dataclasses.replace(super().extension_handles(), state=self.ports,
+                                   run=self.on_host)
 
     def host_needs(self) -> host_check.Needs:
         conf, needs = self.conf, host_check.Needs()
@@ -195,7 +205,9 @@ class LinuxBridgeAgent(Agent):
             ours = {port["device"] for port in details if "port_id" in port}
             await self._filter((set(self.ports) - wanted) | ours,
                                ours if not full else None, groups)
+        before = {tap: self.ports[tap] for tap in wanted if tap in self.ports}
         up, down = await self.on_host(self._apply, details, gone)
+        await self._tell_extensions(details, before)
         if up or down:
             await self._plugin.update_device_list(self.context, devices_up=up,
                                     devices_down=down, agent_id=self._agent_id,
@@ -204,6 +216,17 @@ class LinuxBridgeAgent(Agent):
         fresh, self._fresh = self._fresh, set()
         if self.conf.vxlan.l2_population and (full or fresh):
             await self._fetch_fdb(None if full else fresh)
+
+    async def _tell_extensions(self, details: list[dict[str, Any]],
+                               before: dict[str, dict[str, Any]]) -> None:
+        """``handle_port`` for the ports wired now, ``delete_port`` for those
+        that left (with the details they had)."""
+        for port in details:
+            if "port_id" in port and self.ports.get(port["device"]) is port:
+                await self.extensions.each("handle_port", lambda e, p=port: e.handle_port(p))
+        for tap, port in before.items():
+            if tap not in self.ports:
+                await self.extensions.each("delete_port", lambda e, p=port: e.delete_port(p))
 
     def _apply(self, details: list[dict[str, Any]], gone: set[str]
                ) -> tuple[list[str], list[str]]:

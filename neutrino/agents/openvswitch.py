@@ -30,6 +30,7 @@ change.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import ipaddress
 import logging
 import time
@@ -39,6 +40,8 @@ from typing import Any, TypeVar
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
+from neutrino.agents.extensions.api import AgentHandles, L2AgentExtension
+from neutrino.agents.extensions.manager import EXTENSION_OPTIONS, Extensions
 from neutrino.agents.l2 import NOOP_FIREWALL_ALIASES, parse_mappings
 from neutrino.agents.notifications import (
     Fdb,
@@ -176,7 +179,10 @@ class OpenvswitchAgent(Agent):
             Opt("firewall_driver", choice("openvswitch", "noop", aliases=FIREWALL_ALIASES),
                 "openvswitch", "openvswitch (OpenFlow with conntrack), or noop for none."),
         ]),
+        EXTENSION_OPTIONS,
     )
+    extension_kind = "l2"
+    extensions: Extensions[L2AgentExtension]
 
     def __init__(self, conf: Config, bus: Bus, db: Ovsdb | None = None,
                  openflow: Callable[[str], OpenFlow] = OpenFlow):
@@ -222,6 +228,10 @@ class OpenvswitchAgent(Agent):
 
     def endpoints(self) -> list[Any]:
         return [L2Notifications(self), L2PopulationNotifications(self)]
+
+    def extension_handles(self) -> AgentHandles:
+        return dataclasses.replace(super().extension_handles(), state=self.ports,
+                                   run=self.on_host)
 
     def host_needs(self) -> host_check.Needs:
         conf, ovs = self.conf, self.conf.ovs
@@ -303,8 +313,10 @@ class OpenvswitchAgent(Agent):
             self.context, devices=asked,
             agent_id=self._agent_id, host=self.host) if asked else []
         steps.done("port details")
+        before = {p: self.ports[p] for p in wanted if p in self.ports}
         up, down, fresh = await self.on_host(self._apply, details, wanted - set(present),
                                              present)
+        await self._tell_extensions(set(up) | set(down), before)
         steps.done("tags")
         if self.conf.agent.l2_population and (full or fresh):
             await self._fetch_fdb(None if full else fresh)
@@ -366,6 +378,18 @@ class OpenvswitchAgent(Agent):
                 raise RuntimeError("no local VLAN left on this host")
             self.vlans[network_id] = free
         return self.vlans[network_id]
+
+    async def _tell_extensions(self, wired: set[str], before: dict[str, dict[str, Any]]
+                               ) -> None:
+        """``handle_port`` for the ports ``wired`` now, ``delete_port`` for
+        those that left (with the details they had)."""
+        for port_id in sorted(wired):
+            port = self.ports.get(port_id)
+            if port is not None:
+                await self.extensions.each("handle_port", lambda e, p=port: e.handle_port(p))
+        for port_id, port in before.items():
+            if port_id not in self.ports:
+                await self.extensions.each("delete_port", lambda e, p=port: e.delete_port(p))
 
     def _apply(self, details: list[dict[str, Any]], gone: set[str], present: dict[str, str]
                ) -> tuple[list[str], list[str], set[str]]:

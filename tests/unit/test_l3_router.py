@@ -8,12 +8,16 @@ import copy
 import pytest
 
 from neutrino import config
+from neutrino.agents.extensions.manager import Extensions
+from neutrino.agents.extensions.port_forwarding import PortForwardingExtension
 from neutrino.agents.l3 import OPTIONS, floating_ips, router_spec
 from neutrino.linux import metadata_proxy, nat
 from neutrino.linux.router import Port
 
 EXT_SUBNET = {"id": "ext-v4", "cidr": "203.0.113.0/24", "gateway_ip": "203.0.113.1"}
 EXT_SUBNET6 = {"id": "ext-v6", "cidr": "2001:db8::/64", "gateway_ip": "2001:db8::1"}
+#: the agent's extensions as it runs them by default
+PF = Extensions([("port_forwarding", PortForwardingExtension())])
 
 
 def sync_data() -> dict:
@@ -53,7 +57,7 @@ def sync_data() -> dict:
 
 
 def test_router_spec_of_a_router_with_a_gateway():
-    spec = router_spec(sync_data())
+    spec = router_spec(sync_data(), extensions=PF)
     assert spec.interfaces == (
         Port("ifport000001abc", "fa:16:3e:00:00:02", 1450, ("10.1.0.1/24",)),
         # no prefixlen given: the subnet's
@@ -68,7 +72,16 @@ def test_router_spec_of_a_router_with_a_gateway():
         forwardings=(nat.Forwarding("203.0.113.21", "tcp", (8080, 8080), "10.2.0.7",
                                     (80, 80)),))
     # f3 has neither a port nor forwardings: not carried, no status to report
-    assert [fip["id"] for fip in floating_ips(sync_data())] == ["f1", "f2"]
+    assert [fip["id"] for fip in floating_ips(sync_data(), PF)] == ["f1", "f2"]
+
+
+def test_port_forwardings_are_the_extensions():
+    """Without the port_forwarding extension a router carries only its
+    associated floating IPs, and forwards no port."""
+    spec = router_spec(sync_data())
+    assert "203.0.113.21/32" not in spec.gateway.cidrs
+    assert spec.nat.forwardings == ()
+    assert [fip["id"] for fip in floating_ips(sync_data())] == ["f1"]
 
 
 def test_router_spec_without_snat_or_gateway():
@@ -84,7 +97,7 @@ def test_router_spec_without_snat_or_gateway():
 
 
 def test_nat_chains_order():
-    chains = nat.chains(router_spec(sync_data()).nat)
+    chains = nat.chains(router_spec(sync_data(), extensions=PF).nat)
     post = chains["nat", "neutrino-l3-POST"]
     # internal <-> internal untouched first, each floating IP's SNAT before the router's
     assert post[0] == ("-A neutrino-l3-POST ! -i qg-gwport00000 ! -o qg-gwport00000 "
@@ -115,7 +128,7 @@ def test_forwarded_port_ranges():
 def test_restore_round_trip():
     """Our lines in a restore read back (``iptables-save`` writes them as we
     do) as the same chains and every jump; known jumps are not written again."""
-    wanted = nat.chains(router_spec(sync_data()).nat)
+    wanted = nat.chains(router_spec(sync_data(), extensions=PF).nat)
     text = nat.restore_text(wanted, set())
     assert nat.present_jumps(text) == set(nat.HOOKS)
     assert nat.saved_chains(text) == {key: rules for key, rules in wanted.items() if rules}
@@ -124,10 +137,10 @@ def test_restore_round_trip():
 
 def test_forgotten_floating_ips():
     data = sync_data()
-    before = nat.translations(nat.chains(router_spec(data).nat))
+    before = nat.translations(nat.chains(router_spec(data, extensions=PF).nat))
     data["_floatingips"][0]["fixed_ip_address"] = "10.1.0.6"  # moved to another port
     data["_port_forwardings"] = []  # and the forwarding went
-    after = nat.translations(nat.chains(router_spec(data).nat))
+    after = nat.translations(nat.chains(router_spec(data, extensions=PF).nat))
     assert nat.forgotten(before, after) == ["203.0.113.20", "203.0.113.21"]
     assert nat.forgotten(after, after) == []
 
