@@ -6,7 +6,7 @@ The API turns a query string into a ``CollectionQuery``; plugins hand it to
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, Row
 from sqlalchemy.sql import ColumnElement, Select
 
 from neutrino import exceptions as exc
+from neutrino.context import Context
 from neutrino.db import models
 
 
@@ -160,3 +161,23 @@ def _beyond(column: Any, value: Any, forward: bool) -> ColumnElement:
     if not forward and _nullable(column):
         after = or_(after, column.is_(None))
     return after
+
+
+def owned(table: Any, ctx: Context) -> list[ColumnElement]:
+    """The visibility clause of a table whose rows are their project's business:
+    every row for an admin, the caller's project's for anyone else."""
+    return [] if ctx.is_admin else [table.c.project_id == ctx.project_id]
+
+
+def find_row(conn: Connection, table: Any, row_id: str, visible: Sequence[ColumnElement],
+             not_found: Callable[[], Exception], for_update: bool = False) -> Row:
+    """The row ``row_id`` of ``table`` if ``visible`` lets the caller see it,
+    else ``not_found()`` raised; locked until commit with ``for_update``
+    (SQLite's write transaction already excludes others)."""
+    stmt = select(table).where(table.c.id == row_id, *visible)
+    if for_update and conn.dialect.name != "sqlite":
+        stmt = stmt.with_for_update()
+    row = conn.execute(stmt).first()
+    if row is None:
+        raise not_found()
+    return row

@@ -13,7 +13,7 @@ from sqlalchemy.sql import Select
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
-from neutrino.db.query import CollectionQuery, api_columns, select_page
+from neutrino.db.query import CollectionQuery, api_columns, find_row, select_page
 from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions.validators import new_uuid
 
@@ -69,13 +69,8 @@ def get_row(conn: Connection, ctx: Context, network_id: str, for_update: bool = 
         if row is None:
             raise exc.NetworkNotFound(net_id=network_id)
         return row
-    stmt = select(N).where(N.c.id == network_id, *_where(ctx))
-    if for_update and conn.dialect.name != "sqlite":
-        stmt = stmt.with_for_update()
-    row = conn.execute(stmt).first()
-    if row is None:
-        raise exc.NetworkNotFound(net_id=network_id)
-    return row
+    return find_row(conn, N, network_id, _where(ctx),
+                    lambda: exc.NetworkNotFound(net_id=network_id), for_update)
 
 
 def view(row: Row, subnet_ids: list[str], tag_list: list[str], shared: bool = False

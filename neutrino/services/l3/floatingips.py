@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection, Row
 
 from neutrino.context import Context
 from neutrino.db import models, tags
-from neutrino.db.query import CollectionQuery, api_columns, select_page
+from neutrino.db.query import CollectionQuery, api_columns, find_row, owned, select_page
 from neutrino.db.util import now, timestamp
 from neutrino.definitions.l3 import FloatingIPNotFound
 
@@ -24,17 +24,12 @@ _DETAIL_KEYS = ("name", "network_id", "mac_address", "admin_state_up", "status",
 
 
 def _where(ctx: Context) -> list:
-    return [] if ctx.is_admin else [F.c.project_id == ctx.project_id]
+    return owned(F, ctx)
 
 
 def get_row(conn: Connection, ctx: Context, fip_id: str, for_update: bool = False) -> Row:
-    stmt = select(F).where(F.c.id == fip_id, *_where(ctx))
-    if for_update and conn.dialect.name != "sqlite":
-        stmt = stmt.with_for_update()
-    row = conn.execute(stmt).first()
-    if row is None:
-        raise FloatingIPNotFound(floatingip_id=fip_id)
-    return row
+    return find_row(conn, F, fip_id, _where(ctx),
+                    lambda: FloatingIPNotFound(floatingip_id=fip_id), for_update)
 
 
 def view(row: Any, details: dict[str, Any] | None, tag_list: list[str]) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection, Row
 
 from neutrino.context import Context
 from neutrino.db import models, tags
-from neutrino.db.query import CollectionQuery, api_columns, select_page
+from neutrino.db.query import CollectionQuery, api_columns, find_row, owned, select_page
 from neutrino.db.util import now, timestamp
 from neutrino.definitions.availability_zone import AVAILABILITY_ZONES, AZ_HINTS
 from neutrino.definitions.l3 import ROUTER_INTERFACE, RouterNotFound
@@ -28,17 +28,12 @@ COLUMNS = api_columns(R, "admin_state_up", "status")
 
 
 def _where(ctx: Context) -> list:
-    return [] if ctx.is_admin else [R.c.project_id == ctx.project_id]
+    return owned(R, ctx)
 
 
 def get_row(conn: Connection, ctx: Context, router_id: str, for_update: bool = False) -> Row:
-    stmt = select(R).where(R.c.id == router_id, *_where(ctx))
-    if for_update and conn.dialect.name != "sqlite":
-        stmt = stmt.with_for_update()
-    row = conn.execute(stmt).first()
-    if row is None:
-        raise RouterNotFound(router_id=router_id)
-    return row
+    return find_row(conn, R, router_id, _where(ctx),
+                    lambda: RouterNotFound(router_id=router_id), for_update)
 
 
 def view(row: Any, gateway: dict[str, Any] | None, routes: list[dict[str, str]],

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Row
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models
-from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.query import CollectionQuery, find_row, owned, select_page
 from neutrino.db.util import bump
 from neutrino.definitions import external_net
 from neutrino.definitions import rbac as r
@@ -39,7 +39,7 @@ COLUMNS = {"id": R.c.id, "project_id": R.c.project_id, "tenant_id": R.c.project_
 
 def visible(ctx: Context) -> list:
     """An entry is its owner's business (and the admins')."""
-    return [] if ctx.is_admin else [R.c.project_id == ctx.project_id]
+    return owned(R, ctx)
 
 
 def view(row: Any) -> dict[str, Any]:
@@ -49,13 +49,8 @@ def view(row: Any) -> dict[str, Any]:
 
 
 def get_row(conn: Connection, ctx: Context, policy_id: str, for_update: bool = False) -> Row:
-    stmt = select(R).where(R.c.id == policy_id, *visible(ctx))
-    if for_update and conn.dialect.name != "sqlite":
-        stmt = stmt.with_for_update()
-    row = conn.execute(stmt).first()
-    if row is None:
-        raise r.RbacPolicyNotFound(object_type="network", id=policy_id)
-    return row
+    return find_row(conn, R, policy_id, visible(ctx),
+                    lambda: r.RbacPolicyNotFound(object_type="network", id=policy_id), for_update)
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection, Row
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models
-from neutrino.db.query import CollectionQuery, api_columns, select_page
+from neutrino.db.query import CollectionQuery, api_columns, find_row, owned, select_page
 from neutrino.db.util import bump, check_revision, chunked, now, timestamp
 from neutrino.definitions import address_group as ag
 from neutrino.definitions import validators as v
@@ -24,17 +24,12 @@ COLUMNS = api_columns(AG)
 
 
 def visible(ctx: Context) -> list:
-    return [] if ctx.is_admin else [AG.c.project_id == ctx.project_id]
+    return owned(AG, ctx)
 
 
 def get_row(conn: Connection, ctx: Context, group_id: str, for_update: bool = False) -> Row:
-    stmt = select(AG).where(AG.c.id == group_id, *visible(ctx))
-    if for_update and conn.dialect.name != "sqlite":
-        stmt = stmt.with_for_update()
-    row = conn.execute(stmt).first()
-    if row is None:
-        raise ag.AddressGroupNotFound(address_group_id=group_id)
-    return row
+    return find_row(conn, AG, group_id, visible(ctx),
+                    lambda: ag.AddressGroupNotFound(address_group_id=group_id), for_update)
 
 
 def view(row: Any, addresses: list[str]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection, Row
 
 from neutrino.context import Context
 from neutrino.db import models, tags
-from neutrino.db.query import CollectionQuery, api_columns, select_page
+from neutrino.db.query import CollectionQuery, api_columns, find_row, owned, select_page
 from neutrino.db.quota import QuotaEngine
 from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions import securitygroup as sg
@@ -25,17 +25,12 @@ COLUMNS = api_columns(G, "stateful")
 
 
 def visible(ctx: Context) -> list:
-    return [] if ctx.is_admin else [G.c.project_id == ctx.project_id]
+    return owned(G, ctx)
 
 
 def get_row(conn: Connection, ctx: Context, group_id: str, for_update: bool = False) -> Row:
-    stmt = select(G).where(G.c.id == group_id, *visible(ctx))
-    if for_update and conn.dialect.name != "sqlite":
-        stmt = stmt.with_for_update()
-    row = conn.execute(stmt).first()
-    if row is None:
-        raise sg.SecurityGroupNotFound(id=group_id)
-    return row
+    return find_row(conn, G, group_id, visible(ctx),
+                    lambda: sg.SecurityGroupNotFound(id=group_id), for_update)
 
 
 def view(row: Any, rule_views: list[dict[str, Any]], tag_list: list[str]) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from sqlalchemy.engine import Connection
 
 from neutrino.context import Context
 from neutrino.db import models
-from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.query import CollectionQuery, find_row, owned, select_page
 from neutrino.db.util import check_revision, chunked, now, timestamp
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.validators import new_uuid
@@ -28,7 +28,7 @@ COLUMNS = {name: R.c[name] for name in _FIELDS} | {"tenant_id": R.c.project_id}
 
 
 def visible(ctx: Context) -> list:
-    return [] if ctx.is_admin else [R.c.project_id == ctx.project_id]
+    return owned(R, ctx)
 
 
 def view(row: Any) -> dict[str, Any]:
@@ -59,10 +59,8 @@ def of_groups(conn: Connection, group_ids: list[str]) -> dict[str, list[dict[str
 
 
 def get(conn: Connection, ctx: Context, rule_id: str) -> dict[str, Any]:
-    row = conn.execute(select(R).where(R.c.id == rule_id, *visible(ctx))).first()
-    if row is None:
-        raise sg.SecurityGroupRuleNotFound(id=rule_id)
-    return view(row)
+    return view(find_row(conn, R, rule_id, visible(ctx),
+                         lambda: sg.SecurityGroupRuleNotFound(id=rule_id)))
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
