@@ -50,14 +50,14 @@ from __future__ import annotations
 
 import functools
 import ipaddress
-import subprocess
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from neutrino.addresses import link_local
 from neutrino.linux import ipset
 from neutrino.linux.errors import HostError
+from neutrino.linux.iptables import Runner, namespace_runner, saved_lines
 from neutrino.linux.sg_rules import ICMPV6_IN, ICMPV6_OUT, filtered, protocol, rule_version
 
 #: iptables' limit on a chain name (XT_EXTENSION_MAXNAMELEN 29, with the NUL)
@@ -304,10 +304,8 @@ def _remote(rule: Mapping[str, Any], version: int) -> str | None:
 def read_table(saved: str, prefix: str) -> Table:
     """Our chains in ``iptables-save`` output of the filter table (their rules
     unknown), and the (built-in chain, our chain) jumps found there."""
-    table, current = Table(), None
-    for line in saved.splitlines():
-        if line.startswith("*"):
-            current = line[1:].strip()
+    table = Table()
+    for current, line in saved_lines(saved):
         if current != "filter":
             continue
         if line.startswith(f":{prefix}-"):
@@ -656,10 +654,6 @@ def _locals(port: Mapping[str, Any]) -> list[str]:
 
 # --- the host ---------------------------------------------------------------------------
 
-#: runs a tool's argv with that stdin, in the firewall's namespace
-Runner = Callable[[list[str], str | None], subprocess.CompletedProcess]
-
-
 class IptablesFirewall:
     """Applies rulesets to the host (``namespace``: run the tools there; None:
     this one; ``runner``: run them some other way, a fake host in tests).
@@ -677,7 +671,7 @@ class IptablesFirewall:
             raise ValueError(f"firewall prefix {prefix!r}: 1 to {MAX_PREFIX} characters")
         self.namespace = namespace
         self.prefix = prefix
-        self._runner = runner or self._subprocess
+        self._runner = runner or namespace_runner(namespace, timeout=60)
         self._applied = Ruleset()
         # what the host holds of ours, as last read or written; None: read it first
         self._tables: dict[int, Table] | None = None
@@ -753,7 +747,3 @@ class IptablesFirewall:
             raise FirewallError(f"{' '.join(argv)} in {self.namespace or 'this namespace'} "
                                 f"failed ({done.returncode}): {done.stderr.strip()}")
         return done.stdout
-
-    def _subprocess(self, argv: list[str], stdin: str | None) -> subprocess.CompletedProcess:
-        full = ["ip", "netns", "exec", self.namespace, *argv] if self.namespace else argv
-        return subprocess.run(full, input=stdin, capture_output=True, text=True, timeout=60)

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from neutrino.linux import metadata_proxy
+from neutrino.linux.iptables import namespace_runner, saved_lines
 
 LOG = logging.getLogger(__name__)
 
@@ -134,11 +135,9 @@ def chains(nat: RouterNat) -> Chains:
 
 def present_jumps(saved: str) -> set[tuple[str, str]]:
     """The (table, built-in chain) whose jump to our chain ``iptables-save`` shows."""
-    found, table = set(), ""
-    for line in saved.splitlines():
-        if line.startswith("*"):
-            table = line[1:].strip()
-        elif line.startswith("-A "):
+    found = set()
+    for table, line in saved_lines(saved):
+        if line.startswith("-A "):
             parts = line.split()
             key = (table, parts[1])
             if HOOKS.get(key) is not None and parts[2:] == ["-j", HOOKS[key]]:
@@ -176,11 +175,8 @@ def translations(wanted: Chains) -> dict[str, frozenset[str]]:
 def saved_chains(saved: str) -> Chains:
     """Our chains' rules in ``iptables-save`` output (which writes them as we do)."""
     found: Chains = {}
-    table = ""
-    for line in saved.splitlines():
-        if line.startswith("*"):
-            table = line[1:].strip()
-        elif line.startswith("-A ") and line.split()[1].startswith(PREFIX):
+    for table, line in saved_lines(saved):
+        if line.startswith("-A ") and line.split()[1].startswith(PREFIX):
             found.setdefault((table, line.split()[1]), []).append(line)
     return found
 
@@ -201,10 +197,10 @@ class NatTable:
         self._jumps: set[tuple[str, str]] | None = set() if fresh else None
         self._written: Chains | None = None
         self._translations: dict[str, frozenset[str]] = {}
+        self._runner = namespace_runner(namespace, timeout=30)
 
     def _run(self, argv: list[str], stdin: str | None = None) -> str:
-        done = subprocess.run(["ip", "netns", "exec", self.namespace, *argv], input=stdin,
-                              capture_output=True, text=True, timeout=30)
+        done = self._runner(argv, stdin)
         if done.returncode != 0:
             raise OSError(f"{argv[0]} in {self.namespace}: "
                           f"{done.stderr.strip() or done.returncode}")
