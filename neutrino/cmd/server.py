@@ -38,6 +38,8 @@ from neutrino.plugins.hooks import Hooks
 from neutrino.plugins.periodic import PeriodicTasks
 from neutrino.plugins.providers import GROUP as PROVIDERS_GROUP
 from neutrino.plugins.providers import ServiceProviders
+from neutrino.plugins.quotas import QuotaService
+from neutrino.plugins.tagging import TagService
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.service import RpcService
 from neutrino.rpc.transport import TransportURLError, get_transport
@@ -118,8 +120,8 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     tables = {}
     for plugin in plugins:
         tables.update(plugin.taggable_tables())
-    tags = TagsController(db, tables, rules) if "standard-attr-tag" in owners else None
-    quotas = QuotasController(db, env.quota, rules) if "quotas" in owners else None
+    tags = TagsController(TagService(db, tables), rules) if "standard-attr-tag" in owners else None
+    quotas = QuotasController(QuotaService(db, env.quota), rules) if "quotas" in owners else None
     extensions = [EXTENSIONS[alias] for alias in owners]
     router = Router(controllers, extensions, tags, quotas,
                     AgentSchedulerController(owners, rules))
