@@ -8,9 +8,8 @@ from neutrino import exceptions as exc
 from neutrino.api.policy import Policy
 from neutrino.api.request import Request, Response
 from neutrino.context import Context
-from neutrino.db.engine import Database
-from neutrino.db.quota import QuotaEngine
 from neutrino.definitions import validators as v
+from neutrino.plugins.quotas import QuotaService
 
 MAX_LIMIT = 2147483647
 _check_limit = v.integer_range(-1, MAX_LIMIT)
@@ -22,9 +21,8 @@ class HTTPNotImplemented(exc.NeutronException):
 
 
 class QuotasController:
-    def __init__(self, db: Database, engine: QuotaEngine, policy: Policy):
-        self.db = db
-        self.engine = engine
+    def __init__(self, service: QuotaService, policy: Policy):
+        self.service = service
         self.policy = policy
 
     def dispatch(self, req: Request, rest: list[str]) -> Response:
@@ -45,46 +43,30 @@ class QuotasController:
             return Response(200, {project_id: {key: ctx.project_id}})
         if len(rest) == 2 and method == "GET" and rest[1] == "default":
             self._authorize_read(ctx, project_id)
-            return Response(200, {"quota": dict(self.engine.defaults)})
+            return Response(200, {"quota": self.service.defaults})
         if len(rest) == 2 and method == "GET" and rest[1] == "details":
             if not ctx.is_admin and project_id != ctx.project_id:
                 raise exc.AdminRequired(reason="Only admin is authorized to access quotas "
                                                "for another project")
-            with self.db.reader() as conn:
-                limits = self.engine.limits(conn, project_id)
-                details = {r: {"limit": limits[r],
-                               "used": self.engine.used(conn, project_id, r), "reserved": 0}
-                           for r in self.engine.resources}
-            return Response(200, {"quota": details})
+            return Response(200, {"quota": self.service.details(project_id)})
         if len(rest) != 1:
             raise exc.HTTPNotFound()
         if method == "GET":
             self._authorize_read(ctx, project_id)
-            with self.db.reader() as conn:
-                return Response(200, {"quota": self.engine.limits(conn, project_id)})
+            return Response(200, {"quota": self.service.limits(project_id)})
         if method == "PUT":
             self._authorize_admin(ctx, "update_quota")
             values, force = self._parse(req)
-
-            def update(conn) -> dict[str, int]:
-                if not force:
-                    self._check_usage(conn, project_id, values)
-                self.engine.set_limits(conn, project_id, values)
-                return self.engine.limits(conn, project_id)
-
-            return Response(200, {"quota": self.db.write(update)})
+            return Response(200, {"quota": self.service.update(project_id, values, force)})
         if method == "DELETE":
             self._authorize_admin(ctx, "delete_quota")
-            self.db.write(lambda conn: self.engine.reset(conn, project_id))
+            self.service.reset(project_id)
             return Response(204)
         raise exc.HTTPMethodNotAllowed()
 
     def index(self, ctx: Context) -> Response:
         self._authorize_admin(ctx, "get_quota")
-        with self.db.reader() as conn:
-            items = [{**self.engine.limits(conn, p), "project_id": p, "tenant_id": p}
-                     for p in self.engine.projects_with_limits(conn)]
-        return Response(200, {"quotas": items})
+        return Response(200, {"quotas": self.service.all_limits()})
 
     def _authorize_read(self, ctx: Context, project_id: str) -> None:
         if project_id != ctx.project_id and not self.policy.allows(
@@ -102,7 +84,7 @@ class QuotasController:
         quota: dict[str, Any] = dict(body["quota"])
         force = quota.pop("force", None) is True  # as Neutron: only a JSON true forces
         quota.pop("check_limit", None)
-        unknown = sorted(k for k in quota if k not in self.engine.defaults)
+        unknown = sorted(k for k in quota if k not in self.service.defaults)
         if unknown:
             raise exc.HTTPBadRequest(msg=f"Unrecognized attribute(s) '{', '.join(unknown)}'")
         values = {}
@@ -114,11 +96,3 @@ class QuotasController:
             values[key] = number
         return values, force
 
-    def _check_usage(self, conn, project_id: str, values: dict[str, int]) -> None:
-        for resource, limit in values.items():
-            if limit < 0:
-                continue
-            used = self.engine.used(conn, project_id, resource)
-            if limit < used:
-                raise exc.HTTPBadRequest(msg=f"Quota limit {limit} for {resource} must be "
-                                             f"greater than or equal to already used {used}")

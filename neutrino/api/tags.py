@@ -7,11 +7,9 @@ from typing import Any
 from neutrino import exceptions as exc
 from neutrino.api.policy import Policy
 from neutrino.api.request import Request, Response
-from neutrino.db import tags as tag_store
-from neutrino.db.engine import Database
-from neutrino.db.util import bump
 from neutrino.definitions import validators as v
-from neutrino.definitions.tagging import MAX_TAG_LEN, MAX_TAGS
+from neutrino.definitions.tagging import MAX_TAG_LEN
+from neutrino.plugins.tagging import TagService
 
 
 def _check_tag(tag: Any) -> str:
@@ -40,16 +38,9 @@ def _check_body(body: dict[str, Any]) -> list[str]:
     return tags
 
 
-def _check_count(tags: Any, collection: str) -> None:
-    if len(set(tags)) > MAX_TAGS:
-        raise exc.BadRequest(resource=collection, msg="The number of tags exceed the "
-                             f"per-resource limit of {MAX_TAGS}")
-
-
 class TagsController:
-    def __init__(self, db: Database, tables: dict[str, Any], policy: Policy):
-        self.db = db
-        self.tables = tables
+    def __init__(self, service: TagService, policy: Policy):
+        self.service = service
         self.policy = policy
 
     def dispatch(self, req: Request, controller: Any, item_id: str, tag: str | None
@@ -77,49 +68,17 @@ class TagsController:
         rule = action if action in self.policy.rules else "update_tags"
         if not ctx.is_admin and not self.policy.allows(rule, ctx, item):
             raise exc.PolicyNotAuthorized(action=action)
-        table = self.tables[collection]
         if new is not None and req.method == "POST":
             # tag-creation: the tags are added to those the resource has; Neutron
             # answers 200 with the body it was given.
-            _check_count(new, collection)
-
-            def add_all(conn):
-                current = tag_store.of(conn, item_id)
-                if set(new) - set(current):
-                    tag_store.replace(conn, item_id, [*current, *(
-                        t for t in new if t not in current)])
-                    bump(conn, table, item_id)
-
-            self.db.write(add_all)
+            self.service.add_all(collection, item_id, new)
             return Response(200, {"tags": new})
         if new is not None:
-            _check_count(new, collection)
-
-            def replace(conn):
-                if set(tag_store.of(conn, item_id)) != set(new):
-                    tag_store.replace(conn, item_id, new)
-                    bump(conn, table, item_id)
-
-            self.db.write(replace)
+            self.service.replace(collection, item_id, new)
             return Response(200, {"tags": new})
         if req.method == "PUT":
-            def add(conn):
-                current = tag_store.of(conn, item_id)
-                if tag in current:
-                    return
-                _check_count([*current, tag], collection)
-                tag_store.add(conn, item_id, tag)
-                bump(conn, table, item_id)
-
-            self.db.write(add)
+            assert tag is not None
+            self.service.add(collection, item_id, tag)
             return Response(201)
-
-        def remove(conn):
-            removed = tag_store.remove(conn, item_id, tag)
-            if removed == 0 and tag is not None:
-                raise exc.TagNotFound(tag=tag)
-            if removed:
-                bump(conn, table, item_id)
-
-        self.db.write(remove)
+        self.service.remove(collection, item_id, tag)
         return Response(204)
