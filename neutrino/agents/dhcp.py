@@ -48,14 +48,11 @@ from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_
 from neutrino.linux import dnsmasq, host_check, interface, metadata_proxy
 from neutrino.linux.dhcp import DhcpDataplane
 from neutrino.linux.dnsmasq import Network
-from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.client import RpcClient
-from neutrino.rpc.topics import dhcp_device_id
+from neutrino.rpc.contracts import dhcp as contract
+from neutrino.rpc.contracts.dhcp import DHCP_OWNER, DhcpPluginApi, dhcp_device_id
 
 LOG = logging.getLogger(__name__)
-
-DHCP_OWNER = "network:dhcp"
 
 
 def parse_lease(text: str) -> int:
@@ -96,7 +93,7 @@ OPTIONS = (
 class DhcpNotifications:
     """What the server tells DHCP agents (on ``dhcp_agent`` and ``dhcp_agent.host``)."""
 
-    rpc_version = "1.0"
+    rpc_version = contract.NOTIFICATION_VERSION
 
     def __init__(self, agent: Agent):
         self._agent = agent
@@ -142,7 +139,7 @@ class DhcpNotifications:
 class DhcpAgent(Agent):
     agent_type = "DHCP agent"
     binary = "neutrino-dhcp-agent"
-    topic = topics.DHCP_AGENT
+    topic = contract.AGENT_TOPIC
     option_groups = OPTIONS
     extension_kind = "dhcp"
     extensions: Extensions[DhcpAgentExtension]
@@ -151,8 +148,7 @@ class DhcpAgent(Agent):
         """``agent_namespace``: where the DHCP ports' taps go (None: where the agent
         runs; tests give a namespace standing in for the host)."""
         super().__init__(conf, bus)
-        self._plugin = RpcClient(bus, topics.PLUGIN, "1.8",
-                                 namespace=topics.DHCP_NAMESPACE)
+        self._plugin = DhcpPluginApi.on(bus)
         #: the networks this agent serves, as the server gave them (with subnets, ports)
         self.networks: dict[str, dict[str, Any]] = {}
         #: network id -> the ports told ready (dhcp_ready_on_ports) since the agent started
@@ -228,7 +224,7 @@ class DhcpAgent(Agent):
         no longer scheduled here: moved to another agent, or deleted); then the
         host made to match them."""
         if full:
-            found = await self._plugin.call(self.context, "get_active_networks_info",
+            found = await self._plugin.get_active_networks_info(self.context,
                                             host=self.host)
             self.networks = {net["id"]: net for net in found}
             changed = set(self.networks)
@@ -238,12 +234,12 @@ class DhcpAgent(Agent):
             changed = named(dirty, "network")
             if not changed:
                 return
-            hosted = set(await self._plugin.call(self.context, "get_active_networks",
+            hosted = set(await self._plugin.get_active_networks(self.context,
                                                  host=self.host))
             for network_id in changed:
                 info = None
                 if network_id in hosted:
-                    info = await self._plugin.call(self.context, "get_network_info",
+                    info = await self._plugin.get_network_info(self.context,
                                                    network_id=network_id, host=self.host)
                 if info is None:
                     self.networks.pop(network_id, None)
@@ -274,7 +270,7 @@ class DhcpAgent(Agent):
         port = next((p for p in network["ports"] if p["device_id"] == device_id
                      and p["device_owner"] == DHCP_OWNER), None)
         if port is None:
-            return await self._plugin.call(self.context, "create_dhcp_port", host=self.host,
+            return await self._plugin.create_dhcp_port(self.context, host=self.host,
                                            port={"port": {
                                                "network_id": network["id"],
                                                "device_id": device_id,
@@ -287,7 +283,7 @@ class DhcpAgent(Agent):
             return port
         LOG.info("network %s: DHCP port %s gets an address on %s", network["id"], port["id"],
                  ", ".join(missing))
-        return await self._plugin.call(self.context, "update_dhcp_port", host=self.host,
+        return await self._plugin.update_dhcp_port(self.context, host=self.host,
                                        port_id=port["id"], port={"port": {
                                            "network_id": network["id"],
                                            "fixed_ips": [*held, *({"subnet_id": s}
@@ -309,7 +305,7 @@ class DhcpAgent(Agent):
         told = self._ready.setdefault(network["id"], set())
         new = sorted(set(dnsmasq.served_ports(view)) - told)
         if new:
-            await self._plugin.call(self.context, "dhcp_ready_on_ports", port_ids=new)
+            await self._plugin.dhcp_ready_on_ports(self.context, port_ids=new)
             told.update(new)
         await self.extensions.each("handle_network", lambda e: e.handle_network(view))
 
@@ -323,7 +319,7 @@ class DhcpAgent(Agent):
             had = True
             await asyncio.to_thread(self.dataplane.retire, network_id)
         if had:
-            await self._plugin.call(self.context, "release_dhcp_port", network_id=network_id,
+            await self._plugin.release_dhcp_port(self.context, network_id=network_id,
                                     device_id=dhcp_device_id(network_id, self.host),
                                     host=self.host)
             await self.extensions.each("delete_network",
