@@ -7,7 +7,7 @@ other on every database; SQLite already serialises writers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, select
@@ -15,7 +15,7 @@ from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.engine import Connection
 
 from neutrino import exceptions as exc
-from neutrino.db import models
+from neutrino.db import models, tags
 
 # Built once: every create asks for its limit.
 _LIMIT = select(models.quotas.c.hard_limit).where(
@@ -67,6 +67,18 @@ class QuotaEngine:
         _lock(conn, project_id, resource)
         if self.used(conn, project_id, resource) + adding > limit:
             raise exc.OverQuota([resource])
+
+    def create(self, conn: Connection, resource: str, item: dict[str, Any],
+               make: Callable[[Connection, dict[str, Any]], dict[str, Any]]) -> dict[str, Any]:
+        """Make one ``resource`` of ``item``'s project (``make`` inserts it and
+        returns its view) once the quota allows it, tagged with the tags the
+        request gave; call inside the creating transaction."""
+        self.check(conn, item["project_id"], resource)
+        view = make(conn, item)
+        if item.get("tags"):
+            tags.replace(conn, view["id"], item["tags"])
+            view["tags"] = sorted(set(item["tags"]))
+        return view
 
     def set_limits(self, conn: Connection, project_id: str, values: Mapping[str, int]) -> None:
         q = models.quotas

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from neutrino import exceptions as exc
 from neutrino.config import ConfigError
 from neutrino.context import Context
-from neutrino.db import models, tags
+from neutrino.db import models
 from neutrino.db.query import CollectionQuery, select_page
 from neutrino.db.util import bump, check_revision
 from neutrino.definitions.portbindings import (
@@ -151,15 +151,7 @@ class Ml2Plugin(Plugin):
         quota = self.env.quota
 
         def work(conn: Connection) -> list[dict[str, Any]]:
-            created = []
-            for item in items:
-                quota.check(conn, item["project_id"], resource)
-                view = make(conn, item)
-                if item.get("tags"):
-                    tags.replace(conn, view["id"], item["tags"])
-                    view["tags"] = sorted(set(item["tags"]))
-                created.append(view)
-            return created
+            return [quota.create(conn, resource, item, make) for item in items]
 
         return self.db.write(work)
 

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.engine import Connection
-
 from neutrino.context import Context
 from neutrino.db import models
 from neutrino.db.query import CollectionQuery
@@ -25,11 +23,8 @@ class RbacPlugin(Plugin):
         env.quota.register("rbac_policy", models.networkrbacs)  # the entries a project owns
 
     def create_rbac_policy(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
-        def work(conn: Connection) -> dict[str, Any]:
-            self.env.quota.check(conn, data["project_id"], "rbac_policy")
-            return db.create(conn, ctx, data)
-
-        return self.db.write(work)
+        return self.db.write(lambda conn: self.env.quota.create(
+            conn, "rbac_policy", data, lambda c, item: db.create(c, ctx, item)))
 
     def get_rbac_policy(self, ctx: Context, policy_id: str) -> dict[str, Any]:
         return self._read(lambda conn: db.view(db.get_row(conn, ctx, policy_id)))

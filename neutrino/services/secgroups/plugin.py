@@ -12,7 +12,6 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from neutrino.context import Context
-from neutrino.db import tags
 from neutrino.db.query import CollectionQuery
 from neutrino.db.util import bump
 from neutrino.definitions import securitygroup as sg
@@ -56,20 +55,18 @@ class SecurityGroupPlugin(Plugin):
         def work(conn: Connection) -> list[dict[str, Any]]:
             made = []
             for item in items:
-                project = item["project_id"]
-                groups.ensure_default(conn, project, self.quota)
-                self.quota.check(conn, project, "security_group")
-                self.quota.check(conn, project, "security_group_rule",
-                                 groups.initial_rule_count(False))
-                view = groups.insert(conn, project, item.get("name", ""),
-                                     item.get("description", ""), item.get("stateful", True))
-                if item.get("tags"):
-                    tags.replace(conn, view["id"], item["tags"])
-                    view["tags"] = sorted(set(item["tags"]))
-                made.append(view)
+                groups.ensure_default(conn, item["project_id"], self.quota)
+                made.append(self.quota.create(conn, "security_group", item, self._insert_group))
             return made
 
         return self.db.write(work)
+
+    def _insert_group(self, conn: Connection, item: dict[str, Any]) -> dict[str, Any]:
+        """A new group, once its default rules fit in the rules' quota too."""
+        project = item["project_id"]
+        self.quota.check(conn, project, "security_group_rule", groups.initial_rule_count(False))
+        return groups.insert(conn, project, item.get("name", ""), item.get("description", ""),
+                             item.get("stateful", True))
 
     def create_security_group(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         return self._make_groups(ctx, [data])[0]
