@@ -17,7 +17,7 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
@@ -39,6 +39,9 @@ from neutrino.linux.names import BRIDGE, TAP, bridge_name, tap_name
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.contracts.l2 import L2PluginApi
+
+if TYPE_CHECKING:
+    from neutrino.linux.iptables_firewall import Runner
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -84,7 +87,10 @@ class LinuxBridgeAgent(Agent):
     extension_kind = "l2"
     extensions: Extensions[L2AgentExtension]
 
-    def __init__(self, conf: Config, bus: Bus):
+    def __init__(self, conf: Config, bus: Bus, ip: IpNetns | None = None,
+                 firewall_runner: Runner | None = None):
+        """``ip``, ``firewall_runner``: the host's links and how its firewall
+        tools run (None: this host's; the agent unit tests give fakes)."""
         super().__init__(conf, bus)
         self._plugin = L2PluginApi.on(bus)
         self._agent_id = f"lb-{self.host}"
@@ -93,7 +99,8 @@ class LinuxBridgeAgent(Agent):
         #: network id -> {remote IP: {(mac, ip), ...}} from l2population
         self.fdb: Fdb = {}
         self._fdb_changes = 0  # l2population messages heard (see fetch_fdb)
-        self._ip: IpNetns | None = None
+        self._ip: IpNetns | None = ip
+        self._firewall_runner = firewall_runner
         # netlink calls block, and pyroute2's must not run on a running event
         # loop: all host work runs in this one thread, one step at a time
         self._host = ThreadPoolExecutor(max_workers=1, thread_name_prefix="host")
@@ -358,7 +365,7 @@ class LinuxBridgeAgent(Agent):
             if not devices:
                 return  # nothing to filter: leave the host's tables alone
             from neutrino.linux.iptables_firewall import IptablesFirewall
-            self._firewall = IptablesFirewall()
+            self._firewall = IptablesFirewall(runner=self._firewall_runner)
         ask = devices if changed is None else (
             changed | self._sg.concerned(groups, changed)) & devices
         answer = await self._plugin.security_group_info_for_devices(
