@@ -7,13 +7,15 @@ pool; the event loop only moves bytes.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import gc
 import logging
+import time
 import uuid
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, quote
 
 import orjson
 
@@ -21,8 +23,11 @@ from neutrino import exceptions as exc
 from neutrino.api.auth import Authenticator
 from neutrino.api.request import Request, Response
 from neutrino.api.router import Router
+from neutrino.log import REQUEST_ID
 
 LOG = logging.getLogger(__name__)
+#: one INFO line per request (Neutron's logger is neutron.wsgi)
+REQUESTS = logging.getLogger("neutrino.wsgi")
 
 JSON = b"application/json"
 
@@ -54,17 +59,24 @@ class ApiApp:
             return
         if scope["type"] != "http":
             return
+        started = time.perf_counter()
         body = await _whole_body(receive)
         if body is None:
             return  # the client left before its request was whole: nothing to act on
+        request_id = f"req-{uuid.uuid4()}"
+        context = contextvars.copy_context()
+        context.run(REQUEST_ID.set, request_id)  # what handling it logs carries its id
         loop = asyncio.get_running_loop()
         status, headers, payload = await loop.run_in_executor(
-            self.executor, self.handle, scope, body)
+            self.executor, context.run, self.handle, scope, body, request_id)
         try:
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": payload})
         except OSError:  # the client left while its answer was being made
             LOG.debug("client of %s %s gone before its answer", scope["method"], scope["path"])
+        if REQUESTS.isEnabledFor(logging.INFO):
+            _log_request(scope, status, len(payload), time.perf_counter() - started,
+                         request_id)
 
     async def _lifespan(self, receive: Any, send: Any) -> None:
         while True:
@@ -92,9 +104,10 @@ class ApiApp:
                 await send({"type": "lifespan.shutdown.complete"})
                 return
 
-    def handle(self, scope: dict, body: bytes) -> tuple[int, list, bytes]:
+    def handle(self, scope: dict, body: bytes,
+               request_id: str | None = None) -> tuple[int, list, bytes]:
         """Everything a request needs, synchronously: returns status, headers, body."""
-        request_id = f"req-{uuid.uuid4()}"
+        request_id = request_id or f"req-{uuid.uuid4()}"
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope["headers"]}
         try:
@@ -125,6 +138,20 @@ class ApiApp:
         if response.status == 401:
             out.append((b"www-authenticate", self.authenticator.challenge.encode()))
         return response.status, out, payload
+
+
+def _log_request(scope: dict, status: int, length: int, seconds: float,
+                 request_id: str) -> None:
+    """The request's line, as Neutron's ``neutron.wsgi`` has it: the path as the
+    client sent it (percent-encoded, so it cannot break the line), with its query."""
+    target = scope.get("raw_path") or quote(scope["path"]).encode()
+    if scope["query_string"]:
+        target += b"?" + scope["query_string"]
+    client = scope.get("client")
+    REQUESTS.info('%s "%s %s HTTP/%s" status: %d len: %d time: %.4f',
+                  client[0] if client else "-", scope["method"], target.decode("latin-1"),
+                  scope.get("http_version", "1.1"), status, length, seconds,
+                  extra={"request_id": request_id})
 
 
 async def _whole_body(receive: Any) -> bytes | None:

@@ -1,5 +1,5 @@
-"""Every command of the package, as a user meets it: ``--version``, ``--help``
-and the logging options.
+"""Every command of the package, as a user meets it: ``--version``, ``--help``,
+the logging options, and the API's request log line.
 
 The commands are the package's own ``[project.scripts]`` (from its installed
 metadata), so a new command is checked without an edit here.
@@ -8,12 +8,15 @@ metadata), so a new command is checked without an edit here.
 from __future__ import annotations
 
 import importlib
+import json
 import re
 import subprocess
 import sys
+import time
 from importlib import metadata
 from pathlib import Path
 
+import httpx
 import pytest
 
 from neutrino.agents.base import AGENT_OPTIONS
@@ -174,3 +177,85 @@ def test_db_manage_logs_where_it_is_told(tmp_path):
     assert "INFO alembic.runtime.migration Running upgrade  -> 0001" in logged.read_text()
     quiet = run("neutrino-db-manage", "--config-file", str(conf), "upgrade", cwd=tmp_path)
     assert quiet.stderr == "" and "nothing to do" in quiet.stdout
+
+
+# --- the server's log: JSON lines, one per request -----------------------------------------
+
+
+def test_server_logs_each_request_as_a_json_line(tmp_path):
+    port = free_port()
+    logged = tmp_path / "server.log"
+    conf = tmp_path / "server.conf"
+    conf.write_text(f"[DEFAULT]\nbind_port = {port}\nstate_path = {tmp_path / 'state'}\n"
+                    f"log_file = {logged}\nuse_json = true\n")
+    proc = subprocess.Popen([str(BIN / "neutrino-server"), "--config-file", str(conf)],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
+            try:
+                httpx.get(url + "/", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "the server did not answer"
+                time.sleep(0.1)
+        asked = [
+            httpx.get(f"{url}/v2.0/networks", params={"name": "a b", "fields": "id"}),
+            httpx.post(f"{url}/v2.0/networks", json={"network": {"name": "logged"}}),
+            httpx.get(f"{url}/v2.0/networks/no-such-network"),
+            httpx.request("PATCH", f"{url}/v2.0/networks"),
+        ]
+    finally:
+        proc.terminate()
+        output, _ = proc.communicate(timeout=30)
+    assert output.decode() == "", "everything goes to log_file"
+    records = [json.loads(line) for line in logged.read_text().splitlines()]
+    assert all({"time", "level", "logger", "message", "process"} <= set(r) for r in records)
+    requests = [r for r in records if r["logger"] == "neutrino.wsgi"]
+    assert not [r for r in records if r["logger"].startswith("uvicorn.access")]
+    expected = [('GET /v2.0/networks?name=a+b&fields=id', 200),
+                ('POST /v2.0/networks', 201),
+                ('GET /v2.0/networks/no-such-network', 404),
+                ('PATCH /v2.0/networks', 405)]
+    mine = [r for r in requests if '"GET / HTTP' not in r["message"]]  # not the polls
+    for record, response, (target, status) in zip(mine, asked, expected, strict=True):
+        assert response.status_code == status, response.text
+        assert record["level"] == "INFO"
+        assert record["request_id"] == response.headers["x-openstack-request-id"]
+        assert re.fullmatch(
+            rf'127\.0\.0\.1 "{re.escape(target)} HTTP/1\.1" status: {status} '
+            rf'len: {len(response.content)} time: \d+\.\d{{4}}', record["message"]), record
+
+
+def test_server_workers_log_as_the_command_line_says(tmp_path):
+    """With api_workers = 2 each worker process sets logging up again: the
+    command line's options reach them too."""
+    port = free_port()
+    logged = tmp_path / "cli.log"
+    conf = tmp_path / "server.conf"
+    conf.write_text(f"[DEFAULT]\nbind_port = {port}\nstate_path = {tmp_path / 'state'}\n"
+                    "api_workers = 2\n")
+    proc = subprocess.Popen([str(BIN / "neutrino-server"), "--config-file", str(conf),
+                             "--log-file", str(logged), "--use-json"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, cwd=tmp_path)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert proc.poll() is None
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/v2.0/networks", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "the server did not answer"
+                time.sleep(0.1)
+    finally:
+        proc.terminate()
+        output, _ = proc.communicate(timeout=30)
+    assert output.decode() == ""
+    records = [json.loads(line) for line in logged.read_text().splitlines()]
+    [line] = [r for r in records if r.get("request_id") ==
+              answer.headers["x-openstack-request-id"]]
+    assert line["process"] != proc.pid, "logged by a worker"
+    assert line["logger"] == "neutrino.wsgi"
