@@ -144,9 +144,12 @@ class DhcpAgent(Agent):
     extension_kind = "dhcp"
     extensions: Extensions[DhcpAgentExtension]
 
-    def __init__(self, conf: Config, bus: Bus, agent_namespace: str | None = None):
+    def __init__(self, conf: Config, bus: Bus, agent_namespace: str | None = None,
+                 dataplane: DhcpDataplane | None = None):
         """``agent_namespace``: where the DHCP ports' taps go (None: where the agent
-        runs; tests give a namespace standing in for the host)."""
+        runs; tests give a namespace standing in for the host). ``dataplane``: how
+        networks are served on the host (None: this host's, from
+        ``interface_driver``; the agent unit tests give a fake)."""
         super().__init__(conf, bus)
         self._plugin = DhcpPluginApi.on(bus)
         #: the networks this agent serves, as the server gave them (with subnets, ports)
@@ -155,8 +158,8 @@ class DhcpAgent(Agent):
         self._ready: dict[str, set[str]] = {}
         self._limit = asyncio.Semaphore(conf.DEFAULT.num_sync_threads)
         self._monitor = ProcessMonitor(self._daemon_ended)
-        self.dataplane: DhcpDataplane | None = None
-        if conf.DEFAULT.interface_driver:
+        self.dataplane: DhcpDataplane | None = dataplane
+        if dataplane is None and conf.DEFAULT.interface_driver:
             default = conf.DEFAULT
             settings = dnsmasq.Settings(domain=default.dns_domain,
                                         lease_duration=default.dhcp_lease_duration,
@@ -167,7 +170,7 @@ class DhcpAgent(Agent):
             self.dataplane = DhcpDataplane(os.path.abspath(confs), settings,
                                            interface.make_driver(conf, agent_namespace),
                                            socket)
-        else:
+        elif dataplane is None:
             LOG.error("no interface_driver configured: this agent serves no network")
 
     def configurations(self) -> dict[str, Any]:
