@@ -21,7 +21,7 @@ import socket
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from types import SimpleNamespace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 LOG = logging.getLogger(__name__)
 #: the config files as a JSON list, where no ``--config-file`` says: how the
@@ -210,6 +210,11 @@ class Config:
         self._raw = raw  # section -> option -> (text, file), kept for plugin groups
         for name, vals in values.items():
             setattr(self, name, SimpleNamespace(**vals))
+
+    if TYPE_CHECKING:
+        # Groups are attributes set from data (a plugin registers its own), so
+        # the type checker sees each as Any: the option types stop at this seam.
+        def __getattr__(self, name: str) -> Any: ...
 
     def group(self, name: str) -> SimpleNamespace:
         return getattr(self, name)

@@ -21,7 +21,20 @@ class Request:
     body: bytes
     base_url: str  # scheme://host, no trailing slash
     request_id: str
-    context: Context | None = None
+    #: who asks: set by the authenticator for every path but the public versions
+    #: document; handlers read it as ``context``
+    auth: Context | None = None
+
+    @property
+    def context(self) -> Context:
+        """The caller's context: every handler that reads it runs after auth."""
+        if self.auth is None:
+            raise RuntimeError(f"{self.method} {self.path} was not authenticated")
+        return self.auth
+
+    @context.setter
+    def context(self, value: Context) -> None:
+        self.auth = value
 
     def json(self) -> Any:
         """The body as a JSON object; an empty body is ``{}``."""

@@ -19,6 +19,7 @@ from neutrino.db.engine import Database
 from neutrino.db.quota import QuotaEngine
 from neutrino.plugins.hooks import Hooks
 from neutrino.plugins.providers import ServiceProviders
+from neutrino.rpc.bus import Bus
 
 T = TypeVar("T")
 
@@ -34,7 +35,7 @@ class Environment:
     # the core plugin, for service plugins (set once it is built)
     core: Any = None
     # the message bus, to notify agents (started with the server's event loop)
-    bus: Any = None
+    bus: Bus | None = None
     # [service_providers]: the drivers a service plugin picks from
     providers: ServiceProviders = field(default_factory=ServiceProviders)
 
