@@ -10,18 +10,54 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, Protocol, TypeVar, cast
 
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Row
 
 from neutrino.config import Config, OptGroup
+from neutrino.context import Context
 from neutrino.db.engine import Database
+from neutrino.db.query import CollectionQuery
 from neutrino.db.quota import QuotaEngine
 from neutrino.plugins.hooks import Hooks
 from neutrino.plugins.providers import ServiceProviders
 from neutrino.rpc.bus import Bus
 
 T = TypeVar("T")
+
+
+class CorePlugin(Protocol):
+    """What a service plugin may call on the core plugin: the API's reads and
+    writes, and the table reads and port changes it makes inside its own
+    transaction (``*_in``: on the caller's connection, so a failed call leaves
+    nothing behind). The port changes' ``*_in`` return what the matching
+    ``port_*`` call takes once the transaction has committed."""
+
+    def get_network(self, ctx: Context, network_id: str) -> dict[str, Any]: ...
+    def get_networks(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]: ...
+    def update_port(self, ctx: Context, port_id: str, data: dict[str, Any],
+                    if_revision: int | None = None) -> dict[str, Any]: ...
+
+    # reads inside the caller's transaction (NotFound for what ``ctx`` may not see)
+    def network_row_in(self, conn: Connection, ctx: Context, network_id: str) -> Row: ...
+    def port_row_in(self, conn: Connection, ctx: Context, port_id: str) -> Row: ...
+    def port_in(self, conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]: ...
+    def ports_by_id(self, conn: Connection, port_ids: list[str]) -> list[dict[str, Any]]: ...
+    def subnet_in(self, conn: Connection, ctx: Context, subnet_id: str) -> dict[str, Any]: ...
+    def subnets_in(self, conn: Connection, ctx: Context, query: CollectionQuery
+                   ) -> list[dict[str, Any]]: ...
+    def networks_visible_to(self, ctx: Context) -> Any:
+        """A where clause on the networks table for what ``ctx`` may see (None: all)."""
+
+    # ports a service plugin owns, changed inside its transaction
+    def create_port_in(self, conn: Connection, ctx: Context, data: dict[str, Any]
+                       ) -> dict[str, Any]: ...
+    def port_created(self, ctx: Context, view: dict[str, Any]) -> None: ...
+    def update_port_in(self, conn: Connection, ctx: Context, port_id: str,
+                       data: dict[str, Any]) -> Any: ...
+    def port_updated(self, context: Any) -> None: ...
+    def delete_port_in(self, conn: Connection, ctx: Context, port_id: str) -> Any: ...
+    def port_deleted(self, context: Any) -> None: ...
 
 
 @dataclass
@@ -32,8 +68,8 @@ class Environment:
     db: Database
     hooks: Hooks
     quota: QuotaEngine
-    # the core plugin, for service plugins (set once it is built)
-    core: Any = None
+    # the core plugin, for service plugins (set once it is built, before them)
+    core: CorePlugin = cast(CorePlugin, None)
     # the message bus, to notify agents (started with the server's event loop)
     bus: Bus | None = None
     # [service_providers]: the drivers a service plugin picks from

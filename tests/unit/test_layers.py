@@ -55,10 +55,6 @@ NOT_YET: frozenset[tuple[str, str]] = frozenset({
     # ML2 extension drivers over the services' tables
     ("neutrino.plugins.ml2.drivers.ext_availability_zone", "neutrino.services.agents"),
     ("neutrino.plugins.ml2.drivers.ext_security_group", "neutrino.services.secgroups"),
-    # the L3 plugin reads the core tables' code directly
-    ("neutrino.services.l3.plugin", "neutrino.plugins.core"),
-    ("neutrino.services.l3.port_forwarding", "neutrino.plugins.core"),
-    ("neutrino.services.l3.rpc", "neutrino.plugins.core"),
 })
 
 

@@ -440,6 +440,29 @@ class Ml2Plugin(Plugin):
     def _port(self, conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]:
         return self._extend_ports(conn, [ports.get(conn, ctx, port_id)])[0]
 
+    # --- what service plugins read inside their transactions (CorePlugin) ---------------
+
+    def network_row_in(self, conn: Connection, ctx: Context, network_id: str) -> Any:
+        return networks.get_row(conn, ctx, network_id)
+
+    def port_row_in(self, conn: Connection, ctx: Context, port_id: str) -> Any:
+        return ports.get_row(conn, ctx, port_id)
+
+    def port_in(self, conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]:
+        """The port's core attributes (no driver's extensions: cheap)."""
+        return ports.get(conn, ctx, port_id)
+
+    def subnet_in(self, conn: Connection, ctx: Context, subnet_id: str) -> dict[str, Any]:
+        return subnets.get(conn, ctx, subnet_id)
+
+    def subnets_in(self, conn: Connection, ctx: Context, query: CollectionQuery
+                   ) -> list[dict[str, Any]]:
+        return subnets.list_(conn, ctx, query)
+
+    @staticmethod
+    def networks_visible_to(ctx: Context) -> Any:
+        return networks.visible(ctx)
+
     def ports_by_id(self, conn: Connection, port_ids: list[str]) -> list[dict[str, Any]]:
         """Full views of ``port_ids`` (as admin), for the agents' calls."""
         if not port_ids:

@@ -33,8 +33,7 @@ from neutrino.definitions.l3 import (
     bad_router,
 )
 from neutrino.definitions.port_forwarding import FipInUseByPortForwarding
-from neutrino.plugins.base import Environment, Plugin
-from neutrino.plugins.core import networks, ports, subnets
+from neutrino.plugins.base import CorePlugin, Environment, Plugin
 from neutrino.rpc import topics
 from neutrino.services.agents import db as agents_db
 from neutrino.services.l3 import floatingips, portforwardings, routers
@@ -49,7 +48,7 @@ class PortChanges:
     """Ports made, changed and removed in a transaction: their drivers' postcommit
     runs once it has committed; and the routers it changed, whose agents are told."""
 
-    def __init__(self, core: Any):
+    def __init__(self, core: CorePlugin):
         self.core = core
         self.created: list[dict[str, Any]] = []
         self.updated: list[Any] = []
@@ -195,7 +194,7 @@ class L3RouterPlugin(Plugin):
     def _add_gateway(self, conn: Connection, ctx: Context, changes: PortChanges,
                      router_id: str, gateway: dict[str, Any]) -> None:
         network_id = gateway["network_id"]
-        network = networks.get_row(conn, ctx, network_id)
+        network = self.core.network_row_in(conn, ctx, network_id)
         if not network.router_external:
             raise bad_router(f"Network {network_id} is not an external network")
         external = self._subnets_of(conn, network_id)
@@ -223,7 +222,7 @@ class L3RouterPlugin(Plugin):
     def _remove_gateway(self, conn: Connection, changes: PortChanges, row: Any) -> None:
         if row.gw_port_id is None:
             return
-        network_id = ports.get_row(conn, ADMIN, row.gw_port_id).network_id
+        network_id = self.core.port_row_in(conn, ADMIN, row.gw_port_id).network_id
         if floatingips.through_router(conn, row.id, network_id):
             raise l3.RouterExternalGatewayInUseByFloatingIp(router_id=row.id,
                                                              net_id=network_id)
@@ -276,7 +275,7 @@ class L3RouterPlugin(Plugin):
         attached = {row.subnet_id: row.cidr for row in routers.interface_ips(conn, router_id)}
         gateway_port = routers.get_row(conn, ADMIN, router_id).gw_port_id
         if gateway_port is not None:
-            network_id = ports.get_row(conn, ADMIN, gateway_port).network_id
+            network_id = self.core.port_row_in(conn, ADMIN, gateway_port).network_id
             attached.update((s["id"], s["cidr"]) for s in self._subnets_of(conn, network_id))
         for subnet in new:
             if subnet["id"] in attached:
@@ -316,7 +315,7 @@ class L3RouterPlugin(Plugin):
                          router: Any, subnet_id: str) -> tuple[dict[str, Any], list[str]]:
         """A new interface port with the subnet's gateway IP; an IPv6 subnet joins
         the router's IPv6 port on the same network instead, as in Neutron."""
-        subnet = subnets.get(conn, ctx, subnet_id)
+        subnet = self.core.subnet_in(conn, ctx, subnet_id)
         if not ctx.is_admin and subnet["project_id"] != ctx.project_id:
             raise bad_router(f"Cannot add interface to router because subnet {subnet_id} is "
                              "not owned by project making the request")
@@ -329,18 +328,17 @@ class L3RouterPlugin(Plugin):
             shared = self._ipv6_port_on(conn, router.id, subnet["network_id"])
             if shared is not None:
                 changes.update(conn, shared["id"], {"fixed_ips": [*shared["fixed_ips"], wanted]})
-                return ports.get(conn, ADMIN, shared["id"]), [subnet_id]
+                return self.core.port_in(conn, ADMIN, shared["id"]), [subnet_id]
         port = changes.create(conn, {
             "network_id": subnet["network_id"], "project_id": router.project_id,
             "device_owner": ROUTER_INTERFACE, "device_id": router.id, "fixed_ips": [wanted]})
         routers.attach(conn, router.id, port["id"], ROUTER_INTERFACE)
         return port, [subnet_id]
 
-    @staticmethod
-    def _ipv6_port_on(conn: Connection, router_id: str, network_id: str
+    def _ipv6_port_on(self, conn: Connection, router_id: str, network_id: str
                       ) -> dict[str, Any] | None:
         for port_id in routers.interface_ports(conn, router_id):
-            port = ports.get(conn, ADMIN, port_id)
+            port = self.core.port_in(conn, ADMIN, port_id)
             if port["network_id"] == network_id and any(
                     not _v4(ip["ip_address"]) for ip in port["fixed_ips"]):
                 return port
@@ -348,13 +346,14 @@ class L3RouterPlugin(Plugin):
 
     def _adopt_port(self, conn: Connection, ctx: Context, changes: PortChanges,
                     router: Any, port_id: str) -> dict[str, Any]:
-        port = ports.get(conn, ctx, port_id)
+        port = self.core.port_in(conn, ctx, port_id)
         if port["device_id"]:
             raise exc.PortInUse(port_id=port_id, net_id=port["network_id"],
                                 device_id=port["device_id"])
         if not port["fixed_ips"]:
             raise bad_router("Router port must have at least one fixed IP")
-        subnet_rows = [subnets.get(conn, ADMIN, ip["subnet_id"]) for ip in port["fixed_ips"]]
+        subnet_rows = [self.core.subnet_in(conn, ADMIN, ip["subnet_id"])
+                       for ip in port["fixed_ips"]]
         for subnet in subnet_rows:
             self._check_ra_mode(subnet)
         if any(s["ip_version"] == 6 for s in subnet_rows):
@@ -394,7 +393,7 @@ class L3RouterPlugin(Plugin):
                                                               subnet_id=subnet_id)
             self._check_unused(conn, router_id, removed)
             target = port_id or removed[0].port_id
-            port = ports.get(conn, ADMIN, target)
+            port = self.core.port_in(conn, ADMIN, target)
             if port_id is None and len(port["fixed_ips"]) > 1:
                 changes.update(conn, target, {"fixed_ips": [
                     ip for ip in port["fixed_ips"] if ip["subnet_id"] != subnet_id]})
@@ -518,7 +517,7 @@ class L3RouterPlugin(Plugin):
             self.env.quota.check(conn, data["project_id"], "floatingip")
             # as the caller: an external network is theirs to use when an RBAC
             # entry (access_as_external, or a '*' one) opens it to them
-            network = networks.get_row(conn, ctx, network_id)
+            network = self.core.network_row_in(conn, ctx, network_id)
             if not network.router_external:
                 raise bad_floatingip(f"Network {network_id} is not a valid external network")
             fip_id = v.new_uuid()
@@ -609,7 +608,7 @@ class L3RouterPlugin(Plugin):
     def _association(self, conn: Connection, ctx: Context, fip: Any, port_id: str,
                      fixed_ip: str | None) -> dict[str, Any]:
         """The columns that associate ``fip`` with the port, once checked."""
-        port = ports.get(conn, ctx, port_id)
+        port = self.core.port_in(conn, ctx, port_id)
         if not ctx.is_admin and port["project_id"] != fip.project_id:
             raise bad_floatingip(f"Cannot process floating IP association with Port {port_id}, "
                                  "since that port is owned by a different tenant")
@@ -656,7 +655,7 @@ class L3RouterPlugin(Plugin):
                              ) -> list[dict[str, Any]]:
         def work(conn: Connection) -> list[dict[str, Any]]:
             s, n = models.subnets, models.networks
-            mine = networks.visible(ctx)  # the external networks open to the caller
+            mine = self.core.networks_visible_to(ctx)  # the external networks open to the caller
             rows = conn.execute(select(s.c.id, s.c.name, s.c.network_id, s.c.cidr)
                                 .join(n, n.c.id == s.c.network_id)
                                 .where(n.c.router_external, s.c.ip_version == 4,

@@ -27,7 +27,6 @@ from neutrino.definitions import port_forwarding as pfdef
 from neutrino.definitions.port_forwarding import bad_port_forwarding
 from neutrino.definitions.validators import new_uuid
 from neutrino.plugins.base import Environment, Plugin
-from neutrino.plugins.core import ports
 from neutrino.rpc.contracts.l3 import L3AgentNotifier
 from neutrino.rpc.notifier import Notifier
 from neutrino.services.agents import scheduling
@@ -212,10 +211,9 @@ class PortForwardingPlugin(Plugin):
             f"There is a port collision with the {name}. The following ranges collides: "
             f"{theirs[0]}:{theirs[1]} and {mine[0]}:{mine[1]}")
 
-    @staticmethod
-    def _router_for(conn: Connection, ctx: Context, fip: Any, port_id: str,
+    def _router_for(self, conn: Connection, ctx: Context, fip: Any, port_id: str,
                     address: str) -> str:
-        port = ports.get(conn, ctx, port_id)
+        port = self.env.core.port_in(conn, ctx, port_id)
         v4 = [ip for ip in port["fixed_ips"]
               if ipaddress.ip_address(ip["ip_address"]).version == 4]
         if not v4:

@@ -31,7 +31,6 @@ from neutrino.db.query import CollectionQuery
 from neutrino.db.util import CHUNK, chunked, now
 from neutrino.definitions.l3 import ROUTER_INTERFACE
 from neutrino.definitions.portbindings import HOST_ID
-from neutrino.plugins.core import subnets as subnets_db
 from neutrino.rpc.contracts import l3
 from neutrino.rpc.contracts.l3 import FIP_STATUSES, FLOATINGIPS, INTERFACES, PORT_FORWARDINGS
 from neutrino.services.l3 import floatingips, routers
@@ -152,8 +151,7 @@ class L3RpcCallback:
                 view["enable_snat"] = row.enable_snat
         return views
 
-    @staticmethod
-    def _add_subnets(conn: Connection, ports: list[dict[str, Any]]) -> None:
+    def _add_subnets(self, conn: Connection, ports: list[dict[str, Any]]) -> None:
         """Give each port the subnets of its fixed IPs (``subnets``) and the others
         of its network (``extra_subnets``), the prefix length of each fixed IP, the
         address scopes of its network and its network's MTU, as Neutron does."""
@@ -161,7 +159,7 @@ class L3RpcCallback:
         if not network_ids:
             return
         on_network: dict[str, list[dict[str, Any]]] = {n: [] for n in network_ids}
-        for subnet in subnets_db.list_(conn, ADMIN, CollectionQuery(
+        for subnet in self.core.subnets_in(conn, ADMIN, CollectionQuery(
                 filters={"network_id": network_ids})):
             on_network[subnet["network_id"]].append(subnet)
         pool_ids = sorted({s["subnetpool_id"] for found in on_network.values()
