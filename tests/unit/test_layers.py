@@ -23,7 +23,7 @@ FOUNDATION = frozenset({"config", "context", "exceptions", "log", "addresses"})
 #: the plugin framework: what a service plugin may take from ``neutrino.plugins``
 PLUGIN_FRAMEWORK = ("neutrino.plugins.base", "neutrino.plugins.hooks",
                     "neutrino.plugins.loader", "neutrino.plugins.providers",
-                    "neutrino.plugins.periodic")
+                    "neutrino.plugins.periodic", "neutrino.plugins.extension_driver")
 
 #: layer -> the layers (or modules, dotted) it may import besides itself and FOUNDATION
 ALLOWED: dict[str, tuple[str, ...]] = {
@@ -52,9 +52,6 @@ NOT_YET: frozenset[tuple[str, str]] = frozenset({
     ("neutrino.plugins.ml2.plugin", "neutrino.services.rbac.plugin"),
     ("neutrino.plugins.ml2.plugin", "neutrino.services.secgroups.address_group_plugin"),
     ("neutrino.plugins.ml2.plugin", "neutrino.services.secgroups.plugin"),
-    # ML2 extension drivers over the services' tables
-    ("neutrino.plugins.ml2.drivers.ext_availability_zone", "neutrino.services.agents"),
-    ("neutrino.plugins.ml2.drivers.ext_security_group", "neutrino.services.secgroups"),
 })
 
 

@@ -129,33 +129,3 @@ class MechanismDriver:
 
     def bind_port(self, context: PortContext) -> None:
         """Call ``context.set_binding`` for a segment this driver can serve, or do nothing."""
-
-
-class ExtensionDriver:
-    """Adds attributes of one extension to networks and ports, stored by itself.
-
-    ``process_*`` run inside the create/update transaction with the request
-    ``data`` and the ``view`` being returned (to complete); ``extend_*`` fill
-    the attributes of many views with one read.
-    """
-
-    extension_alias: ClassVar[str] = ""
-
-    def __init__(self, conf: Config):
-        self.conf = conf
-
-    def process_create_network(self, conn: Connection, data: dict[str, Any],
-                               view: dict[str, Any]) -> None: ...
-    def process_update_network(self, conn: Connection, data: dict[str, Any],
-                               view: dict[str, Any]) -> None: ...
-    def process_create_port(self, conn: Connection, data: dict[str, Any],
-                            view: dict[str, Any]) -> None: ...
-    def process_update_port(self, conn: Connection, data: dict[str, Any],
-                            view: dict[str, Any]) -> None: ...
-    def extend_networks(self, conn: Connection, views: list[dict[str, Any]]) -> None: ...
-    def extend_ports(self, conn: Connection, views: list[dict[str, Any]]) -> None: ...
-
-    def filter_clauses(self, collection: str, query: Any) -> list:
-        """Where clauses for this extension's filters on ``collection``, popped
-        out of ``query``."""
-        return []

@@ -1,7 +1,7 @@
 """The security group API: /v2.0/security-groups and /v2.0/security-group-rules.
 
 ML2 brings this plugin along (a companion); the ports' ``security_groups`` are
-kept by the ML2 extension driver ``ext_security_group`` over the same tables.
+kept by this service's ML2 extension driver (``extension_driver``) over the same tables.
 Every call is one short write transaction, retried on conflict.
 """
 

@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 
 from neutrino.config import Config
 from neutrino.db import models
+from neutrino.db.port_security import network_secured, port_secured
 from neutrino.db.util import chunked
 from neutrino.definitions.allowed_address_pairs import (
     ADDRESS_PAIRS,
@@ -21,8 +22,7 @@ from neutrino.definitions.allowed_address_pairs import (
     DuplicateAddressPairInRequest,
 )
 from neutrino.definitions.port_security import ENABLED
-from neutrino.plugins.ml2.api import ExtensionDriver
-from neutrino.plugins.ml2.drivers.ext_port_security import network_secured, port_secured
+from neutrino.plugins.extension_driver import ExtensionDriver
 
 AAP = models.allowed_address_pairs
 

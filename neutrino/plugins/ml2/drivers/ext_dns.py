@@ -26,7 +26,7 @@ from neutrino.definitions.dns import (
     absolute,
     name_in_domain,
 )
-from neutrino.plugins.ml2.api import ExtensionDriver
+from neutrino.plugins.extension_driver import ExtensionDriver
 
 PORT_DNS = models.port_dns
 NET_DNS = models.network_dns_domains

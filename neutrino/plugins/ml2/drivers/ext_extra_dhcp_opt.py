@@ -19,7 +19,7 @@ from neutrino.definitions.extra_dhcp_opt import (
     NeutronDbObjectDuplicateEntry,
     storable,
 )
-from neutrino.plugins.ml2.api import ExtensionDriver
+from neutrino.plugins.extension_driver import ExtensionDriver
 
 EDO = models.extra_dhcp_opts
 Key = tuple[str, int]  # (opt_name, ip_version)

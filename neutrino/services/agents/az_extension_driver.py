@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 
 from neutrino.db import models
 from neutrino.definitions.availability_zone import AVAILABILITY_ZONES, AZ_HINTS
-from neutrino.plugins.ml2.api import ExtensionDriver
+from neutrino.plugins.extension_driver import ExtensionDriver
 from neutrino.services.agents import db as agents_db
 from neutrino.services.agents import scheduling
 

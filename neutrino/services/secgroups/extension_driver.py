@@ -15,11 +15,11 @@ from sqlalchemy.engine import Connection
 
 from neutrino.config import Config
 from neutrino.db import models
+from neutrino.db.port_security import network_secured, port_secured
 from neutrino.db.quota import QuotaEngine
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.port_security import ENABLED
-from neutrino.plugins.ml2.api import ExtensionDriver
-from neutrino.plugins.ml2.drivers.ext_port_security import network_secured, port_secured
+from neutrino.plugins.extension_driver import ExtensionDriver
 from neutrino.services.secgroups import bindings, groups, rules
 
 GROUPS = sg.SECURITY_GROUPS
