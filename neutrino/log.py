@@ -138,9 +138,10 @@ class _Queued(logging.handlers.QueueHandler):
     arguments may change once the call returns) but not yet formatted."""
 
     def prepare(self, record: logging.LogRecord) -> logging.LogRecord:
-        if record.exc_info:  # the traceback, as text, while its frames are what they were
+        exc_info = record.exc_info
+        if exc_info:  # the traceback, as text, while its frames are what they were
             record = copy.copy(record)
-            record.exc_text = _PLAIN.formatException(record.exc_info)
+            record.exc_text = _PLAIN.formatException(exc_info)
             record.exc_info = None
         record.msg = record.getMessage()
         record.args = None

@@ -151,6 +151,7 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
     # subnet must not pick one that a later entry names.
     if len(requested) > 1:
         requested = sorted(requested, key=lambda item: item.get("ip_address") is None)
+    subnet: SubnetInfo | None
     for item in requested:
         subnet_id, address = item.get("subnet_id"), item.get("ip_address")
         if address is not None:
@@ -167,7 +168,7 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
                 raise exc.InvalidInput(error_message=(
                     f"Failed to create port on network {network_id}, because fixed_ips "
                     f"included invalid subnet {subnet_id}"))
-        if subnet.auto_address and not is_router:
+        if subnet.auto_address and not is_router and isinstance(subnet.net, ipaddress.IPv6Network):
             eui = eui64(subnet.net, mac)
             if address is not None and address != eui and (subnet.id, address) not in kept:
                 raise AllocationOnAutoAddressSubnet(ip=address, subnet_id=subnet.id)
@@ -178,7 +179,8 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
     if not is_router:
         mentioned = {c["subnet_id"] for c in chosen}
         for subnet in subnets:
-            if subnet.auto_address and subnet.id not in mentioned:
+            if (subnet.auto_address and subnet.id not in mentioned
+                    and isinstance(subnet.net, ipaddress.IPv6Network)):
                 take(subnet, eui64(subnet.net, mac))
     return chosen
 
@@ -237,19 +239,19 @@ def _pick(conn: Connection, subnet: SubnetInfo, taken_here: set[tuple[str, str]]
     used = {int(ipaddress.ip_address(a)) for a in conn.execute(
         _USED, {"subnet_id": subnet.id}).scalars()}
     used |= {int(ipaddress.ip_address(a)) for s, a in taken_here if s == subnet.id}
-    free = []
+    spare: list[int] = []
     for first, last in subnet.ranges:
         for value in range(first, last + 1):
             if value not in used:
-                free.append(value)
-                if len(free) >= 1024:
+                spare.append(value)
+                if len(spare) >= 1024:
                     break
-        if len(free) >= 1024:
+        if len(spare) >= 1024:
             break
-    if not free:
+    if not spare:
         raise exc.IpAddressGenerationFailure(
             f"No more IP addresses available for subnet {subnet.id}.")
-    return P.to_text(version, random.choice(free))
+    return P.to_text(version, random.choice(spare))
 
 
 def _nth(ranges: Sequence[P.Range], index: int) -> int:

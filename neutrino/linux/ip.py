@@ -9,6 +9,7 @@ reconciler can call them without looking first.
 
 from __future__ import annotations
 
+import builtins
 import errno
 import ipaddress
 import logging
@@ -366,7 +367,7 @@ class IpNetns:
 
     # --- neighbours and forwarding entries ------------------------------------------------------
 
-    def fdb(self, name: str) -> set[tuple[str, str]]:
+    def fdb(self, name: str) -> builtins.set[tuple[str, str]]:
         """The (MAC, remote IP) entries of a VXLAN device."""
         index = self._index(name)
         return {(msg.get("NDA_LLADDR"), msg.get("NDA_DST"))

@@ -48,6 +48,7 @@ Router advertisements are let in from anyone, not only the subnet's gateway.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import ipaddress
 from collections.abc import Iterable, Mapping
@@ -392,8 +393,8 @@ def conntrack_forgets(before: Ruleset, after: Ruleset) -> list[Forget]:
     forgets: set[Forget] = set()
     for port_id, now in after.guards.items():
         was = before.guards.get(port_id)
-        kept = was and was.addresses & now.addresses
-        if not kept:
+        kept = was.addresses & now.addresses if was is not None else frozenset()
+        if was is None or not kept:
             continue
         for grant in was.grants - now.grants:
             if grant not in lost:
@@ -521,7 +522,7 @@ class _Names:
     def set(self, version: int, kind: str, owner_id: str) -> str:
         return ipset.set_name(self.prefix, version, kind, owner_id)
 
-    def hooks(self) -> set[tuple[str, str]]:
+    def hooks(self) -> builtins.set[tuple[str, str]]:
         """The jumps from built-in chains that everything of ours hangs off."""
         return {("FORWARD", self.forward), ("INPUT", self.input)}
 

@@ -165,8 +165,9 @@ class RouterDataplane:
         self._metadata(router, directory)
         radvd.converge(namespace, directory, router.advertise, *self.ra_intervals)
         nat.apply(router.nat)
-        for address in announce if gateway else ():
-            arping.announce(namespace, gateway, address, self.arp_count)
+        if gateway:
+            for address in announce:
+                arping.announce(namespace, gateway, address, self.arp_count)
         return announce
 
     def _metadata(self, router: Router, directory: str) -> None:

@@ -14,10 +14,11 @@ fanout and reply queues do not.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
+from typing import Any
 from urllib.parse import urlsplit
 
-Deliver = Callable[[bytes], Awaitable[None]]
+Deliver = Callable[[bytes], Coroutine[Any, Any, None]]
 
 
 class Transport(ABC):

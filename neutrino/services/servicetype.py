@@ -9,6 +9,7 @@ otherwise keeps the configured order.
 
 from __future__ import annotations
 
+import operator
 from typing import Any, ClassVar
 
 from neutrino import exceptions as exc
@@ -31,7 +32,7 @@ class ServiceTypePlugin(Plugin):
                               ) -> list[dict[str, Any]]:
         found = [p for p in self.providers.providers if _matches(p, query.filters)]
         for key, ascending in reversed(query.sorts):  # stable: the first key sorts last
-            found.sort(key=lambda p, key=key: getattr(p, key), reverse=not ascending)
+            found.sort(key=operator.attrgetter(key), reverse=not ascending)
         return [p.view() for p in found]
 
     def get_service_provider(self, ctx: Context, provider_id: str) -> dict[str, Any]:

@@ -17,7 +17,7 @@ def run() -> None:
         return
     from sqlalchemy import create_engine
 
-    engine = create_engine(config.get_main_option("sqlalchemy.url"))
+    engine = create_engine(config.get_main_option("sqlalchemy.url") or "")
     with engine.connect() as conn:
         context.configure(connection=conn, target_metadata=metadata,
                           render_as_batch=conn.dialect.name == "sqlite")

@@ -218,8 +218,8 @@ def update(conn: Connection, ctx: Context, pool_id: str, data: dict[str, Any],
     if "prefixes" in data:
         conn.execute(delete(SPP).where(SPP.c.subnetpool_id == pool_id))
         conn.execute(SPP.insert(), [{"subnetpool_id": pool_id, "cidr": str(n)} for n in nets])
-    values = {k: data[k] for k in ("name", "description", "default_quota", "is_default",
-                                   "address_scope_id") if k in data}
+    values: dict[str, Any] = {k: data[k] for k in (
+        "name", "description", "default_quota", "is_default", "address_scope_id") if k in data}
     values.update(min_prefixlen=min_len, max_prefixlen=max_len, default_prefixlen=default_len)
     bump(conn, SP, pool_id, if_revision, values)
 

@@ -322,7 +322,8 @@ def update(conn: Connection, ctx: Context, subnet_id: str, data: dict[str, Any],
     if "host_routes" in data:
         conn.execute(delete(HR).where(HR.c.subnet_id == subnet_id))
         _write_routes(conn, subnet_id, data["host_routes"])
-    values = {k: data[k] for k in ("name", "description", "enable_dhcp", "gateway_ip")
+    values: dict[str, Any] = {k: data[k] for k in ("name", "description", "enable_dhcp",
+                                                   "gateway_ip")
               if k in data}
     bump(conn, S, subnet_id, if_revision, values)
 

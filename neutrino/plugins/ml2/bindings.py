@@ -78,7 +78,7 @@ def extended_view(row: Any) -> dict[str, Any]:
             "vif_type": row.vif_type, "vif_details": row.vif_details, "status": row.status}
 
 
-def all_of_port(conn: Connection, port_id: str) -> list[Any]:
+def all_of_port(conn: Connection, port_id: str) -> Sequence[Any]:
     return conn.execute(select(B).where(B.c.port_id == port_id).order_by(B.c.host)).all()
 
 

@@ -90,7 +90,7 @@ def holder_of(conn: Connection, network_id: str, port_id: str, address: str) -> 
         F.c.fixed_ip_address == address)).first()
 
 
-def on_port(conn: Connection, port_id: str) -> list[Row]:
+def on_port(conn: Connection, port_id: str) -> Sequence[Row]:
     return conn.execute(select(F).where(F.c.fixed_port_id == port_id)).all()
 
 
@@ -98,7 +98,7 @@ def of_floating_port(conn: Connection, port_id: str) -> Row | None:
     return conn.execute(select(F).where(F.c.floating_port_id == port_id)).first()
 
 
-def idle_on(conn: Connection, network_id: str) -> list[Row]:
+def idle_on(conn: Connection, network_id: str) -> Sequence[Row]:
     """Floating IPs of the network with neither a port nor a router (port
     forwardings give one a router)."""
     return conn.execute(select(F).where(
@@ -107,7 +107,7 @@ def idle_on(conn: Connection, network_id: str) -> list[Row]:
 
 
 def through_router(conn: Connection, router_id: str, network_id: str | None = None
-                   ) -> list[Row]:
+                   ) -> Sequence[Row]:
     stmt = select(F).where(F.c.router_id == router_id)
     if network_id is not None:
         stmt = stmt.where(F.c.floating_network_id == network_id)

@@ -3,6 +3,7 @@ plugin asks of them (a floating IP in use, an interface still needed)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -54,7 +55,7 @@ def of_floatingips(conn: Connection, fip_ids: list[str]) -> dict[str, list[Row]]
     return found
 
 
-def of_floatingip(conn: Connection, fip_id: str) -> list[Row]:
+def of_floatingip(conn: Connection, fip_id: str) -> Sequence[Row]:
     return conn.execute(select(PF).where(PF.c.floatingip_id == fip_id)
                         .order_by(PF.c.id)).all()
 
@@ -67,7 +68,8 @@ def get_row(conn: Connection, fip_id: str, pf_id: str) -> Row:
     return row
 
 
-def on_internal(conn: Connection, port_id: str, protocol: str, address: str) -> list[Row]:
+def on_internal(conn: Connection, port_id: str, protocol: str, address: str
+                ) -> Sequence[Row]:
     return conn.execute(select(PF).where(
         PF.c.internal_port_id == port_id, PF.c.protocol == protocol,
         PF.c.internal_ip_address == address)).all()

@@ -129,7 +129,7 @@ def interface_ports(conn: Connection, router_id: str) -> list[str]:
         .order_by(RP.c.port_id)).scalars())
 
 
-def interface_ips(conn: Connection, router_id: str) -> list[Row]:
+def interface_ips(conn: Connection, router_id: str) -> Sequence[Row]:
     """(port_id, subnet_id, ip_address, cidr) of every interface address."""
     s = models.subnets
     return conn.execute(

@@ -115,7 +115,7 @@ def create(conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
 def update(conn: Connection, ctx: Context, group_id: str, data: dict[str, Any],
            if_revision: int | None) -> None:
     get_row(conn, ctx, group_id, for_update=True)
-    values = {k: data[k] for k in ("name", "description") if k in data}
+    values: dict[str, Any] = {k: data[k] for k in ("name", "description") if k in data}
     bump(conn, AG, group_id, if_revision, values)
 
 

@@ -119,7 +119,8 @@ def update(conn: Connection, ctx: Context, group_id: str, data: dict[str, Any],
     stateful = data.get("stateful")
     if stateful is not None and stateful != row.stateful and bindings.in_use(conn, group_id):
         raise sg.SecurityGroupInUse(id=group_id)
-    values = {k: data[k] for k in ("name", "description", "stateful") if k in data}
+    values: dict[str, Any] = {k: data[k] for k in ("name", "description", "stateful")
+                              if k in data}
     bump(conn, G, group_id, if_revision, values)
 
 

@@ -27,7 +27,7 @@ def agent_can_reach(agent: Mapping[str, Any], segment: Segment, mapping_keys: tu
     if network_type == "local":
         return True
     if network_type in ("flat", "vlan"):
-        physnets = set()
+        physnets: set[str] = set()
         for key in mapping_keys:
             physnets.update((configurations.get(key) or {}).keys())
         return segment.get(PHYSICAL_NETWORK) in physnets
