@@ -66,11 +66,25 @@ def load_config(files: list[str]) -> config.Config:
             except loader.PluginLoadError as error:
                 raise config.ConfigError(
                     f"{error}, set by {conf.source('DEFAULT', option)}") from None
+    classes[1:1] = companion_classes(classes[0])
     conf.register([keystone.GROUP, policy.GROUP, PROVIDERS_GROUP])
     ServiceProviders.from_config(conf)  # every entry checked, its driver loaded, now
     for cls in classes:
         conf.register(cls.option_groups)
     return conf
+
+
+def companion_classes(core: type) -> list[type]:
+    """The service plugins the core plugin names in ``companion_plugins``, found by
+    entry point like any other (built after it, before the configured ones)."""
+    found = []
+    for name in getattr(core, "companion_plugins", ()):
+        try:
+            found.append(loader.find(loader.SERVICE_GROUP, name))
+        except loader.PluginLoadError as error:
+            raise config.ConfigError(f"{error}, named by the core plugin "
+                                     f"{core.__name__}; is the package installed?") from None
+    return found
 
 
 def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -> ApiApp:
@@ -93,10 +107,12 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     bus = Bus(transport, timeout=conf.DEFAULT.rpc_response_timeout)
     env = Environment(conf=conf, db=db, hooks=Hooks(), quota=QuotaEngine(conf.quotas), bus=bus,
                       providers=ServiceProviders.from_config(conf))
-    core = loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)(env)
+    core_class = loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)
+    core = core_class(env)
     env.core = core
-    services = [loader.find(loader.SERVICE_GROUP, name)(env)
-                for name in conf.DEFAULT.service_plugins]
+    services = [cls(env) for cls in companion_classes(core_class)]
+    services += [loader.find(loader.SERVICE_GROUP, name)(env)
+                 for name in conf.DEFAULT.service_plugins]
     plugins = [plugin for top in (core, *services)
                for plugin in (top, *getattr(top, "companions", []))]
     plugins.append(ServiceTypePlugin(env))  # /v2.0/service-providers, always (as Neutron)

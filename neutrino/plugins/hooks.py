@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection
 
@@ -29,6 +29,31 @@ NetworkChanged = Callable[[str], None]
 # (conn, views) -> None: add a plugin's attributes to floating IP views (one read
 # for all of them), as the port forwarding plugin adds port_forwardings
 ViewsExtender = Callable[[Connection, list[dict[str, Any]]], None]
+# (conn, network id, the create or update's data, created) -> None: inside the
+# network's transaction, as the RBAC plugin turns ``shared`` and
+# ``router:external`` into its entries; raise to veto
+NetworkWrite = Callable[[Connection, str, dict[str, Any], bool], None]
+
+
+class DhcpNotifications(Protocol):
+    """What the core plugin tells the DHCP agents' scheduler, and asks it."""
+
+    def notify(self, method: str, payload: dict[str, Any], network_id: str,
+               hosts: list[str] | None = None) -> None:
+        """A committed change of the network (``hosts``: those serving it before a
+        delete took its bindings)."""
+
+    def hosts_of(self, network_id: str) -> list[str]:
+        """The hosts whose DHCP agents serve the network now."""
+        return []
+
+    def active_networks(self, host: str) -> list[str]:
+        """The networks the DHCP agent on ``host`` should serve."""
+        return []
+
+
+class NoDhcpAgents(DhcpNotifications):
+    """No DHCP scheduler is loaded: nobody to tell, nothing to serve."""
 
 
 @dataclass
@@ -39,6 +64,9 @@ class Hooks:
     after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
     extend_floatingips: list[ViewsExtender] = field(default_factory=list)
+    on_network_write: list[NetworkWrite] = field(default_factory=list)
+    # the DHCP agents' scheduler (one; it sets itself here when it is built)
+    dhcp: DhcpNotifications = field(default_factory=NoDhcpAgents)
 
     def run(self, hook: list[Any], *args: Any) -> list[Callable[[], None]]:
         """Each check in turn; what they gave to do once committed."""

@@ -16,7 +16,7 @@ CTX = {"request_id": "r"}
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def plugin(request, tmp_path_factory):
+def app(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"ml2rpc-{request.param}")
     url, drop = create_database(request.param, tmp)
     path = tmp / "neutrino.conf"
@@ -25,9 +25,14 @@ def plugin(request, tmp_path_factory):
     conf = load_config([str(path)])
     migrate.upgrade(url)
     app = build_app(conf, sync=True)
-    yield app.router.controllers["ports"].plugin
+    yield app
     app.on_shutdown()
     drop()
+
+
+@pytest.fixture
+def plugin(app):
+    return app.router.controllers["ports"].plugin
 
 
 def make_port(plugin, **extra):
@@ -86,13 +91,14 @@ def test_security_group_info(plugin):
     assert other["fixed_ips"][0]["ip_address"] in members
 
 
-def test_security_group_info_names_pairs_and_address_groups(plugin):
+def test_security_group_info_names_pairs_and_address_groups(app, plugin):
     """Members' allowed address pairs count as the group's addresses, and the
     addresses of an address group a rule names come along."""
     _, port = make_port(plugin, allowed_address_pairs=[{"ip_address": "10.9.0.0/24"}])
     [group] = port["security_groups"]
-    sg = next(c for c in plugin.companions if hasattr(c, "create_security_group_rule"))
-    ags = next(c for c in plugin.companions if hasattr(c, "create_address_group"))
+    # companions of ML2, each serving its own collections
+    sg = app.router.controllers["security-group-rules"].plugin
+    ags = app.router.controllers["address-groups"].plugin
     ag = ags.create_address_group(ADMIN, {"project_id": "p1", "name": "ag",
                                           "addresses": ["192.0.2.0/28", "2001:db8::/64"]})
     sg.create_security_group_rule(ADMIN, {

@@ -44,15 +44,7 @@ TOP = frozenset({"cmd", "cli"})
 
 #: imports that still run the wrong way, each to be removed; the test below
 #: fails once one of them is gone, so the list only shrinks
-NOT_YET: frozenset[tuple[str, str]] = frozenset({
-    # ML2 builds its companion plugins by hand
-    ("neutrino.plugins.ml2.plugin", "neutrino.services.agents.dhcp_scheduler"),
-    ("neutrino.plugins.ml2.plugin", "neutrino.services.agents.plugin"),
-    ("neutrino.plugins.ml2.plugin", "neutrino.services.rbac"),
-    ("neutrino.plugins.ml2.plugin", "neutrino.services.rbac.plugin"),
-    ("neutrino.plugins.ml2.plugin", "neutrino.services.secgroups.address_group_plugin"),
-    ("neutrino.plugins.ml2.plugin", "neutrino.services.secgroups.plugin"),
-})
+NOT_YET: frozenset[tuple[str, str]] = frozenset()
 
 
 def module_name(path: Path) -> str:

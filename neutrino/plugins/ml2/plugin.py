@@ -32,6 +32,7 @@ from neutrino.definitions.segment import SegmentNotFound
 from neutrino.plugins import loader
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import networks, ports, subnetpools, subnets
+from neutrino.plugins.hooks import DhcpNotifications
 from neutrino.plugins.ml2 import bindings, segments
 from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.config import OPTION_GROUPS
@@ -44,12 +45,6 @@ from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
 from neutrino.rpc import topics
 from neutrino.rpc.contracts.l2 import L2AgentNotifier, L2PopulationNotifier
 from neutrino.rpc.notifier import Notifier
-from neutrino.services.agents.dhcp_scheduler import DhcpSchedulerPlugin
-from neutrino.services.agents.plugin import AgentsPlugin
-from neutrino.services.rbac import db as network_rbac
-from neutrino.services.rbac.plugin import RbacPlugin
-from neutrino.services.secgroups.address_group_plugin import AddressGroupPlugin
-from neutrino.services.secgroups.plugin import SecurityGroupPlugin
 
 LOG = logging.getLogger(__name__)
 
@@ -70,6 +65,12 @@ class Ml2Plugin(Plugin):
         "binding", "binding-extended", "segment",
     )
     option_groups = OPTION_GROUPS
+    #: service plugins (by entry point name) built with this one, as Neutron's ML2
+    #: brings them: security groups, address groups, network RBAC, /v2.0/agents and
+    #: availability zones, and the DHCP agents' scheduler, which ML2 tells of every
+    #: change through ``hooks.dhcp``
+    companion_plugins: ClassVar[tuple[str, ...]] = (
+        "security_group", "address_group", "rbac", "agent", "dhcp_agent_scheduler")
     extra_filters: ClassVar[dict[str, tuple[str, ...]]] = {"ports": ports.EXTRA_FILTERS}
 
     def __init__(self, env: Environment):
@@ -108,15 +109,11 @@ class Ml2Plugin(Plugin):
         self.notifier = L2AgentNotifier(Notifier(env.bus))
         self.l2pop = (L2Population(L2PopulationNotifier(Notifier(env.bus)))
                       if "l2population" in conf.ml2.mechanism_drivers else None)
-        # plugins this one brings along, serving resources of their own
-        self.companions: list[Plugin] = [
-            SecurityGroupPlugin(env, self.notifier), AddressGroupPlugin(env, self.notifier),
-            RbacPlugin(env)]
-        # /v2.0/agents and /v2.0/availability_zones, as Neutron's ML2 serves them
-        self.companions.append(AgentsPlugin(env))
-        # which DHCP agents serve which networks; they hear of every change
-        self.dhcp = DhcpSchedulerPlugin(env)
-        self.companions.append(self.dhcp)
+
+    @property
+    def dhcp(self) -> DhcpNotifications:
+        """The DHCP agents' scheduler (a companion): told of every change."""
+        return self.env.hooks.dhcp
 
     def sync_database(self) -> None:
         self.db.write(self.types.sync_allocations)
@@ -173,7 +170,8 @@ class Ml2Plugin(Plugin):
         max_mtu = self.types.network_mtu(segs)
         check_requested_mtu(data.get("mtu"), max_mtu)
         view = networks.create(conn, data, data.get("mtu") or max_mtu)
-        network_rbac.network_flags(conn, view["id"], data, created=True)
+        for write in self.env.hooks.on_network_write:  # shared, router:external
+            write(conn, view["id"], data, True)
         stored = segments.add(conn, view["id"], segs)
         view.update(segments.provider_view(stored))
         for driver in self.extension_drivers:
@@ -234,7 +232,8 @@ class Ml2Plugin(Plugin):
                 check_requested_mtu(data["mtu"], max_mtu)
                 values = {**data, "mtu": data["mtu"] or max_mtu}  # 0: the most they carry
             networks.update(conn, ctx, network_id, values, if_revision)
-            network_rbac.network_flags(conn, network_id, data)
+            for write in self.env.hooks.on_network_write:
+                write(conn, network_id, data, False)
             for driver in self.extension_drivers:
                 driver.process_update_network(conn, data, {"id": network_id})
             current = self._network(conn, ctx, network_id)

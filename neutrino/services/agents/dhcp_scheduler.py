@@ -80,6 +80,7 @@ class DhcpSchedulerPlugin(Plugin):
         self.down_time: int = conf.agent_down_time
         self.notifier = DhcpAgentNotifier(Notifier(env.bus))
         self.started = now()
+        env.hooks.dhcp = self  # the core plugin tells it of every change
 
     def _alive_since(self) -> datetime.datetime:
         return agents_db.cutoff(now(), self.down_time)

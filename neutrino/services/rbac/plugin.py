@@ -1,6 +1,6 @@
 """The RBAC policy API: /v2.0/rbac-policies, for networks.
 
-Brought along by the core plugin: the entries decide who sees and uses its
+A companion of the core plugin (its ``companion_plugins``): the entries decide who sees and uses its
 networks, and ``shared`` / ``router:external`` are written through them.
 """
 
@@ -21,6 +21,7 @@ class RbacPlugin(Plugin):
     def __init__(self, env: Environment):
         super().__init__(env)
         env.quota.register("rbac_policy", models.networkrbacs)  # the entries a project owns
+        env.hooks.on_network_write.append(db.network_flags)
 
     def create_rbac_policy(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         return self.db.write(lambda conn: self.env.quota.create(

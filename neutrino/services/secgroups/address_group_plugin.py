@@ -16,6 +16,7 @@ from neutrino.context import Context
 from neutrino.db.query import CollectionQuery
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.rpc.contracts.l2 import L2AgentNotifier
+from neutrino.rpc.notifier import Notifier
 from neutrino.services.secgroups import address_groups
 
 
@@ -31,9 +32,9 @@ def _addresses_of(body: dict[str, Any]) -> Any:
 class AddressGroupPlugin(Plugin):
     supported_extension_aliases = ("address-group",)
 
-    def __init__(self, env: Environment, notifier: L2AgentNotifier):
+    def __init__(self, env: Environment):
         super().__init__(env)
-        self.notifier = notifier
+        self.notifier = L2AgentNotifier(Notifier(env.bus))
 
     def create_address_group(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         return self.db.write(lambda conn: address_groups.create(conn, data))

@@ -17,6 +17,7 @@ from neutrino.db.util import bump
 from neutrino.definitions import securitygroup as sg
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.rpc.contracts.l2 import L2AgentNotifier
+from neutrino.rpc.notifier import Notifier
 from neutrino.services.secgroups import address_groups, checks, groups, rules
 
 
@@ -26,9 +27,9 @@ class SecurityGroupPlugin(Plugin):
         "security-groups-shared-filtering", "security-groups-remote-address-group",
     )
 
-    def __init__(self, env: Environment, notifier: L2AgentNotifier):
+    def __init__(self, env: Environment):
         super().__init__(env)
-        self.notifier = notifier
+        self.notifier = L2AgentNotifier(Notifier(env.bus))
         self.quota = env.quota
         self.quota.register("security_group", groups.G)
         self.quota.register("security_group_rule", rules.R)
