@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from typing import Any
 
 from alembic import command
 from alembic.autogenerate import compare_metadata
@@ -139,7 +140,7 @@ def check(url: str) -> list[str]:
     return [_difference(item) for item in differences]
 
 
-def _difference(item: object) -> str:
+def _difference(item: tuple[Any, ...] | list[tuple[Any, ...]]) -> str:
     """One of autogenerate's differences, in a few words: ``add_column networks.foo``."""
     words = []
     for op in item if isinstance(item, list) else [item]:  # modify_* come in lists

@@ -87,7 +87,7 @@ def parse_pools(net: IPNetwork, pools: Sequence[dict[str, str]], gateway: str | 
     ranges = []
     for pool in pools:
         start, end = ipaddress.ip_address(pool["start"]), ipaddress.ip_address(pool["end"])
-        if start.version != end.version or start > end:
+        if start.version != end.version or int(start) > int(end):
             raise InvalidAllocationPool(pool=repr(dict(pool)))
         text = f"{start}-{end}"
         if start.version != net.version:

@@ -133,7 +133,9 @@ class Ovsdb:
         written when it is so already."""
         if bridge in self.bridges() and port in self.ports(bridge):
             row = self._row("Interface", port, *interface)
-            tagged = tag is None or _optional(self._row("Port", port, "tag")["tag"]) == tag
+            port_row = self._row("Port", port, "tag")
+            tagged = tag is None or (
+                port_row is not None and _optional(port_row["tag"]) == tag)
             if row is not None and tagged and all(
                     _optional(row[key]) == value for key, value in interface.items()):
                 return
