@@ -55,11 +55,12 @@ import re
 import socket
 import uuid
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import Any, TypeVar
 from urllib.parse import parse_qsl, unquote, urlsplit, urlunsplit
 
 import aio_pika
 from aio_pika.abc import (
+    AbstractConnection,
     AbstractExchange,
     AbstractIncomingMessage,
     AbstractRobustChannel,
@@ -110,7 +111,8 @@ class RabbitTransport(Transport):
                 return
             url = self._amqp_url
             where = _masked(self.url)
-            kwargs = {} if "reconnect_interval" in _url_query(url) else {"reconnect_interval": 1}
+            kwargs: dict[str, Any] = (
+                {} if "reconnect_interval" in _url_query(url) else {"reconnect_interval": 1})
             connection = aio_pika.RobustConnection(URL(url), **kwargs)
             try:
                 async with asyncio.timeout(self.connect_timeout):  # see _bounded
@@ -170,7 +172,7 @@ class RabbitTransport(Transport):
                 # unacknowledged messages to the topic's other listeners
                 await connection.close()
 
-    def _on_close(self, connection: AbstractRobustConnection,
+    def _on_close(self, connection: AbstractConnection | None,
                   error: BaseException | None) -> None:
         if connection is not self._connection:
             return  # our own close()
@@ -183,7 +185,7 @@ class RabbitTransport(Transport):
         self._down = True
         self._connection_lost(error if isinstance(error, Exception) else TransportError(reason))
 
-    def _on_reconnect(self, connection: AbstractRobustConnection) -> None:
+    def _on_reconnect(self, connection: AbstractRobustConnection | None) -> None:
         if connection is self._connection:
             self._down = False
             LOG.info("reconnected to %s", _masked(self.url))

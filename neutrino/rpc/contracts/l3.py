@@ -23,7 +23,8 @@ VERSION = "1.12"
 AGENT_TOPIC = topics.L3_AGENT
 NOTIFICATION_VERSION = "1.0"
 
-# Neutron's keys in a router's sync data
+# Neutron's keys in a router's sync data (RouterSyncData spells them out:
+# a TypedDict's keys must be literal strings)
 INTERFACES = "_interfaces"
 FLOATINGIPS = "_floatingips"
 PORT_FORWARDINGS = "_port_forwardings"
@@ -31,15 +32,15 @@ PORT_FORWARDINGS = "_port_forwardings"
 FloatingIpStatus = Literal["ACTIVE", "DOWN", "ERROR"]
 FIP_STATUSES: tuple[FloatingIpStatus, ...] = ("ACTIVE", "DOWN", "ERROR")
 
-RouterSyncData = TypedDict("RouterSyncData", {
-    # the router's API view, and:
-    "id": str,
-    "admin_state_up": bool,
-    "gw_port": dict[str, Any] | None,
-    INTERFACES: list[dict[str, Any]],
-    FLOATINGIPS: list[dict[str, Any]],
-    PORT_FORWARDINGS: list[dict[str, Any]],
-}, total=False)
+class RouterSyncData(TypedDict, total=False):
+    """One router as ``sync_routers`` sends it: its API view, and more."""
+
+    id: str
+    admin_state_up: bool
+    gw_port: dict[str, Any] | None
+    _interfaces: list[dict[str, Any]]
+    _floatingips: list[dict[str, Any]]
+    _port_forwardings: list[dict[str, Any]]
 
 
 class L3PluginApi(Api):
