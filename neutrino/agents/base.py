@@ -14,7 +14,7 @@ import asyncio
 import datetime
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ClassVar
 
 from neutrino import config
@@ -127,7 +127,7 @@ class Agent:
         """Objects whose public methods the server calls on this agent."""
         return []
 
-    def background(self) -> list[Callable[[], Awaitable[None]]]:
+    def background(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
         """More work to run beside the loop (watching the host, say)."""
         return []
 
@@ -262,7 +262,7 @@ class Agent:
         for topic, served in self.extensions.rpc_endpoints().items():
             await RpcServer(self.bus, topic, self.host, served).start()
         self._wakeup.set()  # the first, full sync
-        tasks = [asyncio.create_task(work()) for work in (
+        tasks: list[asyncio.Task[None]] = [asyncio.create_task(work()) for work in (
             self._heartbeat, self._reconcile, self._periodic_resync, *self.background())]
         LOG.info("%s on %s started", self.agent_type, self.host)
         try:

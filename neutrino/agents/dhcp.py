@@ -36,7 +36,7 @@ import asyncio
 import dataclasses
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from neutrino.agents.base import Agent, converge_each, named
@@ -199,7 +199,7 @@ class DhcpAgent(Agent):
                                   self.conf.source("DEFAULT", option)))
         return needs
 
-    def background(self) -> list[Callable[[], Awaitable[None]]]:
+    def background(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
         if self.dataplane is None or not self.conf.agent.check_child_processes_interval:
             return []
         return [self._watch_processes]

@@ -40,7 +40,7 @@ import dataclasses
 import ipaddress
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from typing import Any
 
 from neutrino.agents.base import Agent, converge_each, named
@@ -52,7 +52,7 @@ from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
 from neutrino.linux import host_check, interface, metadata_proxy, nat, radvd, router
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.contracts import l3 as contract
-from neutrino.rpc.contracts.l3 import L3PluginApi
+from neutrino.rpc.contracts.l3 import FloatingIpStatus, L3PluginApi, RouterSyncData
 
 LOG = logging.getLogger(__name__)
 
@@ -236,9 +236,9 @@ class L3Agent(Agent):
         super().__init__(conf, bus)
         self._plugin = L3PluginApi.on(bus)
         #: the routers this agent serves, as sync_routers gave them
-        self.routers: dict[str, dict[str, Any]] = {}
+        self.routers: dict[str, RouterSyncData] = {}
         #: router id -> the statuses last reported for its floating IPs
-        self._reported: dict[str, dict[str, str]] = {}
+        self._reported: dict[str, dict[str, FloatingIpStatus]] = {}
         self._limit = asyncio.Semaphore(ROUTERS_AT_ONCE)
         self._monitor = ProcessMonitor(self._daemon_ended)
         self.dataplane: router.RouterDataplane | None = dataplane
@@ -293,7 +293,7 @@ class L3Agent(Agent):
             LOG.warning("radvd not found on PATH (Debian package radvd): routers will "
                         "send no IPv6 router advertisements")
 
-    def background(self) -> list[Callable[[], Awaitable[None]]]:
+    def background(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
         if self.dataplane is None or not self.conf.agent.check_child_processes_interval:
             return []
         return [self._check_daemons]
@@ -314,7 +314,7 @@ class L3Agent(Agent):
                             ", ".join(dead))
                 self.mark_dirty(*(("router", r) for r in dead))
 
-    def _wanted(self, data: dict[str, Any]) -> bool:
+    def _wanted(self, data: RouterSyncData) -> bool:
         default = self.conf.DEFAULT
         gw_port = data.get("gw_port")
         if gw_port is None:
@@ -322,8 +322,8 @@ class L3Agent(Agent):
         wanted_network = default.gateway_external_network_id
         return not wanted_network or gw_port["network_id"] == wanted_network
 
-    async def _sync_routers(self, router_ids: list[str]) -> dict[str, dict[str, Any]]:
-        found: dict[str, dict[str, Any]] = {}
+    async def _sync_routers(self, router_ids: list[str]) -> dict[str, RouterSyncData]:
+        found: dict[str, RouterSyncData] = {}
         for start in range(0, len(router_ids), ROUTERS_PER_CALL):
             chunk = router_ids[start:start + ROUTERS_PER_CALL]
             for data in await self._plugin.sync_routers(self.context,
@@ -366,7 +366,7 @@ class L3Agent(Agent):
 
         await converge_each(router_ids, self._limit, one, "router")
 
-    async def _serve(self, data: dict[str, Any]) -> None:
+    async def _serve(self, data: RouterSyncData) -> None:
         assert self.dataplane is not None
         fips = floating_ips(data, self.extensions)
         fip_ids = [fip["id"] for fip in fips]
@@ -390,12 +390,12 @@ class L3Agent(Agent):
         await self._report(router_id, {})
         await self.extensions.each("delete_router", lambda e: e.delete_router(router_id))
 
-    async def _report(self, router_id: str, statuses: dict[str, str]) -> None:
+    async def _report(self, router_id: str, statuses: dict[str, FloatingIpStatus]) -> None:
         """Tell the server the statuses of the router's floating IPs that changed
         since last told; those it no longer carries are DOWN."""
         before = self._reported.get(router_id, {})
-        changed = {fip_id: status for fip_id, status in statuses.items()
-                   if before.get(fip_id) != status}
+        changed: dict[str, FloatingIpStatus] = {
+            fip_id: status for fip_id, status in statuses.items() if before.get(fip_id) != status}
         changed.update({fip_id: "DOWN" for fip_id in before if fip_id not in statuses})
         if changed:
             await self._plugin.update_floatingip_statuses(self.context,

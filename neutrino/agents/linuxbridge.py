@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -146,7 +146,7 @@ class LinuxBridgeAgent(Agent):
             needs.addresses.append((conf.vxlan.local_ip, conf.source("vxlan", "local_ip")))
         return needs
 
-    def background(self) -> list[Callable[[], Awaitable[None]]]:
+    def background(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
         return [self._scan, self._watch]
 
     async def on_host(self, work: Callable[..., T], *args: Any) -> T:

@@ -34,7 +34,7 @@ import dataclasses
 import ipaddress
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
@@ -246,7 +246,7 @@ class OpenvswitchAgent(Agent):
             needs.addresses.append((ovs.local_ip, conf.source("ovs", "local_ip")))
         return needs
 
-    def background(self) -> list[Callable[[], Awaitable[None]]]:
+    def background(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
         return [self._watch_canary]
 
     async def _watch_canary(self) -> None:
