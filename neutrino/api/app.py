@@ -46,8 +46,10 @@ class Background(Protocol):
 
 class ApiApp:
     def __init__(self, router: Router, authenticator: Authenticator, threads: int = 16,
-                 on_shutdown: Any = None, background: Sequence[Background] = ()):
+                 on_shutdown: Any = None, background: Sequence[Background] = (),
+                 keep_alive: bool = True):
         self.router = router
+        self.keep_alive = keep_alive  # wsgi_keep_alive: false closes after each answer
         self.authenticator = authenticator
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="api")
         self.on_shutdown = on_shutdown
@@ -137,6 +139,8 @@ class ApiApp:
             out.append((key.encode(), value.encode()))
         if response.status == 401:
             out.append((b"www-authenticate", self.authenticator.challenge.encode()))
+        if not self.keep_alive:
+            out.append((b"connection", b"close"))
         return response.status, out, payload
 
 

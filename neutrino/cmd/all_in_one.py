@@ -27,6 +27,7 @@ from neutrino.cmd.server import (
     check,
     pass_logging_options,
     set_up_database,
+    uvicorn_options,
 )
 from neutrino.cmd.startup import listen, serve
 from neutrino.linux.errors import HostError
@@ -104,6 +105,4 @@ def main(argv: list[str] | None = None) -> None:
         background.serve_in_background(PROGRAM, conf, len(agents))
     app = build_app(conf)
     app.background.append(AgentsService(agents))
-    opts = conf.DEFAULT
-    serve(app, sockets, host=opts.bind_host, port=opts.bind_port, access_log=False,
-          log_level="warning", timeout_graceful_shutdown=5, log_config=None)
+    serve(app, sockets, **uvicorn_options(conf))

@@ -50,6 +50,8 @@ CONFIG_ENV = config.CONFIG_ENV
 #: the program's name and the logging options of its command line, for its workers
 LOG_ENV = "NEUTRINO_LOG_OPTIONS"
 PROGRAM = "neutrino-server"
+#: ``client_socket_timeout = 0``: uvicorn's idle timeout wants a number (68 years)
+FOREVER = 2**31
 DESCRIPTION = ("Serve the OpenStack Networking API v2.0, and the agents' calls on the "
                "message bus, as the config files say.")
 
@@ -156,7 +158,8 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
         endpoints, periodic = {}, []
     rpc = RpcService(bus, endpoints, config.host_name(conf))
     return ApiApp(router, authenticator, on_shutdown=db.dispose,
-                  background=[rpc, PeriodicTasks(periodic)])
+                  background=[rpc, PeriodicTasks(periodic)],
+                  keep_alive=conf.DEFAULT.wsgi_keep_alive)
 
 
 def worker_app() -> ApiApp:
@@ -292,6 +295,15 @@ def prepare(files: list[str], extra_groups: Iterable[config.OptGroup] = ()
     return conf, sockets
 
 
+def uvicorn_options(conf: config.Config) -> dict[str, Any]:
+    """How uvicorn serves the API, from ``[DEFAULT]``."""
+    opts = conf.DEFAULT
+    return {"host": opts.bind_host, "port": opts.bind_port, "access_log": False,
+            "log_level": "warning", "timeout_graceful_shutdown": 5,
+            "timeout_keep_alive": opts.client_socket_timeout or FOREVER,
+            "log_config": None}  # uvicorn's records go to the handlers of neutrino.log
+
+
 def main(argv: list[str] | None = None) -> None:
     args = cli.parser(PROGRAM, DESCRIPTION).parse_args(argv)
     pass_logging_options(PROGRAM, args)
@@ -303,9 +315,7 @@ def main(argv: list[str] | None = None) -> None:
     opts = conf.DEFAULT
     LOG.info("serving the Networking API on http://%s:%s with %d worker(s)",
              opts.bind_host, opts.bind_port, opts.api_workers)
-    common = {"host": opts.bind_host, "port": opts.bind_port, "access_log": False,
-              "log_level": "warning", "timeout_graceful_shutdown": 5,
-              "log_config": None}  # uvicorn's records go to the handlers of neutrino.log
+    common = uvicorn_options(conf)
     files = [os.path.abspath(f) for f in args.config_file]
     rpc_workers = start_rpc_workers(opts.rpc_workers, files)
     if rpc_workers:

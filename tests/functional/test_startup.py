@@ -486,3 +486,39 @@ def test_bad_ml2_configuration_stops_the_server(tmp_path, text, expected):
     code, output = fail_to_start(tmp_path, base_conf(tmp_path), conf)
     assert code != 0
     assert expected in one_error_line(output)
+
+
+# --- client connections --------------------------------------------------------------
+
+
+def _idle_then_ask(url: str, idle: float) -> tuple[int, str]:
+    """A request on a connection left idle for ``idle`` seconds after a first one:
+    the status, and whether the second went out on the same socket."""
+    host, port = url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port))) as sock:
+        ask = f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
+        sock.sendall(ask)
+        first = sock.recv(65536)
+        time.sleep(idle)
+        try:
+            sock.sendall(ask)
+            second = sock.recv(65536)
+        except OSError:
+            second = b""
+    return int(first.split()[1]), "kept" if second.startswith(b"HTTP/1.1 200") else "closed"
+
+
+def test_idle_client_connections_stay_open_as_neutrons_do(tmp_path, running):
+    """client_socket_timeout (900 s, as Neutron's) keeps an idle connection open well
+    past uvicorn's own 5 s, so a client that reuses it is not reset mid-request."""
+    port = free_port()
+    srv = running(port, base_conf(tmp_path, port))
+    assert _idle_then_ask(srv.url, 6.0) == (200, "kept")
+
+
+def test_without_keep_alive_each_answer_closes_its_connection(tmp_path, running):
+    port = free_port()
+    srv = running(port, base_conf(tmp_path, port, "wsgi_keep_alive = false"))
+    resp = httpx.get(srv.url + "/")
+    assert resp.headers["connection"] == "close"
+    assert _idle_then_ask(srv.url, 0.2) == (200, "closed")
