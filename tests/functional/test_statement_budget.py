@@ -1,0 +1,132 @@
+"""The performance budget: SQL statements per hot API call, all extensions loaded.
+
+Wall-clock tests are noise on a shared machine; statement counts are not.
+Each hot operation (port create/show/update/delete, network and subnet create,
+lists) is run in process against SQLite with the extension set a typical
+cloud loads, and the statements it sends are counted. A change that adds one
+fails here until BUDGET says so: the next service plugin cannot quietly slow
+port creation. A change that saves one fails too, so the budget stays tight
+(lower it). Lists are counted at two sizes: their count must not grow with
+the number of rows (no N+1, no chunked IN lists).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import event
+
+from neutrino.api.app import ApiApp
+from neutrino.cmd.server import build_app, load_config
+from neutrino.db import migrate
+
+CONFIG = ("[DEFAULT]\nstate_path = {tmp}\nservice_plugins = router,port_forwarding\n"
+          "[quotas]\nquota_port = 10000\n"
+          "[ml2]\nextension_drivers = port_security,dns\n"
+          "[database]\nconnection = {url}\n")
+
+#: operation -> (statements, transactions); a transaction's BEGIN is a statement
+BUDGET: dict[str, tuple[int, int]] = {
+    "network create": (10, 1),
+    "subnet create": (14, 2),
+    "port create": (20, 2),
+    "port show": (10, 1),
+    "port update": (24, 2),
+    "port delete": (20, 2),
+    "network list": (10, 1),
+    "subnet list": (6, 1),
+    "port list": (10, 1),
+}
+
+
+class Counter:
+    def __init__(self, app: ApiApp):
+        self.app = app
+        self.statements: list[str] = []
+        self.transactions = 0
+        engine = app.router.controllers["ports"].plugin.db.engine
+        event.listen(engine, "before_cursor_execute", self._statement)
+        event.listen(engine, "begin", self._begin)
+
+    def _statement(self, _conn: Any, _cursor: Any, statement: str, *_: Any) -> None:
+        self.statements.append(" ".join(statement.split()))
+
+    def _begin(self, _conn: Any) -> None:
+        self.transactions += 1
+
+    def call(self, method: str, path: str, body: Any = None, query: str = "") -> Any:
+        scope = {"method": method, "path": path, "query_string": query.encode(),
+                 "headers": [(b"x-project-id", b"budget")], "scheme": "http",
+                 "server": ("127.0.0.1", 9696)}
+        status, _, payload = self.app.handle(scope, orjson.dumps(body) if body else b"")
+        assert status < 300, payload
+        return orjson.loads(payload) if payload else None
+
+    def count(self, work: Callable[[], Any]) -> tuple[Any, list[str], int]:
+        self.statements, self.transactions = [], 0
+        result = work()
+        return result, list(self.statements), self.transactions
+
+
+@pytest.fixture(scope="module")
+def counter(tmp_path_factory) -> Iterator[Counter]:
+    tmp = tmp_path_factory.mktemp("budget")
+    url = f"sqlite:///{tmp / 'neutrino.db'}"
+    (tmp / "neutrino.conf").write_text(CONFIG.format(tmp=tmp, url=url))
+    migrate.upgrade(url)
+    app = build_app(load_config([str(tmp / "neutrino.conf")]), sync=True)
+    yield Counter(app)
+    app.on_shutdown()
+
+
+def measured(counter: Counter) -> Iterator[tuple[str, list[str], int]]:
+    """Each budgeted operation, once warm (the project's default security group
+    exists, as it does after a project's first call)."""
+    def net() -> dict:
+        return counter.call("POST", "/v2.0/networks", {"network": {"name": "n"}})["network"]
+
+    def subnet(network_id: str, cidr: str) -> dict:
+        return counter.call("POST", "/v2.0/subnets", {"subnet": {
+            "network_id": network_id, "cidr": cidr, "ip_version": 4}})["subnet"]
+
+    def port(network_id: str) -> dict:
+        return counter.call("POST", "/v2.0/ports", {"port": {"network_id": network_id}})["port"]
+
+    first = net()
+    subnet(first["id"], "10.1.0.0/16")
+    port(first["id"])
+    network, statements, txns = counter.count(net)
+    yield "network create", statements, txns
+    _, statements, txns = counter.count(lambda: subnet(network["id"], "10.2.0.0/16"))
+    yield "subnet create", statements, txns
+    created, statements, txns = counter.count(lambda: port(network["id"]))
+    yield "port create", statements, txns
+    path = f"/v2.0/ports/{created['id']}"
+    _, statements, txns = counter.count(lambda: counter.call("GET", path))
+    yield "port show", statements, txns
+    _, statements, txns = counter.count(
+        lambda: counter.call("PUT", path, {"port": {"name": "renamed"}}))
+    yield "port update", statements, txns
+    _, statements, txns = counter.count(lambda: counter.call("DELETE", path))
+    yield "port delete", statements, txns
+    lists = ("networks", "subnets", "ports")
+    few = {name: counter.count(lambda name=name: counter.call("GET", f"/v2.0/{name}"))
+           for name in lists}
+    for n in range(30):
+        port(subnet(net()["id"], f"10.{10 + n}.0.0/24")["network_id"])
+    for name in lists:
+        _, many, txns = counter.count(lambda name=name: counter.call("GET", f"/v2.0/{name}"))
+        assert len(many) == len(few[name][1]), f"a {name} list's statements grow with its rows"
+        yield f"{name[:-1]} list", many, txns
+
+
+def test_hot_operations_stay_within_their_statement_budget(counter: Counter) -> None:
+    found = {name: (statements, txns) for name, statements, txns in measured(counter)}
+    report = "\n".join(f"{name}: {len(s)} statements, {t} transactions (budget "
+                       f"{BUDGET[name][0]}, {BUDGET[name][1]})\n    " + "\n    ".join(s)
+                       for name, (s, t) in found.items())
+    counts = {name: (len(s), t) for name, (s, t) in found.items()}
+    assert counts == {name: BUDGET[name] for name in counts}, report
