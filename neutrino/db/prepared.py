@@ -38,6 +38,11 @@ class _Compiled:
     make_row: Callable[[Any], Any] | None
 
 
+def _row_type(names: tuple[str, ...]) -> Any:
+    """A named tuple class for a statement's columns (made at run time)."""
+    return collections.namedtuple("Row", names)
+
+
 class Prepared:
     def __init__(self, statement: ClauseElement):
         self.statement = statement
@@ -145,8 +150,7 @@ class Prepared:
                             for column in columns)
             if all(fn is None for fn in results):
                 results = ()
-            row_type: Any = collections.namedtuple("Row", list(columns.keys()))
-            make_row = row_type._make
+            make_row = _row_type(tuple(columns.keys()))._make
         positional = bool(dialect.positional)
         names = tuple(compiled.positiontup or ()) if positional else ()
         return _Compiled(compiled.string, names, positional, binds, results, make_row)
