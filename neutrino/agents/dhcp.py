@@ -47,7 +47,6 @@ from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool, parse_list
 from neutrino.linux import dnsmasq, host_check, interface, metadata_proxy
 from neutrino.linux.dhcp import DhcpDataplane
-from neutrino.linux.dnsmasq import Network
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.contracts import dhcp as contract
 from neutrino.rpc.contracts.dhcp import DHCP_OWNER, DhcpPluginApi, dhcp_device_id
@@ -153,7 +152,7 @@ class DhcpAgent(Agent):
         super().__init__(conf, bus)
         self._plugin = DhcpPluginApi.on(bus)
         #: the networks this agent serves, as the server gave them (with subnets, ports)
-        self.networks: dict[str, dict[str, Any]] = {}
+        self.networks: dict[str, contract.NetworkInfo] = {}
         #: network id -> the ports told ready (dhcp_ready_on_ports) since the agent started
         self._ready: dict[str, set[str]] = {}
         self._limit = asyncio.Semaphore(conf.DEFAULT.num_sync_threads)
@@ -264,7 +263,7 @@ class DhcpAgent(Agent):
 
     # --- one network -------------------------------------------------------------------------
 
-    async def _dhcp_port(self, network: Network) -> dict[str, Any] | None:
+    async def _dhcp_port(self, network: contract.NetworkInfo) -> dict[str, Any] | None:
         """This agent's DHCP port on the network, with an address on each DHCP
         subnet: the one the network has, completed if a subnet is new, or a new
         one. None if the network went away meanwhile."""
@@ -292,14 +291,14 @@ class DhcpAgent(Agent):
                                            "fixed_ips": [*held, *({"subnet_id": s}
                                                                   for s in missing)]}})
 
-    async def _serve(self, network: Network) -> None:
+    async def _serve(self, network: contract.NetworkInfo) -> None:
         assert self.dataplane is not None
         port = await self._dhcp_port(network)
         if port is None:
             LOG.info("network %s went away while its DHCP port was made", network["id"])
             return
-        view = {**network, "ports": [*(p for p in network["ports"] if p["id"] != port["id"]),
-                                     port]}
+        others = (p for p in network["ports"] if p["id"] != port["id"])
+        view: contract.NetworkInfo = {**network, "ports": [*others, port]}
         self.networks[network["id"]] = view
         self._monitor.forget(network["id"])  # what serving stops or restarts is no death
         await asyncio.to_thread(self.dataplane.serve, view, port)

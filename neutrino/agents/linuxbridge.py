@@ -17,6 +17,7 @@ import dataclasses
 import logging
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from operator import methodcaller
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from neutrino.agents.base import Agent, named
@@ -38,7 +39,7 @@ from neutrino.linux.ip import FLOOD_MAC, IpNetns, NoSuchDevice, watch_links
 from neutrino.linux.names import BRIDGE, TAP, bridge_name, tap_name
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.contracts.l2 import L2PluginApi
+from neutrino.rpc.contracts.l2 import L2PluginApi, MissingDevice, PortDetails
 
 if TYPE_CHECKING:
     from neutrino.linux.iptables_firewall import Runner
@@ -95,7 +96,7 @@ class LinuxBridgeAgent(Agent):
         self._plugin = L2PluginApi.on(bus)
         self._agent_id = f"lb-{self.host}"
         #: tap -> the details the server gave for it, as wired
-        self.ports: dict[str, dict[str, Any]] = {}
+        self.ports: dict[str, PortDetails] = {}
         #: network id -> {remote IP: {(mac, ip), ...}} from l2population
         self.fdb: Fdb = {}
         self._fdb_changes = 0  # l2population messages heard (see fetch_fdb)
@@ -224,22 +225,24 @@ class LinuxBridgeAgent(Agent):
         if self.conf.vxlan.l2_population and (full or fresh):
             await self._fetch_fdb(None if full else fresh)
 
-    async def _tell_extensions(self, details: list[dict[str, Any]],
-                               before: dict[str, dict[str, Any]]) -> None:
+    async def _tell_extensions(self, details: list[PortDetails | MissingDevice],
+                               before: dict[str, PortDetails]) -> None:
         """``handle_port`` for the ports wired now, ``delete_port`` for those
         that left (with the details they had)."""
         for port in details:
             if "port_id" in port and self.ports.get(port["device"]) is port:
-                await self.extensions.each("handle_port", lambda e, p=port: e.handle_port(p))
+                await self.extensions.each("handle_port", methodcaller("handle_port", port))
         for tap, port in before.items():
             if tap not in self.ports:
-                await self.extensions.each("delete_port", lambda e, p=port: e.delete_port(p))
+                await self.extensions.each("delete_port", methodcaller("delete_port", port))
 
-    def _apply(self, details: list[dict[str, Any]], gone: set[str]
+    def _apply(self, details: list[PortDetails | MissingDevice], gone: set[str]
                ) -> tuple[list[str], list[str]]:
         """Wire the ports of ``details``; forget the taps ``gone``. The taps now
         up and down."""
-        up, down, gone = [], [], set(gone)
+        up: list[str] = []
+        down: list[str] = []
+        gone = set(gone)
         for port in details:
             tap = port["device"]
             if "port_id" not in port:  # no port (any more): not ours to connect
@@ -265,7 +268,7 @@ class LinuxBridgeAgent(Agent):
 
     # --- wiring -----------------------------------------------------------------------------
 
-    def _wire(self, port: dict[str, Any]) -> None:
+    def _wire(self, port: PortDetails) -> None:
         """The network's bridge and segment device, the tap in it, MTU, state."""
         network_id = port["network_id"]
         bridge = self._bridges.get(network_id)
@@ -274,7 +277,7 @@ class LinuxBridgeAgent(Agent):
         self.ip.set(port["device"], mtu=port.get("mtu") or None, master=bridge,
                     up=bool(port["admin_state_up"]))
 
-    def _network_bridge(self, port: dict[str, Any]) -> str:
+    def _network_bridge(self, port: PortDetails) -> str:
         network_type = port["network_type"]
         physnet = port.get("physical_network")
         mapped = self.conf.linux_bridge.bridge_mappings.get(physnet) if physnet else None
@@ -289,12 +292,14 @@ class LinuxBridgeAgent(Agent):
         self.ip.set(bridge, mtu=mtu, up=True)
         return bridge
 
-    def _segment_device(self, port: dict[str, Any]) -> str | None:
+    def _segment_device(self, port: PortDetails) -> str | None:
         network_type, segmentation_id = port["network_type"], port.get("segmentation_id")
         if network_type == "vxlan":
             vxlan = self.conf.vxlan
             if not vxlan.enable_vxlan or not vxlan.local_ip:
                 raise RuntimeError("VXLAN networks need [vxlan] enable_vxlan and local_ip")
+            if segmentation_id is None:
+                raise RuntimeError(f"VXLAN network {port['network_id']} has no VNI")
             name = f"{VXLAN}{segmentation_id}"
             if not self.ip.exists(name):
                 self.ip.add_vxlan(
@@ -314,6 +319,8 @@ class LinuxBridgeAgent(Agent):
             if not interface:
                 raise RuntimeError(f"no interface for physical network "
                                    f"{port.get('physical_network')}")
+            if segmentation_id is None:
+                raise RuntimeError(f"VLAN network {port['network_id']} has no VLAN id")
             name = f"{interface[:10]}.{segmentation_id}"
             self.ip.add_vlan(name, interface, segmentation_id)
             return name
@@ -369,7 +376,7 @@ class LinuxBridgeAgent(Agent):
         ask = devices if changed is None else (
             changed | self._sg.concerned(groups, changed)) & devices
         answer = await self._plugin.security_group_info_for_devices(
-            self.context, devices=sorted(ask)) if ask else {}
+            self.context, devices=sorted(ask)) if ask else None
         self._sg.update(answer, devices)
         await self.on_host(self._firewall.apply, self._sg.info())
 

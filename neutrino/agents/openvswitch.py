@@ -36,6 +36,7 @@ import logging
 import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from operator import methodcaller
 from typing import Any, TypeVar
 
 from neutrino.agents.base import Agent, named
@@ -56,7 +57,7 @@ from neutrino.linux import host_check, ovs_firewall
 from neutrino.linux.ovs import DEAD_VLAN, DEFAULT_OVSDB, OpenFlow, Ovsdb, cookie_of
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.contracts.l2 import L2PluginApi
+from neutrino.rpc.contracts.l2 import L2PluginApi, MissingDevice, PortDetails
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -343,7 +344,7 @@ class OpenvswitchAgent(Agent):
         wired = set(self.ports)
         ask = wired if changed is None else (changed | self._sg.concerned(groups, changed)) & wired
         answer = await self._plugin.security_group_info_for_devices(
-            self.context, devices=sorted(ask)) if ask else {}
+            self.context, devices=sorted(ask)) if ask else None
         # in the host thread, which reads it when it writes flows
         await self.on_host(self._sg.update, answer, wired)
 
@@ -386,20 +387,22 @@ class OpenvswitchAgent(Agent):
         for port_id in sorted(wired):
             port = self.ports.get(port_id)
             if port is not None:
-                await self.extensions.each("handle_port", lambda e, p=port: e.handle_port(p))
+                await self.extensions.each("handle_port", methodcaller("handle_port", port))
         for port_id, port in before.items():
             if port_id not in self.ports:
-                await self.extensions.each("delete_port", lambda e, p=port: e.delete_port(p))
+                await self.extensions.each("delete_port", methodcaller("delete_port", port))
 
-    def _apply(self, details: list[dict[str, Any]], gone: set[str], present: dict[str, str]
-               ) -> tuple[list[str], list[str], set[str]]:
+    def _apply(self, details: list[PortDetails | MissingDevice], gone: set[str],
+               present: dict[str, str]) -> tuple[list[str], list[str], set[str]]:
         """Tag the ports of ``details``; forget those ``gone``. The ports now up
         and down, and the networks new on this host."""
-        up, down, fresh = [], [], set()
+        up: list[str] = []
+        down: list[str] = []
+        fresh: set[str] = set()
         tags: dict[str, tuple[int, dict[str, str]]] = {}  # interface -> (tag, notes)
-        wiring: list[tuple[dict[str, Any], str]] = []
+        wiring: list[tuple[PortDetails, str]] = []
         for port in details:
-            port_id = port.get("port_id") or port.get("device")
+            port_id = port["port_id"] if "port_id" in port else port["device"]
             name = present.get(port_id)
             if "port_id" not in port or name is None:
                 # not a port of the server's (any more): it passes nothing
@@ -451,7 +454,7 @@ class OpenvswitchAgent(Agent):
             self._loop.call_soon_threadsafe(
                 self._loop.call_later, 1, self.mark_dirty, ("device", port_id))
 
-    def _can_carry(self, port: dict[str, Any]) -> bool:
+    def _can_carry(self, port: PortDetails) -> bool:
         network_type = port["network_type"]
         if network_type in TUNNEL_TYPES:
             ok = network_type in self.conf.agent.tunnel_types and bool(self.conf.ovs.local_ip)

@@ -9,15 +9,16 @@ asks about every port again.
 from __future__ import annotations
 
 from collections.abc import Set
-from typing import Any
+
+from neutrino.rpc.contracts import l2
 
 
 class SecurityGroupInfo:
     def __init__(self) -> None:
-        self.devices: dict[str, dict[str, Any]] = {}  # device -> its port's details
-        self.rules: dict[str, list[dict[str, Any]]] = {}  # group -> its rules
-        self.members: dict[str, dict[str, list[str]]] = {}  # remote group -> its IPs
-        self.address_groups: dict[str, dict[str, list[str]]] = {}
+        self.devices: dict[str, l2.PortDetails] = {}  # device -> its port's details
+        self.rules: dict[str, list[l2.SecurityGroupRule]] = {}  # group -> its rules
+        self.members: dict[str, dict[l2.IpVersion, list[str]]] = {}  # remote group -> its IPs
+        self.address_groups: dict[str, dict[l2.IpVersion, list[str]]] = {}
 
     def concerned(self, groups: Set[str], changed: Set[str] = frozenset()) -> set[str]:
         """Devices whose answer brings what ``groups`` changing changed: the
@@ -39,14 +40,16 @@ class SecurityGroupInfo:
                     wanted.add(device)
         return wanted
 
-    def update(self, answer: dict[str, Any], devices: set[str]) -> None:
-        """Take the server's ``security_group_info_for_devices`` answer in, and
-        keep only ``devices`` (every port filtered here) and what they use."""
-        for port in (answer.get("devices") or {}).values():
-            self.devices[port["device"]] = port
-        self.rules.update(answer.get("security_groups") or {})
-        self.members.update(answer.get("sg_member_ips") or {})
-        self.address_groups.update(answer.get("address_group_ips") or {})
+    def update(self, answer: l2.SecurityGroupInfo | None, devices: set[str]) -> None:
+        """Take the server's ``security_group_info_for_devices`` answer in (None:
+        nothing was asked), and keep only ``devices`` (every port filtered here)
+        and what they use."""
+        if answer is not None:
+            for port in (answer.get("devices") or {}).values():
+                self.devices[port["device"]] = port
+            self.rules.update(answer.get("security_groups") or {})
+            self.members.update(answer.get("sg_member_ips") or {})
+            self.address_groups.update(answer.get("address_group_ips") or {})
         self.devices = {d: port for d, port in self.devices.items() if d in devices}
         used = {g for port in self.devices.values() for g in port.get("security_groups") or ()}
         self.rules = {g: rules for g, rules in self.rules.items() if g in used}
@@ -56,7 +59,7 @@ class SecurityGroupInfo:
         self.members = {g: ips for g, ips in self.members.items() if g in remote}
         self.address_groups = {g: ips for g, ips in self.address_groups.items() if g in named}
 
-    def info(self) -> dict[str, Any]:
+    def info(self) -> l2.SecurityGroupInfo:
         """The whole, in the server's answer's shape (what the firewall takes)."""
         return {"devices": {port["port_id"]: port for port in self.devices.values()},
                 "security_groups": self.rules, "sg_member_ips": self.members,

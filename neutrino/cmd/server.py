@@ -12,6 +12,7 @@ import signal
 import socket
 import sys
 from collections.abc import Iterable
+from multiprocessing.context import SpawnProcess
 from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -71,8 +72,8 @@ def load_config(files: list[str]) -> config.Config:
     classes[1:1] = companion_classes(classes[0])
     conf.register([keystone.GROUP, policy.GROUP, PROVIDERS_GROUP])
     ServiceProviders.from_config(conf)  # every entry checked, its driver loaded, now
-    for cls in classes:
-        conf.register(cls.option_groups)
+    for cls in classes:  # found by name, so not known to be a Plugin (as below)
+        conf.register(getattr(cls, "option_groups", ()))
     return conf
 
 
@@ -200,7 +201,7 @@ def rpc_worker(files: list[str], parent: int) -> None:
     app.on_shutdown()
 
 
-def start_rpc_workers(count: int, files: list[str]) -> list[multiprocessing.Process]:
+def start_rpc_workers(count: int, files: list[str]) -> list[SpawnProcess]:
     context = multiprocessing.get_context("spawn")
     workers = [context.Process(target=rpc_worker, args=(files, os.getpid()),
                                name=f"rpc-worker-{n}") for n in range(count)]
@@ -209,7 +210,7 @@ def start_rpc_workers(count: int, files: list[str]) -> list[multiprocessing.Proc
     return workers
 
 
-def stop_rpc_workers(workers: list[multiprocessing.Process]) -> None:
+def stop_rpc_workers(workers: list[SpawnProcess]) -> None:
     for worker in workers:
         worker.terminate()  # SIGTERM: a graceful stop
     for worker in workers:

@@ -104,10 +104,9 @@ def _lock(conn: Connection, project_id: str, resource: str) -> None:
     dialect = conn.dialect.name
     values = {"project_id": project_id, "resource": resource}
     if dialect == "postgresql":
-        stmt = postgresql.insert(locks).values(**values)
-        conn.execute(stmt.on_conflict_do_update(
+        conn.execute(postgresql.insert(locks).values(**values).on_conflict_do_update(
             index_elements=["project_id", "resource"], set_={"resource": resource}))
     elif dialect in ("mysql", "mariadb"):
-        stmt = mysql.insert(locks).values(**values)
-        conn.execute(stmt.on_duplicate_key_update(resource=resource))
+        conn.execute(mysql.insert(locks).values(**values).on_duplicate_key_update(
+            resource=resource))
     # SQLite: the write transaction (BEGIN IMMEDIATE) already excludes others.

@@ -146,7 +146,7 @@ def routes(value: Any) -> str | None:
     return None
 
 
-def _canonical_routes(value: Any) -> Any:
+def canonical_routes(value: Any) -> Any:
     """Compressed IPv6 forms, so equal routes compare equal; null is no routes,
     as Neutron converts it."""
     if value is None:
@@ -228,7 +228,7 @@ EXTRAROUTE = Extension(
     name="Neutron Extra Route",
     description="Extra routes configuration for L3 router",
     attributes={"routers": attrs(
-        Attr("routes", allow_post=False, allow_put=True, convert=_canonical_routes,
+        Attr("routes", allow_post=False, allow_put=True, convert=canonical_routes,
              validate=routes, filter=False),
     )},
     required=("router",),

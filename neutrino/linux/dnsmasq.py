@@ -51,6 +51,7 @@ import ipaddress
 import os
 import signal
 import subprocess
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +59,8 @@ from neutrino.linux.errors import HostError
 from neutrino.linux.process import cmdline as _cmdline
 from neutrino.linux.process import terminate
 
-Network = dict[str, Any]
+#: a network as the DHCP agent has it (with its subnets and ports), only read here
+Network = Mapping[str, Any]
 
 #: how much of each subnet dnsmasq may lease: its own limit (1000) is too small
 MAX_LEASES = 2 ** 24

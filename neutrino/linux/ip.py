@@ -409,7 +409,7 @@ class IpNetns:
                 raise
 
 
-def watch_links(prefix: str, changed: Callable[[str], None]) -> threading.Thread:
+def watch_links(prefix: str, changed: Callable[[str], object]) -> threading.Thread:
     """Call ``changed(name)`` (from a thread of its own) whenever a link whose
     name starts with ``prefix`` appears or disappears in this namespace: the
     kernel says so at once, where a scan would see it only at its next turn."""

@@ -78,7 +78,8 @@ class Environment:
 
 class Plugin:
     #: extension aliases this plugin implements; two plugins may not share one
-    supported_extension_aliases: ClassVar[tuple[str, ...]] = ()
+    #: (a plugin may add to its class's, as ML2 does for its extension drivers)
+    supported_extension_aliases: tuple[str, ...] = ()
     #: option groups this plugin reads, registered before construction
     option_groups: ClassVar[tuple[OptGroup, ...]] = ()
 

@@ -73,9 +73,10 @@ def get_row(conn: Connection, ctx: Context, network_id: str, for_update: bool = 
                     lambda: exc.NetworkNotFound(net_id=network_id), for_update)
 
 
-def view(row: Row, subnet_ids: list[str], tag_list: list[str], shared: bool = False
-         ) -> dict[str, Any]:
-    """``shared``: shared with the caller's project (beyond '*', which the row says)."""
+def view(row: Row | SimpleNamespace, subnet_ids: list[str], tag_list: list[str],
+         shared: bool = False) -> dict[str, Any]:
+    """``row``: a network's row, or the values just inserted as one. ``shared``:
+    shared with the caller's project (beyond '*', which the row says)."""
     return {
         "id": row.id, "name": row.name, "tenant_id": row.project_id,
         "project_id": row.project_id, "admin_state_up": row.admin_state_up,

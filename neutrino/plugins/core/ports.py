@@ -11,6 +11,7 @@ from typing import Any
 
 from sqlalchemy import and_, bindparam, delete, or_, select, true
 from sqlalchemy.engine import Connection, Row
+from sqlalchemy.sql import ColumnElement
 
 from neutrino import exceptions as exc
 from neutrino.context import Context
@@ -115,7 +116,7 @@ def _fixed_ips_clause(values: list[str]):
             raise exc.InvalidInput(error_message=f"'{value}' is not of the form "
                                                  "<key>=[value]")
         wanted.setdefault(key, []).append(item)
-    conds = []
+    conds: list[ColumnElement[bool]] = []
     if "ip_address" in wanted:
         conds.append(IA.c.ip_address.in_(wanted["ip_address"]))
     if "subnet_id" in wanted:
@@ -213,7 +214,8 @@ def _replace_fixed_ips(conn: Connection, row: Row, requested: list[dict[str, Any
             unclaimed.setdefault(subnet_id, []).append(address)
     wanted = []
     for item in requested:
-        spare = unclaimed.get(item.get("subnet_id")) if "ip_address" not in item else None
+        subnet_id = item.get("subnet_id")
+        spare = unclaimed.get(subnet_id) if subnet_id and "ip_address" not in item else None
         if spare:
             wanted.append({"subnet_id": item["subnet_id"], "ip_address": spare.pop()})
         else:

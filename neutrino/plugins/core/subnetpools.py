@@ -206,7 +206,7 @@ def update(conn: Connection, ctx: Context, pool_id: str, data: dict[str, Any],
         if nets[0].version != row.ip_version:
             raise PrefixVersionMismatch()
         for old in current:
-            if not any(old.subnet_of(new) for new in nets):
+            if not any(_subnet_of(old, new) for new in nets):
                 raise IllegalSubnetPoolPrefixUpdate(
                     msg="Existing prefixes must be a subset of the new prefixes")
     min_len, max_len, default_len = _bounds(
@@ -289,7 +289,7 @@ def _carve(conn: Connection, ctx: Context, data: dict[str, Any], version: int,
     if cidr is not None:
         wanted = ipaddress.ip_network(cidr, strict=False)
         _check_prefixlen(pool, wanted.prefixlen)
-        if not any(wanted.subnet_of(p) for p in prefixes) or any(
+        if not any(_subnet_of(wanted, p) for p in prefixes) or any(
                 wanted.overlaps(u) for u in used):
             raise exc.SubnetAllocationError(reason="Cannot allocate requested subnet from "
                                                    "the available set of prefixes")
@@ -316,6 +316,17 @@ def _check_prefixlen(pool: Row, prefixlen: int) -> None:
     if prefixlen > pool.max_prefixlen:
         raise MaxPrefixSubnetAllocationError(prefixlen=prefixlen,
                                              max_prefixlen=pool.max_prefixlen)
+
+
+def _subnet_of(net: ipaddress.IPv4Network | ipaddress.IPv6Network,
+               other: ipaddress.IPv4Network | ipaddress.IPv6Network) -> bool:
+    """``net.subnet_of(other)``, which typing allows once both are known to be of
+    one IP version (a TypeError otherwise, as ipaddress gives)."""
+    if isinstance(net, ipaddress.IPv4Network) and isinstance(other, ipaddress.IPv4Network):
+        return net.subnet_of(other)
+    if isinstance(net, ipaddress.IPv6Network) and isinstance(other, ipaddress.IPv6Network):
+        return net.subnet_of(other)
+    raise TypeError(f"{net} and {other} are not of the same IP version")
 
 
 def _units(net: ipaddress.IPv4Network | ipaddress.IPv6Network) -> int:

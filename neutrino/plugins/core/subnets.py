@@ -252,7 +252,7 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], settings: Any
     _write_dns(conn, subnet_id, data.get("dns_nameservers") or [])
     _write_routes(conn, subnet_id, data.get("host_routes") or [])
     bump(conn, models.networks, network.id)
-    if version == 6 and allocator.is_auto_address(ra_mode, addr_mode):
+    if isinstance(net, ipaddress.IPv6Network) and allocator.is_auto_address(ra_mode, addr_mode):
         _address_existing_ports(conn, subnet_id, network.id, net)
     details = {"allocation_pools": P.as_dicts(version, ranges),
                "dns_nameservers": list(data.get("dns_nameservers") or []),
@@ -281,7 +281,7 @@ def _write_routes(conn: Connection, subnet_id: str, routes: list[dict[str, str]]
 
 
 def _address_existing_ports(conn: Connection, subnet_id: str, network_id: str,
-                            net: P.IPNetwork) -> None:
+                            net: ipaddress.IPv6Network) -> None:
     """A new SLAAC subnet gives every non-router port of the network its address."""
     p = models.ports
     rows = conn.execute(select(p.c.id, p.c.mac_address).where(

@@ -106,7 +106,7 @@ class L2Population:
         segs = segments.of_networks(conn, list(by_network))
         found = {}
         for network_id, pairs in by_network.items():
-            seg = (segs.get(network_id) or [None])[0]
+            seg = next(iter(segs.get(network_id) or ()), None)  # the first, if any
             if seg is None or seg["network_type"] not in TUNNEL_TYPES:
                 continue
             others = conn.execute(

@@ -9,7 +9,7 @@ mechanism drivers are called inside the transaction (precommit) and after it
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 from sqlalchemy.engine import Connection
@@ -137,8 +137,9 @@ class Ml2Plugin(Plugin):
                 for view in created:
                     self.mechanisms.call(f"create_{resource}_postcommit", postcommit(view))
             except MechanismDriverError:
-                for view in created:
-                    undo(view)
+                if undo is not None:
+                    for view in created:
+                        undo(view)
                 raise
         return created
 
@@ -414,6 +415,8 @@ class Ml2Plugin(Plugin):
         context = PortContext(None, ctx, view, host=host, vnic_type=view[VNIC_TYPE],
                               profile=view[PROFILE], agents=agents, segments_to_bind=segs)
         if self.mechanisms.bind_port(context):
+            # bound: a driver's set_binding gave both
+            assert context.bound_segment is not None and context.vif_type is not None
             result = (context.vif_type, context.vif_details, context.bound_segment.get("id"))
         else:
             LOG.warning("port %s could not be bound on host %s", view["id"], host)
@@ -579,7 +582,7 @@ class Ml2Plugin(Plugin):
 
     def get_port_bindings(self, ctx: Context, port_id: str, query: CollectionQuery
                           ) -> list[dict[str, Any]]:
-        def work(conn: Connection) -> list[Any]:
+        def work(conn: Connection) -> Sequence[Any]:
             ports.get(conn, ctx, port_id)
             return bindings.all_of_port(conn, port_id)
 
@@ -662,7 +665,7 @@ class Ml2Plugin(Plugin):
                        if_revision: int | None = None) -> dict[str, Any]:
         def work(conn: Connection) -> dict[str, Any]:
             segments.get_row(conn, segment_id)
-            values = {k: data[k] for k in ("name", "description") if k in data}
+            values: dict[str, Any] = {k: data[k] for k in ("name", "description") if k in data}
             bump(conn, segments.SEG, segment_id, if_revision, values)
             return segments.view(segments.get_row(conn, segment_id))
 

@@ -12,7 +12,7 @@ removed. Agents treat each as a hint to look again.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, TypedDict, final
 
 from neutrino.rpc import topics
 from neutrino.rpc.contracts.base import Api
@@ -52,6 +52,7 @@ class PortDetails(TypedDict):
     profile: dict[str, Any]
 
 
+@final  # nothing more in it: a detail without "port_id" is one of these
 class MissingDevice(TypedDict):
     """The answer for a device that names no port (or more than one)."""
 

@@ -12,6 +12,7 @@ agent with a ``gateway_external_network_id`` serves only that network's.
 from __future__ import annotations
 
 import datetime
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -244,7 +245,7 @@ class L3AgentSchedulerPlugin(Plugin):
                 gateway = gateway_networks(conn, [router_id]).get(router_id)
                 candidates = scheduling.choose(
                     conn, L3, router_id, AGENTS_PER_ROUTER + 1, since,
-                    lambda agent, gw=gateway: can_host(agent, gw))
+                    functools.partial(can_host, gateway_network=gateway))
                 if not candidates:
                     continue
                 scheduling.unbind(conn, L3, router_id, binding.id)

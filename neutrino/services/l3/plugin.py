@@ -161,8 +161,8 @@ class L3RouterPlugin(Plugin):
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             row = routers.get_row(conn, ctx, router_id, for_update=True)
             changes.routers.add(router_id)
-            values = {k: data[k] for k in ("name", "description", "admin_state_up")
-                      if k in data}
+            values: dict[str, Any] = {
+                k: data[k] for k in ("name", "description", "admin_state_up") if k in data}
             bump(conn, models.routers, router_id, if_revision, values)
             if "external_gateway_info" in data:
                 self._update_gateway(conn, ctx, changes, row,
@@ -256,8 +256,8 @@ class L3RouterPlugin(Plugin):
         if subnet_id is not None and port_id is not None and not removing:
             raise bad_router("Cannot specify both subnet-id and port-id")
         for value in (subnet_id, port_id):
-            if value is not None and v.uuid(value):
-                raise bad_router(v.uuid(value))
+            if value is not None and (error := v.uuid(value)):
+                raise bad_router(error)
         return subnet_id, port_id
 
     @staticmethod
@@ -298,6 +298,7 @@ class L3RouterPlugin(Plugin):
             if subnet_id is not None:
                 port, added = self._port_for_subnet(conn, ctx, changes, router, subnet_id)
             else:
+                assert port_id is not None  # _interface_request wants one of the two
                 port = self._adopt_port(conn, ctx, changes, router, port_id)
                 added = [ip["subnet_id"] for ip in port["fixed_ips"]]
             return self._interface_info(router, port, added)
@@ -455,7 +456,7 @@ class L3RouterPlugin(Plugin):
         if router["routes"] is None:  # a list to add or remove, not a whole new one
             raise exc.HTTPBadRequest(msg="Invalid input for routes. Reason: 'None' is not "
                                          "a list.")
-        value = l3.EXTRAROUTE.attributes["routers"]["routes"].convert(router["routes"])
+        value = l3.canonical_routes(router["routes"])
         error = l3.routes(value)
         if error:
             raise exc.HTTPBadRequest(msg=f"Invalid input for routes. Reason: {error}.")

@@ -86,16 +86,20 @@ class L3RpcCallback:
         """The full data of the enabled routers the agent on ``host`` serves (of
         ``router_ids``, when given). As Neutron, the routers' ports are bound to
         that host first, so its L2 agent wires them."""
-        ids = self.plugin.scheduler.active_routers(host, router_ids) if host else []
+        if not host:
+            return []
+        ids = self.plugin.scheduler.active_routers(host, router_ids)
         if not ids:
             return []
         found = self._sync_data(ids)
         rebound = set(self._bind_ports(found, host))
-        if rebound:  # those routers again, with their ports as bound now
-            fresh = {router["id"]: router for router in self._sync_data(sorted(rebound))}
-            found = [fresh.get(router["id"]) if router["id"] in rebound else router
-                     for router in found]
-        return [router for router in found if router is not None]
+        if not rebound:
+            return found
+        # those routers again, with their ports as bound now (one gone meanwhile: left out)
+        fresh = {router["id"]: router for router in self._sync_data(sorted(rebound))}
+        again = (fresh.get(router["id"]) if router["id"] in rebound else router
+                 for router in found)
+        return [router for router in again if router is not None]
 
     def _bind_ports(self, found: list[dict[str, Any]], host: str) -> list[str]:
         """Point the routers' ports at ``host``; the routers whose ports moved."""

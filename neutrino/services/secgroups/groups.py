@@ -69,20 +69,20 @@ def insert(conn: Connection, project_id: str, name: str, description: str,
            stateful: bool = True, default: bool = False) -> dict[str, Any]:
     """A new group with Neutron's first rules: all egress, and for a default group
     also all ingress from its own members, for IPv4 and IPv6."""
-    when = now()
-    row = {"id": new_uuid(), "project_id": project_id, "name": name,
+    when, group_id = now(), new_uuid()
+    row = {"id": group_id, "project_id": project_id, "name": name,
            "description": description, "stateful": stateful, "created_at": when,
            "updated_at": when, "revision_number": 1}
     conn.execute(G.insert().values(**row))
     if default:  # taken first: a concurrent first use waits here, then retries
-        conn.execute(D.insert().values(project_id=project_id, security_group_id=row["id"]))
+        conn.execute(D.insert().values(project_id=project_id, security_group_id=group_id))
     wanted = []
     for ethertype in sg.ETHERTYPES:
         if default:
             wanted.append({"direction": "ingress", "ethertype": ethertype,
-                           "remote_group_id": row["id"]})
+                           "remote_group_id": group_id})
         wanted.append(_egress(ethertype))
-    made = rules.insert(conn, [rules.row_of(row["id"], project_id, r) for r in wanted])
+    made = rules.insert(conn, [rules.row_of(group_id, project_id, r) for r in wanted])
     made.sort(key=lambda r: (r["created_at"], r["id"]))  # the order reads give
     return view(SimpleNamespace(**row), made, [])
 

@@ -102,7 +102,7 @@ def add(conn: Connection, group_id: str, project_id: str | None,
             raise sg.DuplicateSecurityGroupRuleInPost()
         new_keys.add(rule_key)
     for stored in conn.execute(select(R).where(R.c.security_group_id == group_id)):
-        if checks.key(stored._mapping) in new_keys:
+        if checks.key(stored._asdict()) in new_keys:
             raise sg.SecurityGroupRuleExists(rule_id=stored.id)
     return insert(conn, rows)
 

@@ -42,6 +42,9 @@ class VlanTypeDriver(TypeDriver):
             if found is None:
                 raise NoNetworkAvailable()
             physnet, seg_id = found
+        elif physnet is None:  # as validate_provider_segment says, for any other caller
+            raise invalid("segmentation_id requires physical_network for VLAN provider "
+                          "network")
         elif not allocations.reserve(conn, self.network_type, physnet, seg_id):
             raise VlanIdInUse(vlan_id=seg_id, physical_network=physnet)
         return {**segment, PHYSICAL_NETWORK: physnet, SEGMENTATION_ID: seg_id}
