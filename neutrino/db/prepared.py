@@ -22,8 +22,8 @@ from typing import Any
 
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.sql.expression import ClauseElement
 from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.expression import ClauseElement
 
 Processor = Callable[[Any], Any] | None
 
