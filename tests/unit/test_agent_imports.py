@@ -45,6 +45,17 @@ def test_an_agent_command_starts_without_a_warning(command):
     assert done.stderr == ""
 
 
+def test_naming_every_agents_options_imports_neither_ovs_nor_eventlet():
+    """The server and the agents look up the agents' options when a file
+    holds one they do not read; the Open vSwitch agent's come without it."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; from neutrino.agents.commands import "
+         "agent_commands; agent_commands(); "
+         "print(sorted(m for m in ('ovs', 'ovsdbapp', 'eventlet') if m in sys.modules))"],
+        capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]", done.stdout
+
+
 def test_the_ovs_interface_driver_connects_at_first_use():
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from neutrino.linux.interface import "
