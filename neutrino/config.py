@@ -5,20 +5,22 @@ groups. Files are read in order, later ones override. A bad value is fatal
 (``ConfigError`` names option, section and file); an unknown section or
 option is only a warning, because operators carry sections for plugins that
 are not loaded and options neutrino does not have (``Config.warn_unknown``
-says which option a misspelt one meant).
+says which option a misspelt one meant, and which command reads one that is
+another command's).
 """
 
 from __future__ import annotations
 
 import configparser
 import difflib
+import functools
 import ipaddress
 import json
 import logging
 import os
 import re
 import socket
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -257,7 +259,8 @@ class Config:
             return f"{option} = {given[0].strip()} in [{section}] of {given[1]}"
         return f"{option} = {getattr(self.group(section), option)} in [{section}] (default)"
 
-    def warn_unknown(self) -> None:
+    def warn_unknown(self, others: Callable[[], Mapping[str, Iterable[OptGroup]]] | None = None
+                     ) -> None:
         """Name what the command does not read, once every component it runs has
         registered its groups (before, options in use would be called unknown).
 
@@ -265,14 +268,23 @@ class Config:
         option meant when the name is close to one (a typo would otherwise leave
         a mapping unset without a word). An unknown section is a warning when its
         name is close to a section read, else only noted: a file shared between
-        commands carries sections for the others (an agent given neutron.conf)."""
+        commands carries sections for the others (an agent given neutron.conf).
+        ``others`` gives neutrino's other commands' groups by command (called
+        only if something is unknown): a section or option one of them reads is
+        only noted, naming it (the DHCP agent's ``interface_driver`` in a file
+        the server reads too)."""
+        # who reads what, asked once and only if something is unknown
+        readers = functools.cache(lambda: _readers(others() if others else {}))
         for section, options in self._raw.items():
             group = self._groups.get(section)
             if group is None:
                 files = sorted({path for _, path in options.values()})
                 where = f" in {', '.join(files)}" if files else ""
                 meant = _closest(section, self._groups)
-                if meant:
+                read_by = readers().get((section, ""))
+                if read_by:
+                    LOG.info("config: section [%s]%s ignored, read by %s", section, where, read_by)
+                elif meant:
                     LOG.warning("config: unknown section [%s]%s ignored: did you mean [%s]?",
                                 section, where, meant)
                 else:
@@ -280,7 +292,13 @@ class Config:
                 continue
             names = {o.name for o in group.opts}
             for option, (_, path) in options.items():
-                if option not in names:
+                if option in names:
+                    continue
+                read_by = readers().get((section, option))
+                if read_by:
+                    LOG.info("config: option %s in [%s] of %s ignored, read by %s",
+                             option, section, path, read_by)
+                else:
                     LOG.warning("config: unknown option %s in [%s] of %s ignored%s",
                                 option, section, path, self._hint(option, names))
 
@@ -294,6 +312,18 @@ class Config:
         if elsewhere:
             return f": it is read in [{elsewhere[0]}]"
         return ""
+
+
+def _readers(others: Mapping[str, Iterable[OptGroup]]) -> dict[tuple[str, str], str]:
+    """(section, option) -> the commands that read it, ``a, b``; (section, "")
+    for the section itself."""
+    found: dict[tuple[str, str], list[str]] = {}
+    for command, groups in sorted(others.items()):
+        for group in groups:
+            for key in [(group.name, ""), *((group.name, opt.name) for opt in group.opts)]:
+                if command not in found.setdefault(key, []):
+                    found[key].append(command)
+    return {key: ", ".join(commands) for key, commands in found.items()}
 
 
 def _closest(name: str, known: Iterable[str]) -> str | None:

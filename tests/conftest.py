@@ -73,16 +73,25 @@ def rabbit_url() -> str:
         yield url
 
 
+def paths_under(top: str) -> set[str]:
+    """``top`` and every file and directory under it (none when it is not there)."""
+    if not os.path.exists(top):
+        return set()
+    return {top, *(os.path.join(where, name) for where, dirs, files in os.walk(top)
+                   for name in dirs + files)}
+
+
 @pytest.fixture(scope="session", autouse=True)
 def no_state_in_the_working_directory() -> Iterator[None]:
     """Every server and agent a test starts keeps its state in a temp dir: one
     started without ``state_path`` (default ``./state``) would leave files, a
-    metadata agent's socket, in the checkout. A run that makes ./state fails."""
+    metadata agent's socket, in the checkout. A run that adds anything to
+    ./state fails, whether or not ./state was there before (a developer's
+    own server keeps its database there)."""
     state = os.path.join(os.getcwd(), "state")
-    there_before = os.path.exists(state)
+    before = paths_under(state)
     yield
-    if not there_before and os.path.exists(state):
-        left = sorted(os.path.join(top, name) for top, dirs, files in os.walk(state)
-                      for name in dirs + files)
+    left = sorted(paths_under(state) - before)
+    if left:
         pytest.fail(f"a test wrote to {state} (give its server or agent a state_path "
                     f"in its tmp_path): {left}")

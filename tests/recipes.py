@@ -7,6 +7,10 @@ they run in order in one bash, each command that fails failing it (``set
 ``a && b``, so recipes put one command on a line). What runs is the blocks'
 text as it is: the session only adds a trap that names the block and line
 that failed.
+
+Every other shell block says that it is not a recipe, ```` ```sh norecipe ````
+(it runs until stopped, or needs several hosts, a cloud or the network), so
+that none is left out by mistake: ``unmarked`` finds those that say neither.
 """
 
 from __future__ import annotations
@@ -18,7 +22,14 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 INFO = ("sh", "recipe")
+#: the info string of a shell block deliberately not run
+NOT_A_RECIPE = ("sh", "norecipe")
+#: the languages of shell blocks: each is marked one or the other
+SHELLS = frozenset({"sh", "bash", "shell", "console", "zsh"})
 _FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
+#: a line that a following indented line continues (a list item's paragraph),
+#: rather than starting an indented code block after it
+_CONTINUED = re.compile(r"^\s+\S|^\s*(?:[-*+]|\d+[.)])\s")
 #: the session's shell options and its traps: ERR names the failing line (the
 #: block's line plus bash's line in the sourced block); EXIT names the block
 #: when the shell ended without ERR (an unset variable under ``set -u``)
@@ -56,15 +67,48 @@ def recipe_files(root: Path = ROOT) -> list[Path]:
 
 
 def recipes(path: Path) -> list[Block]:
-    """The recipe blocks of a Markdown file, in order (CommonMark fences: up
-    to three spaces before, closed by a fence of the same character at least
-    as long; an unclosed block runs to the end of the file)."""
-    blocks = []
+    """The recipe blocks of a Markdown file, in order."""
+    return [block for info, block in code_blocks(path)
+            if info is not None and tuple(info.split()) == INFO]
+
+
+def unmarked(path: Path) -> list[Block]:
+    """The code blocks of a Markdown file that may be shell and say neither
+    ``sh recipe`` nor ``sh norecipe``: fenced ones in a shell or in no
+    language, and indented ones (which cannot say: fence them)."""
+    found = []
+    for info, block in code_blocks(path):
+        words = tuple((info or "").split())
+        if info is None or (words not in (INFO, NOT_A_RECIPE)
+                            and (not words or words[0] in SHELLS)):
+            found.append(block)
+    return found
+
+
+def code_blocks(path: Path) -> list[tuple[str | None, Block]]:
+    """The code blocks of a Markdown file, in order, each with its fence's info
+    string (None for an indented block). CommonMark fences: up to three spaces
+    before, closed by a fence of the same character at least as long; an
+    unclosed block runs to the end of the file. An indented block is lines of
+    four spaces or more after a blank line that does not follow a list item."""
+    blocks: list[tuple[str | None, Block]] = []
     lines = path.read_text(encoding="utf-8").splitlines()
-    index = 0
+    index, last = 0, ""  # last: the last line with text before this one
     while index < len(lines):
-        opening = _FENCE.match(lines[index])
+        line = lines[index]
+        opening = _FENCE.match(line)
         index += 1
+        if (line.startswith("    ") and line.strip() and not _CONTINUED.match(last)
+                and (index == 1 or not lines[index - 2].strip())):
+            first, body = index, [line[4:]]
+            while index < len(lines) and (lines[index].startswith("    ")
+                                          or not lines[index].strip()):
+                body.append(lines[index][4:])
+                index += 1
+            blocks.append((None, Block(path, first, "\n".join(body).rstrip("\n") + "\n")))
+            continue
+        if line.strip():
+            last = line
         if not opening or (opening.group(2)[0] == "`" and "`" in opening.group(3)):
             continue
         indent, fence, info = len(opening.group(1)), opening.group(2), opening.group(3)
@@ -74,10 +118,10 @@ def recipes(path: Path) -> list[Block]:
             index += 1
             if (closing and closing.group(2)[0] == fence[0]
                     and len(closing.group(2)) >= len(fence) and not closing.group(3).strip()):
+                last = lines[index - 1]
                 break
             body.append(_unindent(lines[index - 1], indent))
-        if tuple(info.split()) == INFO:
-            blocks.append(Block(path, first, "\n".join(body) + "\n"))
+        blocks.append((info.strip(), Block(path, first, "\n".join(body) + "\n")))
     return blocks
 
 

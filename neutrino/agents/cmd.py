@@ -9,6 +9,7 @@ import sys
 
 from neutrino import cli, config, log
 from neutrino.agents.base import AGENT_OPTIONS, Agent
+from neutrino.agents.commands import agent_commands
 from neutrino.linux.errors import HostError
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.errors import TransportError
@@ -30,7 +31,7 @@ def main(agent_class: type[Agent], argv: list[str] | None = None) -> None:
     except config.ConfigError as error:
         print(f"{agent_class.binary}: {error}", file=sys.stderr)
         sys.exit(2)
-    conf.warn_unknown()  # every group the agent reads is registered by now
+    conf.warn_unknown(agent_commands)  # every group the agent reads is registered by now
     try:
         agent = agent_class(conf, Bus(transport, timeout=conf.DEFAULT.rpc_response_timeout))
         agent.check_host()  # tools, devices, directories: before it reports alive

@@ -42,8 +42,7 @@ from typing import Any, TypeVar
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
 from neutrino.agents.extensions.api import AgentHandles, L2AgentExtension
-from neutrino.agents.extensions.manager import EXTENSION_OPTIONS, Extensions
-from neutrino.agents.l2 import NOOP_FIREWALL_ALIASES, parse_mappings
+from neutrino.agents.extensions.manager import Extensions
 from neutrino.agents.notifications import (
     Fdb,
     L2Notifications,
@@ -51,10 +50,11 @@ from neutrino.agents.notifications import (
     fetch_fdb,
     merge_fdb,
 )
+from neutrino.agents.openvswitch_options import BINARY, OPTIONS, TUNNEL_TYPES
 from neutrino.agents.sg_info import SecurityGroupInfo
-from neutrino.config import Config, Opt, OptGroup, choice, int_range, parse_bool, parse_list
+from neutrino.config import Config
 from neutrino.linux import host_check, ovs_firewall
-from neutrino.linux.ovs import DEAD_VLAN, DEFAULT_OVSDB, OpenFlow, Ovsdb, cookie_of
+from neutrino.linux.ovs import DEAD_VLAN, OpenFlow, Ovsdb, cookie_of
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.contracts.l2 import L2PluginApi, MissingDevice, PortDetails
@@ -63,27 +63,11 @@ LOG = logging.getLogger(__name__)
 T = TypeVar("T")
 
 FLOOD_MAC = "00:00:00:00:00:00"
-TUNNEL_TYPES = ("vxlan", "geneve", "gre")
 #: br-tun's tables: where packets from br-int go, and those from tunnels
 FROM_INT, FROM_TUNNEL = 1, 4
 #: a flow in a table nothing uses, on br-int: gone, ovs-vswitchd lost every
 #: flow (it restarted) and they must all be written again
 CANARY = "table=23,priority=0,actions=drop"
-
-
-#: Neutron's class path for the OpenFlow firewall, as its configuration files give it
-FIREWALL_ALIASES = {
-    "neutron.agent.linux.openvswitch_firewall.OVSFirewallDriver": "openvswitch",
-    "neutron.agent.linux.openvswitch_firewall:OVSFirewallDriver": "openvswitch",
-    **NOOP_FIREWALL_ALIASES}
-
-
-def parse_tunnel_types(text: str) -> list[str]:
-    types = parse_list(text)
-    unknown = sorted(set(types) - set(TUNNEL_TYPES))
-    if unknown:
-        raise ValueError(f"unknown {', '.join(unknown)}: use {', '.join(TUNNEL_TYPES)}")
-    return types
 
 
 def tunnel_port_name(network_type: str, remote_ip: str) -> str:
@@ -150,38 +134,9 @@ def _patch_names(bridge: str) -> tuple[str, str]:
 
 class OpenvswitchAgent(Agent):
     agent_type = "Open vSwitch agent"
-    binary = "neutrino-openvswitch-agent"
+    binary = BINARY
     notification_topics = (*topics.L2_NOTIFICATIONS, topics.L2POPULATION)
-    option_groups = (
-        OptGroup("ovs", [
-            Opt("integration_bridge", str, "br-int", "The bridge instances plug into."),
-            Opt("tunnel_bridge", str, "br-tun", "The bridge that holds the tunnels."),
-            Opt("bridge_mappings", parse_mappings, {},
-                "Physical networks and the OVS bridges that carry them."),
-            Opt("local_ip", str, "", "This host's address for tunnels."),
-            Opt("datapath_type", choice("system", "netdev"), "system",
-                "system (the kernel's datapath), or netdev (userspace)."),
-            Opt("ovsdb_connection", str, DEFAULT_OVSDB, "Where ovsdb-server listens."),
-            Opt("ovsdb_timeout", int_range(1), 10,
-                "Seconds an OVSDB transaction may take, ovs-vswitchd applying it included."),
-            Opt("of_interface", choice("ovs-ofctl"), "ovs-ofctl",
-                "How flows are written: ovs-ofctl bundles."),
-        ]),
-        OptGroup("agent", [
-            Opt("tunnel_types", parse_tunnel_types, [], "vxlan, geneve and/or gre."),
-            Opt("l2_population", parse_bool, False,
-                "Learn where other hosts' ports are from the server."),
-            Opt("arp_responder", parse_bool, False,
-                "Answer ARP for other hosts' ports on br-tun (with l2_population)."),
-        ]),
-        OptGroup("securitygroup", [
-            Opt("enable_security_group", parse_bool, True,
-                "Filter ports by their security groups."),
-            Opt("firewall_driver", choice("openvswitch", "noop", aliases=FIREWALL_ALIASES),
-                "openvswitch", "openvswitch (OpenFlow with conntrack), or noop for none."),
-        ]),
-        EXTENSION_OPTIONS,
-    )
+    option_groups = OPTIONS
     extension_kind = "l2"
     extensions: Extensions[L2AgentExtension]
 

@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy.exc import SQLAlchemyError
 
 from neutrino import cli, config, log
+from neutrino.agents.commands import agent_commands
 from neutrino.api import keystone, policy
 from neutrino.api.agent_scheduler import AgentSchedulerController
 from neutrino.api.app import ApiApp
@@ -247,7 +248,7 @@ def check(files: list[str], extra_groups: Iterable[config.OptGroup] = ()) -> con
     except (config.ConfigError, loader.PluginLoadError) as error:
         raise StartupError(str(error)) from None
     _logging(conf)
-    conf.warn_unknown()
+    conf.warn_unknown(agent_commands)
     if conf.DEFAULT.rpc_workers and conf.DEFAULT.transport_url.startswith("memory:"):
         raise StartupError(f"rpc_workers = {conf.DEFAULT.rpc_workers} needs a message broker "
                            "(transport_url = rabbit://...): memory:// reaches only its own "

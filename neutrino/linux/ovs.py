@@ -24,12 +24,19 @@ from __future__ import annotations
 import hashlib
 import logging
 import subprocess
+import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ovsdbapp.backend.ovs_idl import connection
-from ovsdbapp.backend.ovs_idl.transaction import Transaction
-from ovsdbapp.schema.open_vswitch import impl_idl
+# The ovs library imports eventlet wherever it is installed (another package's
+# dependency, say), and eventlet warns at import that it is deprecated: a line
+# on every start of an agent that never uses eventlet. Only that warning, only
+# here; the process's filters are as they were afterwards.
+with warnings.catch_warnings():
+    warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated", category=Warning)
+    from ovsdbapp.backend.ovs_idl import connection
+    from ovsdbapp.backend.ovs_idl.transaction import Transaction
+    from ovsdbapp.schema.open_vswitch import impl_idl
 
 from neutrino.linux.errors import HostError
 from neutrino.linux.ovs_names import DEAD_VLAN, DEFAULT_OVSDB  # noqa: F401 (the agent's)

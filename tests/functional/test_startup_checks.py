@@ -15,7 +15,6 @@ than one short process (an OVS database for the bridge case).
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import signal
 import socket
@@ -37,8 +36,6 @@ FOREIGN_ADDRESS = "192.0.2.77"
 MISSING_DEVICE = "nt-missing0"
 #: a tool the agents never need, so that PATH is never empty
 SHELL = "sh"
-EVENTLET_WARNING = re.compile(
-    r"^\S+: EventletDeprecationWarning: \n.*?^  from eventlet\b.*?\n", re.M | re.S)
 
 
 def broker_up() -> bool:
@@ -76,10 +73,6 @@ def run(program: str, tmp: Path, *args: str, env: dict[str, str] | None = None
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
         pytest.fail(f"{program} started instead of refusing its configuration")
-    # The OVS agent's ovs library imports eventlet where it is installed (here,
-    # through a test dependency), and eventlet warns that it is deprecated:
-    # the test environment's, not the command's output.
-    err = EVENTLET_WARNING.sub("", err)
     return proc.returncode, out, err, time.monotonic() - started
 
 

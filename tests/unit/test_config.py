@@ -1,10 +1,16 @@
 """INI loading: types, overrides, clear errors, plugin option groups."""
 
+import importlib
 import logging
+import pkgutil
 
 import pytest
 
+import neutrino.agents
 from neutrino import config
+from neutrino.agents.base import AGENT_OPTIONS, Agent
+from neutrino.agents.commands import agent_commands
+from neutrino.agents.linuxbridge import LinuxBridgeAgent
 
 
 def write(tmp_path, name, text):
@@ -51,6 +57,80 @@ def test_unknown_options_warn(tmp_path, caplog):
     # an unknown option of a section read is a warning; a section no group of
     # the command is close to (another command's) only a note
     assert levels == {"not_an_option": "WARNING", "[ml2_type_vxlan]": "INFO"}
+
+
+#: a file shared by the server and the agents: the DHCP, L3 and metadata
+#: agents' options, a section of the Open vSwitch agent's, and two typos
+SHARED = """[DEFAULT]
+interface_driver = linuxbridge
+dhcp_confs = /var/lib/neutrino/dhcp
+nova_metadata_host = 192.0.2.60
+interface_drivr = linuxbridge
+[agent]
+tunnel_types = vxlan
+[ovs]
+integration_bridge = br-int
+[securitygroups]
+firewall_driver = noop
+"""
+
+
+def logged(conf, caplog, **kwargs):
+    """What ``warn_unknown`` logs: message -> level."""
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="neutrino.config"):
+        conf.warn_unknown(**kwargs)
+    return {record.getMessage(): record.levelname for record in caplog.records}
+
+
+def test_another_commands_options_are_noted_naming_it(tmp_path, caplog):
+    """What another neutrino command reads is no typo: an INFO line that says
+    which command reads it; a typo stays a WARNING saying what was meant."""
+    path = write(tmp_path, "shared.conf", SHARED)
+    conf = config.load([path])
+    conf.register([AGENT_OPTIONS])  # the server's view, plus an [agent] to hold tunnel_types
+    assert logged(conf, caplog, others=agent_commands) == {
+        f"config: option interface_driver in [DEFAULT] of {path} ignored, "
+        "read by neutrino-dhcp-agent, neutrino-l3-agent": "INFO",
+        f"config: option dhcp_confs in [DEFAULT] of {path} ignored, "
+        "read by neutrino-dhcp-agent": "INFO",
+        f"config: option nova_metadata_host in [DEFAULT] of {path} ignored, "
+        "read by neutrino-metadata-agent": "INFO",
+        f"config: unknown option interface_drivr in [DEFAULT] of {path} ignored": "WARNING",
+        f"config: option tunnel_types in [agent] of {path} ignored, "
+        "read by neutrino-openvswitch-agent": "INFO",
+        f"config: section [ovs] in {path} ignored, read by neutrino-dhcp-agent, "
+        "neutrino-l3-agent, neutrino-openvswitch-agent": "INFO",
+        f"config: unknown section [securitygroups] in {path} ignored": "INFO"}
+
+
+def test_a_typo_of_an_option_read_here_still_warns(tmp_path, caplog):
+    path = write(tmp_path, "lb.conf", "[securitygroup]\nfirewal_driver = noop\n"
+                                      "enable_security_group = true\n")
+    conf = config.load([path])
+    conf.register(LinuxBridgeAgent.option_groups)
+    assert logged(conf, caplog, others=agent_commands) == {
+        f"config: unknown option firewal_driver in [securitygroup] of {path} ignored: "
+        "did you mean firewall_driver?": "WARNING"}
+
+
+def test_the_other_commands_are_asked_only_when_something_is_unknown(tmp_path, caplog):
+    asked = []
+    conf = config.load([write(tmp_path, "a.conf", "[DEFAULT]\nbind_port = 1000\n")])
+    assert logged(conf, caplog, others=lambda: asked.append(1) or {}) == {}
+    assert asked == []
+
+
+def test_every_agent_command_is_among_the_others():
+    for module in pkgutil.walk_packages(neutrino.agents.__path__, "neutrino.agents."):
+        importlib.import_module(module.name)  # every agent class defined
+    classes, todo = [], list(Agent.__subclasses__())
+    while todo:
+        cls = todo.pop()
+        todo.extend(cls.__subclasses__())
+        classes += [cls] if cls.binary else []
+    assert agent_commands() == {cls.binary: (AGENT_OPTIONS, *cls.option_groups)
+                                for cls in classes}
 
 
 def test_plugin_groups_parse_from_the_same_files(tmp_path):

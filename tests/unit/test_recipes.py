@@ -1,4 +1,5 @@
-"""Finding the docs' ``sh recipe`` blocks, and the session that runs them
+"""Finding the docs' ``sh recipe`` blocks, the shell blocks that say neither
+``sh recipe`` nor ``sh norecipe``, and the session that runs the recipes
 (tests/functional/test_recipes.py runs them for real, in a sandbox)."""
 
 from __future__ import annotations
@@ -6,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.recipes import ROOT, recipe_files, recipes, session
+from tests.recipes import ROOT, recipe_files, recipes, session, unmarked
 
 
 def test_the_readme_recipes_are_found():
@@ -26,6 +27,66 @@ def test_recipe_files_are_the_readme_and_the_docs():
     files = recipe_files()
     assert files[0] == ROOT / "README.md"
     assert set(files[1:]) == set((ROOT / "docs").glob("*.md"))
+
+
+def test_every_shell_block_is_a_recipe_or_says_it_is_not():
+    """A shell block of the docs runs in the sandbox (```` ```sh recipe ````)
+    or says that it does not (```` ```sh norecipe ````: it runs for good,
+    needs several hosts, a cloud, the network): none is left out unawares."""
+    left = [f"{block.name}: {block.text.splitlines()[0]}"
+            for path in recipe_files() for block in unmarked(path)]
+    assert not left, ("fence each as ```sh recipe (and check that it runs) or ```sh "
+                      "norecipe:\n" + "\n".join(left))
+
+
+MARKED = """# t
+
+```sh recipe
+echo runs
+```
+
+```sh norecipe
+echo not run, on purpose
+```
+
+```ini
+[DEFAULT]
+```
+
+```sh
+echo says neither
+```
+
+```bash
+echo another shell, neither
+```
+
+```
+no language: may be shell
+```
+
+Text:
+
+    echo indented: cannot say
+
+    echo the same block
+
+- a list item
+
+    its second paragraph, not code
+"""
+
+
+def test_shell_blocks_that_say_neither_are_found(tmp_path):
+    doc = tmp_path / "doc.md"
+    doc.write_text(MARKED)
+    found = unmarked(doc)
+    assert [block.text for block in found] == [
+        "echo says neither\n", "echo another shell, neither\n",
+        "no language: may be shell\n",
+        "echo indented: cannot say\n\necho the same block\n"]
+    assert [block.line for block in found] == [16, 20, 24, 29]
+    assert [block.text for block in recipes(doc)] == ["echo runs\n"]
 
 
 def test_no_recipe_hides_a_failure_behind_and():
