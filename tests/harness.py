@@ -214,9 +214,13 @@ def write_config(tmp: Path, db_url: str, port: int, auth: str = "noauth", worker
 
 
 def start_server(tmp: Path, db_url: str, auth: str = "noauth", workers: int = 1,
-                 extra: str = "", config_text: str | None = None) -> Server:
-    """Start ``neutrino-server`` and wait until it answers; fail with its log if not."""
-    port = free_port()
+                 extra: str = "", config_text: str | None = None,
+                 port: int | None = None) -> Server:
+    """Start ``neutrino-server`` and wait until it answers; fail with its log if not.
+
+    ``port``: the one it listens on (a free one if None), so that a server can
+    be started again where a load balancer expects it."""
+    port = port or free_port()
     conf = write_config(tmp, db_url, port, auth, workers, extra)
     if config_text is not None:
         conf.write_text(config_text)
