@@ -182,9 +182,10 @@ def test_systemd_makes_the_user_and_the_state_directory(tmp_path):
 
 # --- the container image -------------------------------------------------------------------
 
-#: what .ci/run installs only for the tests and for neutrino-instance (a
-#: stand-in hypervisor), not for the agents
-NOT_FOR_AGENTS = {"udhcpc", "isc-dhcp-client", "iputils-ping", "netcat-openbsd", "socat"}
+#: what .ci/run installs only for the tests (haproxy: the scale-out test's load
+#: balancer) and for neutrino-instance (a stand-in hypervisor), not for the agents
+NOT_FOR_AGENTS = {"udhcpc", "isc-dhcp-client", "iputils-ping", "netcat-openbsd", "socat",
+                  "haproxy"}
 
 
 def containerfile_stages() -> list[list[str]]:
