@@ -20,15 +20,12 @@ back through the API.
 
 from __future__ import annotations
 
-import csv
 import datetime
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -41,6 +38,7 @@ import httpx
 import pytest
 
 from neutrino.rpc.contracts.dhcp import DHCP_OWNER, dhcp_device_id
+from tests.haproxy import HaProxy
 from tests.harness import (
     ROOT,
     ApiClient,
@@ -56,7 +54,6 @@ from tests.harness import (
 pytestmark = pytest.mark.slow
 
 CLIENTS = 6
-BACKEND = "servers"  # HAProxy's name of the backend; its servers are "a" and "b"
 
 # A DHCP agent whose host is the in-memory fake: it needs no root and runs nothing.
 AGENT = """
@@ -75,92 +72,6 @@ class InMemoryDhcpAgent(DhcpAgent):
 
 main(InMemoryDhcpAgent, ["--config-file", sys.argv[1]])
 """
-
-HAPROXY_CONF = """\
-global
-    stats socket {socket} mode 600 level admin
-    maxconn 256
-
-defaults
-    mode http
-    timeout connect 2s
-    timeout client 60s
-    timeout server 60s
-    # a connection refused is tried again, on the other server: a request
-    # sent to a server that then died is not (it may have been done)
-    retries 3
-    option redispatch 1
-
-frontend api
-    bind 127.0.0.1:{port}
-    default_backend {backend}
-
-backend {backend}
-    balance roundrobin
-    option httpchk GET /
-    http-check expect status 200
-    default-server check inter 200ms fall 2 rise 2
-    http-response set-header X-Served-By %[srv_name]
-{servers}
-"""
-
-
-class HaProxy:
-    """An haproxy process of the test's own in front of ``servers`` (name ->
-    port); its stats socket tells which servers it sends requests to."""
-
-    def __init__(self, servers: dict[str, int]):
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
-        # a directory of its own, short: a UNIX socket's path has a length limit
-        self.dir = Path(tempfile.mkdtemp(prefix="neutrino-lb-"))
-        self.socket = self.dir / "stats.sock"
-        self.conf = self.dir / "haproxy.cfg"
-        self.conf.write_text(HAPROXY_CONF.format(
-            socket=self.socket, port=self.port, backend=BACKEND,
-            servers="\n".join(f"    server {name} 127.0.0.1:{port}"
-                              for name, port in servers.items())))
-        self.log = self.dir / "haproxy.log"
-        self.proc: subprocess.Popen | None = None
-
-    def start(self) -> None:
-        checked = subprocess.run(["haproxy", "-c", "-q", "-f", str(self.conf)],
-                                 capture_output=True, text=True, timeout=30)
-        assert checked.returncode == 0, checked.stderr
-        with self.log.open("wb") as log:
-            self.proc = subprocess.Popen(["haproxy", "-db", "-f", str(self.conf)],
-                                         stdout=log, stderr=subprocess.STDOUT)
-        wait_until(self.socket.exists, 10, "haproxy's stats socket")
-
-    def status(self) -> dict[str, str]:
-        """Each server's state as HAProxy sees it: UP, DOWN, or on the way
-        (``UP 1/2`` still takes requests, ``DOWN 1/2`` does not yet)."""
-        with socket.socket(socket.AF_UNIX) as sock:
-            sock.connect(str(self.socket))
-            sock.sendall(b"show stat\n")
-            answer = b"".join(iter(lambda: sock.recv(65536), b"")).decode()
-        rows = csv.DictReader(answer.removeprefix("# ").splitlines())
-        return {row["svname"]: row["status"] for row in rows
-                if row["pxname"] == BACKEND and row["svname"] != "BACKEND"}
-
-    def wait_for(self, server: str, state: str, seconds: float = 20) -> float:
-        """Wait until HAProxy takes ``server`` for ``state``; the time it was seen."""
-        wait_until(lambda: self.status().get(server) == state, seconds,
-                   lambda: f"haproxy to take {server} for {state}: {self.status()}")
-        return time.monotonic()
-
-    def stop(self) -> None:
-        try:
-            if self.proc is not None and self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-        finally:
-            shutil.rmtree(self.dir, ignore_errors=True)
-
 
 @dataclass
 class Outcome:
