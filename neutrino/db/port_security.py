@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table, delete, select
+from sqlalchemy import Table, bindparam, delete, select
 from sqlalchemy.engine import Connection
 
 from neutrino.db import models
+from neutrino.db.prepared import Prepared
 from neutrino.db.util import chunked
 
 NETWORKS = models.network_port_security
@@ -22,10 +23,19 @@ def key(table: Table) -> Any:
     return table.c.network_id if table is NETWORKS else table.c.port_id
 
 
+_INSERT = {table: Prepared(table.insert()) for table in (NETWORKS, PORTS)}
+_ENABLED = {table: Prepared(select(table.c.enabled).where(key(table) == bindparam("id")))
+            for table in (NETWORKS, PORTS)}
+
+
+def insert(conn: Connection, table: Table, owner_id: str, enabled: bool) -> None:
+    """The value of a network or port being created (it has none yet)."""
+    _INSERT[table].run(conn, {key(table).name: owner_id, "enabled": enabled})
+
+
 def store(conn: Connection, table: Table, owner_id: str, enabled: bool) -> None:
-    column = key(table)
-    conn.execute(delete(table).where(column == owner_id))
-    conn.execute(table.insert().values({column.name: owner_id, "enabled": enabled}))
+    conn.execute(delete(table).where(key(table) == owner_id))
+    insert(conn, table, owner_id, enabled)
 
 
 def load(conn: Connection, table: Table, ids: list[str]) -> dict[str, bool]:
@@ -36,10 +46,15 @@ def load(conn: Connection, table: Table, ids: list[str]) -> dict[str, bool]:
     return found
 
 
+def _secured(conn: Connection, table: Table, owner_id: str) -> bool:
+    """The stored value; no row (or no port_security driver) is on."""
+    value = _ENABLED[table].scalar(conn, {"id": owner_id})
+    return True if value is None else bool(value)
+
+
 def network_secured(conn: Connection, network_id: str) -> bool:
-    """The network's stored value; no row (or no port_security driver) is on."""
-    return load(conn, NETWORKS, [network_id]).get(network_id, True)
+    return _secured(conn, NETWORKS, network_id)
 
 
 def port_secured(conn: Connection, port_id: str) -> bool:
-    return load(conn, PORTS, [port_id]).get(port_id, True)
+    return _secured(conn, PORTS, port_id)

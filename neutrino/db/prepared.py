@@ -39,8 +39,9 @@ class _Compiled:
 
 
 def _row_type(names: tuple[str, ...]) -> Any:
-    """A named tuple class for a statement's columns (made at run time)."""
-    return collections.namedtuple("Row", names)
+    """A named tuple class for a statement's columns (made at run time); a column
+    without a usable name is reached by position."""
+    return collections.namedtuple("Row", names, rename=True)
 
 
 class Prepared:

@@ -16,11 +16,18 @@ from sqlalchemy.engine import Connection
 
 from neutrino import exceptions as exc
 from neutrino.db import models, tags
+from neutrino.db.prepared import Prepared
 
-# Built once: every create asks for its limit.
-_LIMIT = select(models.quotas.c.hard_limit).where(
+# Every create asks for its limit, and how many the project has.
+_LIMIT_SELECT = select(models.quotas.c.hard_limit).where(
     models.quotas.c.project_id == bindparam("project_id"),
     models.quotas.c.resource == bindparam("resource"))
+_LIMIT = Prepared(_LIMIT_SELECT)
+
+
+def _used_select(table: Any) -> Any:
+    return select(func.count()).select_from(table).where(
+        table.c.project_id == bindparam("project_id"))
 
 
 class QuotaEngine:
@@ -28,10 +35,17 @@ class QuotaEngine:
         self.quota_conf = quota_conf  # the [quotas] options
         self.defaults: dict[str, int] = {}  # resource -> default limit
         self.tables: dict[str, Any] = {}  # resource -> table with a project_id column
+        self._used: dict[str, Prepared] = {}
+        # SQLite, whose write transaction already excludes other writers: the
+        # limit and the count in one statement
+        self._limit_and_used: dict[str, Prepared] = {}
 
     def register(self, resource: str, table: Any) -> None:
         """Count ``table`` rows as ``resource``; the default is ``quota_<resource>``."""
         self.tables[resource] = table
+        self._used[resource] = Prepared(_used_select(table))
+        self._limit_and_used[resource] = Prepared(select(
+            _LIMIT_SELECT.scalar_subquery(), _used_select(table).scalar_subquery()))
         self.defaults[resource] = getattr(self.quota_conf, f"quota_{resource}",
                                           self.quota_conf.default_quota)
 
@@ -49,16 +63,24 @@ class QuotaEngine:
         return limits
 
     def limit(self, conn: Connection, project_id: str, resource: str) -> int:
-        value = conn.execute(_LIMIT, {"project_id": project_id, "resource": resource}).scalar()
+        value = _LIMIT.scalar(conn, {"project_id": project_id, "resource": resource})
+        return self._or_default(resource, value)
+
+    def _or_default(self, resource: str, value: int | None) -> int:
         return self.defaults.get(resource, -1) if value is None else value
 
     def used(self, conn: Connection, project_id: str, resource: str) -> int:
-        table = self.tables[resource]
-        return conn.execute(select(func.count()).select_from(table).where(
-            table.c.project_id == project_id)).scalar_one()
+        return self._used[resource].scalar(conn, {"project_id": project_id})
 
     def check(self, conn: Connection, project_id: str, resource: str, adding: int = 1) -> None:
         """Raise OverQuota if ``adding`` more would pass the limit; call inside the txn."""
+        params = {"project_id": project_id, "resource": resource}
+        if conn.dialect.name == "sqlite":
+            limit, used = self._limit_and_used[resource].first(conn, params)
+            limit = self._or_default(resource, limit)
+            if 0 <= limit < used + adding:
+                raise exc.OverQuota([resource])
+            return
         limit = self.limit(conn, project_id, resource)
         if limit < 0:
             return

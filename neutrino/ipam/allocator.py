@@ -21,6 +21,7 @@ from sqlalchemy.engine import Connection
 from neutrino import exceptions as exc
 from neutrino.addresses import eui64
 from neutrino.db import models
+from neutrino.db.prepared import Prepared
 from neutrino.ipam import pools as P
 
 AUTO_ADDRESS_MODES = ("slaac", "dhcpv6-stateless")
@@ -80,35 +81,38 @@ def valid_on_subnet(net: P.IPNetwork, address: str, device_owner: str) -> bool:
 
 
 def load_subnets(conn: Connection, network_id: str) -> list[SubnetInfo]:
-    rows = list(conn.execute(_SUBNETS, {"network_id": network_id}))
-    if not rows:
-        return []
-    ranges: dict[str, list[P.Range]] = {}
-    for subnet_id, first, last in conn.execute(_POOLS, {"network_id": network_id}):
-        ranges.setdefault(subnet_id, []).append(
-            (int(ipaddress.ip_address(first)), int(ipaddress.ip_address(last))))
-    return [SubnetInfo(r.id, r.network_id, r.ip_version, ipaddress.ip_network(r.cidr),
-                       r.gateway_ip, r.ipv6_address_mode, sorted(ranges.get(r.id, [])),
-                       r.ipv6_ra_mode)
-            for r in rows]
+    """The network's subnets with their pools, in creation order (one statement)."""
+    subnets: dict[str, SubnetInfo] = {}
+    for r in _SUBNETS_AND_POOLS.rows(conn, {"network_id": network_id}):
+        subnet = subnets.get(r.id)
+        if subnet is None:
+            subnet = subnets[r.id] = SubnetInfo(
+                r.id, r.network_id, r.ip_version, ipaddress.ip_network(r.cidr), r.gateway_ip,
+                r.ipv6_address_mode, [], r.ipv6_ra_mode)
+        if r.first_ip is not None:
+            subnet.ranges.append((int(ipaddress.ip_address(r.first_ip)),
+                                  int(ipaddress.ip_address(r.last_ip))))
+    for subnet in subnets.values():
+        subnet.ranges.sort()
+    return list(subnets.values())
 
 
-# The statements of the port-create path are built once: on SQLite, building a
-# statement costs more than running it.
 _s, _ap, _ia = models.subnets, models.allocation_pools, models.ip_allocations
-_SUBNETS = (select(_s.c.id, _s.c.network_id, _s.c.ip_version, _s.c.cidr, _s.c.gateway_ip,
-                   _s.c.ipv6_address_mode, _s.c.ipv6_ra_mode)
-            .where(_s.c.network_id == bindparam("network_id"))
-            .order_by(_s.c.created_at, _s.c.id))
-_POOLS = select(_ap.c.subnet_id, _ap.c.first_ip, _ap.c.last_ip).where(
-    _ap.c.subnet_id.in_(select(_s.c.id).where(_s.c.network_id == bindparam("network_id"))))
-_USED = select(_ia.c.ip_address).where(_ia.c.subnet_id == bindparam("subnet_id"))
+_SUBNETS_AND_POOLS = Prepared(
+    select(_s.c.id, _s.c.network_id, _s.c.ip_version, _s.c.cidr, _s.c.gateway_ip,
+           _s.c.ipv6_address_mode, _s.c.ipv6_ra_mode, _ap.c.first_ip, _ap.c.last_ip)
+    .outerjoin(_ap, _ap.c.subnet_id == _s.c.id)
+    .where(_s.c.network_id == bindparam("network_id"))
+    .order_by(_s.c.created_at, _s.c.id))
+_USED_SELECT = select(_ia.c.ip_address).where(_ia.c.subnet_id == bindparam("subnet_id"))
+_USED = Prepared(_USED_SELECT)
 
 
 @functools.lru_cache(maxsize=64)
-def _in_use_stmt(count: int):
-    """``ip_address IN (:a0, ..., :aN)``: one cached statement per list length."""
-    return _USED.where(_ia.c.ip_address.in_([bindparam(f"a{i}") for i in range(count)]))
+def _in_use_stmt(count: int) -> Prepared:
+    """``ip_address IN (:a0, ..., :aN)``: one statement per list length."""
+    return Prepared(_USED_SELECT.where(
+        _ia.c.ip_address.in_([bindparam(f"a{i}") for i in range(count)])))
 
 
 def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
@@ -221,8 +225,7 @@ def _in_use(conn: Connection, subnet_id: str, addresses: list[str]) -> set[str]:
     if not addresses:
         return set()
     params = {f"a{i}": address for i, address in enumerate(addresses)}
-    return set(conn.execute(_in_use_stmt(len(addresses)),
-                            {"subnet_id": subnet_id, **params}).scalars())
+    return set(_in_use_stmt(len(addresses)).scalars(conn, {"subnet_id": subnet_id, **params}))
 
 
 def _pick(conn: Connection, subnet: SubnetInfo, taken_here: set[tuple[str, str]]) -> str:
@@ -236,8 +239,7 @@ def _pick(conn: Connection, subnet: SubnetInfo, taken_here: set[tuple[str, str]]
             free = candidates - _in_use(conn, subnet.id, list(candidates))
             if free:
                 return random.choice(sorted(free))
-    used = {int(ipaddress.ip_address(a)) for a in conn.execute(
-        _USED, {"subnet_id": subnet.id}).scalars()}
+    used = {int(ipaddress.ip_address(a)) for a in _USED.scalars(conn, {"subnet_id": subnet.id})}
     used |= {int(ipaddress.ip_address(a)) for s, a in taken_here if s == subnet.id}
     spare: list[int] = []
     for first, last in subnet.ranges:

@@ -31,9 +31,9 @@ CONFIG = ("[DEFAULT]\nstate_path = {tmp}\nservice_plugins = router,port_forwardi
 #: operation -> (statements, transactions); a transaction's BEGIN and COMMIT
 #: are statements (round trips) too
 BUDGET: dict[str, tuple[int, int]] = {
-    "network create": (11, 1),
-    "subnet create": (15, 2),
-    "port create": (21, 2),
+    "network create": (9, 1),
+    "subnet create": (13, 2),
+    "port create": (15, 2),
     "port show": (11, 1),
     "port update": (26, 2),
     "port delete": (22, 2),

@@ -13,6 +13,7 @@ from sqlalchemy.sql import Select
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
+from neutrino.db.prepared import Prepared
 from neutrino.db.query import CollectionQuery, api_columns, find_row, select_page
 from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions.validators import new_uuid
@@ -60,12 +61,18 @@ def _where(ctx: Context) -> list:
     return [] if clause is None else [clause]
 
 
-_BY_ID = select(N).where(N.c.id == bindparam("id"))  # built once: every port create asks
+# Every port create reads its network, as an admin or as a project.
+_BY_ID = Prepared(select(N).where(N.c.id == bindparam("id")))
+_VISIBLE_BY_ID = Prepared(select(N).where(N.c.id == bindparam("id"), or_(
+    N.c.project_id == bindparam("project"),
+    N.c.id.in_(select(R.c.object_id).where(or_(R.c.target_project == "*",
+                                                 R.c.target_project == bindparam("project")))))))
 
 
 def get_row(conn: Connection, ctx: Context, network_id: str, for_update: bool = False) -> Row:
-    if ctx.is_admin and not for_update:
-        row = conn.execute(_BY_ID, {"id": network_id}).first()
+    if not for_update and (ctx.is_admin or ctx.project_id is not None):
+        row = (_BY_ID.first(conn, {"id": network_id}) if ctx.is_admin else
+               _VISIBLE_BY_ID.first(conn, {"id": network_id, "project": ctx.project_id}))
         if row is None:
             raise exc.NetworkNotFound(net_id=network_id)
         return row

@@ -16,6 +16,7 @@ from sqlalchemy.sql import ColumnElement
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
+from neutrino.db.prepared import Prepared
 from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import bump, check_revision, chunked, now, timestamp
 from neutrino.definitions.validators import canonical_ip, new_uuid
@@ -136,16 +137,18 @@ def random_mac(base_mac: str) -> str:
     return ":".join(parts)
 
 
+_MAC_TAKEN = Prepared(select(P.c.id).where(P.c.network_id == bindparam("network_id"),
+                                            P.c.mac_address == bindparam("mac")))
+
+
 def _check_mac(conn: Connection, network_id: str, mac: str) -> None:
-    taken = conn.execute(select(P.c.id).where(P.c.network_id == network_id,
-                                              P.c.mac_address == mac)).first()
-    if taken is not None:
+    if _MAC_TAKEN.first(conn, {"network_id": network_id, "mac": mac}) is not None:
         raise exc.MacAddressInUse(net_id=network_id, mac=mac)
 
 
-# Built once: on SQLite, building a statement costs more than running it.
-_INSERT_PORT = P.insert()
-_INSERT_IPS = IA.insert()
+# Inserts take every column's value.
+_INSERT_PORT = Prepared(P.insert())
+_INSERT_IPS = Prepared(IA.insert())
 
 
 def create(conn: Connection, ctx: Context, data: dict[str, Any], base_mac: str,
@@ -169,10 +172,9 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], base_mac: str,
         "device_owner": data.get("device_owner", ""),
         "created_at": when, "updated_at": when, "revision_number": 1,
     }
-    conn.execute(_INSERT_PORT, row)
-    if fixed:
-        conn.execute(_INSERT_IPS, [{**f, "port_id": port_id, "network_id": network.id}
-                                   for f in fixed])
+    _INSERT_PORT.run(conn, row)
+    _INSERT_IPS.run_many(conn, [{**f, "port_id": port_id, "network_id": network.id}
+                                for f in fixed])
     return view(SimpleNamespace(**row), fixed, [])
 
 

@@ -17,11 +17,12 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import exists, func, select, update
+from sqlalchemy import bindparam, exists, func, select, update
 from sqlalchemy.engine import Connection, Row
 
 from neutrino.context import Context
 from neutrino.db import models
+from neutrino.db.prepared import Prepared
 from neutrino.db.query import CollectionQuery
 from neutrino.db.util import now
 from neutrino.definitions.agent import AGENT_TYPE_DHCP
@@ -41,16 +42,23 @@ LOG = logging.getLogger(__name__)
 ADMIN = Context.admin()
 S = models.subnets
 P = models.ports
+AG = models.agents
 # Changes after which a network without agents gets some.
 SCHEDULING_EVENTS = ("subnet_create_end", "subnet_update_end", "port_create_end")
 
-
-def dhcp_enabled(conn: Connection, network_ids: list[str]) -> set[str]:
-    """The networks of ``network_ids`` with a DHCP-enabled subnet."""
-    if not network_ids:
-        return set()
-    return set(conn.execute(select(S.c.network_id).distinct().where(
-        S.c.network_id.in_(network_ids), S.c.enable_dhcp.is_(True))).scalars())
+# What every notification reads (a port create's, update's and delete's too):
+# the network's agents, and, when they are fewer than wanted, whether
+# scheduling could add one: the network has a DHCP subnet and an agent is free.
+_HOSTING = Prepared(
+    select(AG.c.host, AG.c.admin_state_up, AG.c.heartbeat_timestamp)
+    .join(DHCP.table, DHCP.agent == AG.c.id)
+    .where(DHCP.resource == bindparam("network_id"))
+    .order_by(DHCP.table.c.binding_index))
+_SCHEDULABLE = Prepared(select(
+    exists().where(S.c.network_id == bindparam("network_id"), S.c.enable_dhcp.is_(True))
+    .label("dhcp_subnet"),
+    exists().where(AG.c.agent_type == AGENT_TYPE_DHCP, AG.c.admin_state_up.is_(True),
+                   AG.c.heartbeat_timestamp >= bindparam("since")).label("free_agent")))
 
 
 def networks_wanting_agents(conn: Connection, wanted: int) -> list[str]:
@@ -155,19 +163,23 @@ class DhcpSchedulerPlugin(Plugin):
         when it needs them."""
         since = self._alive_since()
         if hosts is None:
-            hosts, needs_agents = self._read(lambda conn: (
-                self._serving(conn, network_id, since),
-                method in SCHEDULING_EVENTS and self._needs_agents(conn, network_id, since)))
+            hosts, needs_agents = self._read(
+                lambda conn: self._hosts_and_need(conn, method, network_id, since))
             if needs_agents:
                 hosts = self.db.write(lambda conn: self._schedule(conn, network_id, since))
         self._cast(hosts, method, {**payload, "network_id": network_id})
 
-    def _needs_agents(self, conn: Connection, network_id: str, since: datetime.datetime
-                      ) -> bool:
-        """Whether scheduling could give the network an agent it lacks (cheap reads)."""
-        hosting = scheduling.agents_hosting(conn, DHCP, [network_id])[network_id]
-        return (len(hosting) < self.per_network and bool(dhcp_enabled(conn, [network_id]))
-                and bool(scheduling.usable_agents(conn, DHCP, since)))
+    def _hosts_and_need(self, conn: Connection, method: str, network_id: str,
+                        since: datetime.datetime) -> tuple[list[str], bool]:
+        """The hosts of the network's alive agents, and whether scheduling could
+        give it one it lacks (a statement each, the second only when it lacks one)."""
+        params = {"network_id": network_id, "since": since}
+        hosting = _HOSTING.rows(conn, params)
+        hosts = [row.host for row in hosting
+                 if row.admin_state_up and row.heartbeat_timestamp >= since]
+        needs = (method in SCHEDULING_EVENTS and len(hosting) < self.per_network
+                 and all(_SCHEDULABLE.first(conn, params)))
+        return hosts, needs
 
     def _schedule(self, conn: Connection, network_id: str, since: datetime.datetime
                   ) -> list[str]:

@@ -7,11 +7,13 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement
 
 from neutrino.db import models
+from neutrino.db.prepared import Prepared
 from neutrino.db.util import chunked
 from neutrino.definitions import securitygroup as sg
 
 B = models.security_group_port_bindings
 G = models.security_groups
+D = models.default_security_groups
 
 _OF_PORTS = select(B.c.port_id, B.c.security_group_id).where(
     B.c.port_id.in_(bindparam("ids", expanding=True))).order_by(B.c.security_group_id)
@@ -42,11 +44,29 @@ def usable(conn: Connection, group_ids: list[str], project_id: str) -> list[str]
     return sorted(group_ids)
 
 
+_ADD = Prepared(B.insert())
+# A new port joins its project's default group in one statement, when the
+# project has one: the group it joined, or nothing.
+_ADD_TO_DEFAULT = Prepared(B.insert().from_select(
+    ["port_id", "security_group_id"],
+    select(bindparam("port_id", type_=B.c.port_id.type), D.c.security_group_id)
+    .where(D.c.project_id == bindparam("project_id"))).returning(B.c.security_group_id))
+
+
+def add(conn: Connection, port_id: str, group_ids: list[str]) -> None:
+    """A port being created joins ``group_ids``."""
+    _ADD.run_many(conn, [{"port_id": port_id, "security_group_id": g} for g in group_ids])
+
+
+def add_to_default(conn: Connection, port_id: str, project_id: str) -> str | None:
+    """A port being created joins its project's default group; None when the
+    project has none yet."""
+    return _ADD_TO_DEFAULT.scalar(conn, {"port_id": port_id, "project_id": project_id})
+
+
 def replace(conn: Connection, port_id: str, group_ids: list[str]) -> None:
     conn.execute(delete(B).where(B.c.port_id == port_id))
-    if group_ids:
-        conn.execute(B.insert(), [{"port_id": port_id, "security_group_id": g}
-                                  for g in group_ids])
+    add(conn, port_id, group_ids)
 
 
 def in_use(conn: Connection, group_id: str) -> bool:

@@ -49,15 +49,22 @@ class SecurityGroupExtensionDriver(ExtensionDriver):
         if not self._secured(conn, data, view):
             if requested:
                 raise sg.PortSecurityAndIPRequiredForSecurityGroups()
-            chosen: list[str] = []
+            view[GROUPS] = []
         elif view["device_owner"].startswith(NETWORK_OWNER):
-            chosen = []
+            view[GROUPS] = []
         elif requested is None:
-            chosen = [groups.ensure_default(conn, view["project_id"], self.quota)]
+            view[GROUPS] = [self._join_default(conn, view)]
         else:
-            chosen = bindings.usable(conn, requested, view["project_id"])
-        bindings.replace(conn, view["id"], chosen)
-        view[GROUPS] = chosen
+            view[GROUPS] = bindings.usable(conn, requested, view["project_id"])
+            bindings.add(conn, view["id"], view[GROUPS])
+
+    def _join_default(self, conn: Connection, view: dict[str, Any]) -> str:
+        """The port joins its project's default group (made now for the first port)."""
+        joined = bindings.add_to_default(conn, view["id"], view["project_id"])
+        if joined is None:
+            joined = groups.ensure_default(conn, view["project_id"], self.quota)
+            bindings.add(conn, view["id"], [joined])
+        return joined
 
     def process_update_port(self, conn: Connection, data: dict[str, Any],
                             view: dict[str, Any]) -> None:

@@ -11,6 +11,7 @@ from neutrino.db import models
 from neutrino.db.port_security import (
     NETWORKS,
     PORTS,
+    insert,
     key,
     load,
     network_secured,
@@ -26,7 +27,7 @@ class PortSecurityExtensionDriver(ExtensionDriver):
     def process_create_network(self, conn: Connection, data: dict[str, Any],
                                view: dict[str, Any]) -> None:
         view[ENABLED] = data.get(ENABLED, True)
-        store(conn, NETWORKS, view["id"], view[ENABLED])
+        insert(conn, NETWORKS, view["id"], view[ENABLED])
 
     def process_update_network(self, conn: Connection, data: dict[str, Any],
                                view: dict[str, Any]) -> None:
@@ -39,7 +40,7 @@ class PortSecurityExtensionDriver(ExtensionDriver):
         enabled = data.get(ENABLED)
         if enabled is None:  # the network's value is the port's default
             enabled = network_secured(conn, view["network_id"])
-        store(conn, PORTS, view["id"], enabled)
+        insert(conn, PORTS, view["id"], enabled)
         view[ENABLED] = enabled
 
     def process_update_port(self, conn: Connection, data: dict[str, Any],
