@@ -216,8 +216,8 @@ def test_a_server_killed_behind_haproxy_loses_nothing_acknowledged(tmp_path):
         load.stop()
         outcomes = list(load.outcomes)
 
-        # only HAProxy's 5xx or broken connections, only of requests in flight on A
-        # when it died: a connect refused later is sent to B (retries, redispatch)
+        # only HAProxy's 5xx or broken connections, only of requests sent before A
+        # was gone: a connect refused after that is sent to B (retries, redispatch)
         failed = [o for o in outcomes if o.status != 201]
         for o in failed:
             assert o.status is None or (o.status in (502, 503, 504) and o.served_by is None
