@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 
 from neutrino.db import models
 from neutrino.db.prepared import Prepared
-from neutrino.db.util import chunked
+from neutrino.db.query import Page
 
 NETWORKS = models.network_port_security
 PORTS = models.port_port_security
@@ -38,12 +38,9 @@ def store(conn: Connection, table: Table, owner_id: str, enabled: bool) -> None:
     insert(conn, table, owner_id, enabled)
 
 
-def load(conn: Connection, table: Table, ids: list[str]) -> dict[str, bool]:
+def load(conn: Connection, table: Table, page: Page) -> dict[str, bool]:
     column = key(table)
-    found: dict[str, bool] = {}
-    for chunk in chunked(ids):
-        found.update(conn.execute(select(column, table.c.enabled).where(column.in_(chunk))).all())
-    return found
+    return dict(page.read(conn, select(column, table.c.enabled), column))
 
 
 def _secured(conn: Connection, table: Table, owner_id: str) -> bool:

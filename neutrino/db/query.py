@@ -6,7 +6,7 @@ The API turns a query string into a ``CollectionQuery``; plugins hand it to
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from sqlalchemy.sql import ColumnElement, Select
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models
+from neutrino.db.util import chunked
 
 
 @dataclass
@@ -34,6 +35,41 @@ class CollectionQuery:
 
 
 ALL = CollectionQuery()
+
+#: a page of more rows than this is completed by the list's own condition
+FEW = 100
+
+
+@dataclass(frozen=True)
+class Page:
+    """The rows a read returns, for the reads that complete their views (fixed
+    IPs, tags, each extension's table): by their ids when they are few, else by
+    the condition that found them, so that a list of thousands sends no ``IN``
+    list of thousands (SQLAlchemy's expanding parameters cost more than the
+    statement) and the number of statements does not grow with the rows."""
+
+    ids: list[str]
+    found_by: Select | None = None  # a select of the same ids, for a long page
+
+    @classmethod
+    def of(cls, ids: list[str], found_by: Select | None = None) -> Page:
+        return cls(ids, found_by if len(ids) > FEW else None)
+
+    def read(self, conn: Connection, stmt: Select, column: Any) -> list[Row]:
+        """``stmt``'s rows whose ``column`` is one of the page's ids."""
+        rows: list[Row] = []
+        for clause in self.clauses(column):
+            rows += conn.execute(stmt.where(clause)).all()
+        return rows
+
+    def clauses(self, column: Any) -> Iterator[ColumnElement]:
+        """``column`` is one of the page's ids: one condition, or one per 500 ids
+        of a long page known by its ids alone; none for an empty page."""
+        if self.found_by is not None:
+            yield column.in_(self.found_by)
+            return
+        for chunk in chunked(self.ids):
+            yield column.in_(chunk)
 
 
 def api_columns(table: Any, *names: str, **renamed: Any) -> dict[str, Any]:
@@ -120,6 +156,20 @@ def select_page(conn: Connection, table: Any, columns: Mapping[str, Any],
     if query.page_reverse:
         rows.reverse()
     return rows
+
+
+def read_page(conn: Connection, table: Any, columns: Mapping[str, Any],
+              query: CollectionQuery, where: list[ColumnElement] | None = None
+              ) -> tuple[list[Row], Page]:
+    """``select_page``'s rows, and their ``Page``: found again by the same
+    condition when unlimited (a limited page is as long as its limit at most)."""
+    rows = select_page(conn, table, columns, query, where)
+    found_by = None
+    if query.limit is None:
+        found_by = select(table.c.id).where(
+            *(where or []), *filter_clauses(columns, query.filters),
+            *tag_clauses(table.c.id, query.tag_filters))
+    return rows, Page.of([row.id for row in rows], found_by)
 
 
 def _nullable(column: Any) -> bool:

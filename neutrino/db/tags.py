@@ -4,24 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection
 
 from neutrino.db import models
-from neutrino.db.util import chunked
+from neutrino.db.query import Page
 
 T = models.tags
 
 
-_OF_MANY = select(T.c.resource_id, T.c.tag).where(
-    T.c.resource_id.in_(bindparam("ids", expanding=True))).order_by(T.c.tag)
-
-
-def load(conn: Connection, ids: Iterable[str]) -> dict[str, list[str]]:
+def load(conn: Connection, page: Page | Iterable[str]) -> dict[str, list[str]]:
+    """The tags of each resource of ``page`` (or of ids), sorted."""
+    if not isinstance(page, Page):
+        page = Page.of(list(page))
     found: dict[str, list[str]] = {}
-    for chunk in chunked(list(ids)):
-        for rid, tag in conn.execute(_OF_MANY, {"ids": list(chunk)}).all():
-            found.setdefault(rid, []).append(tag)
+    for rid, tag in page.read(conn, select(T.c.resource_id, T.c.tag).order_by(T.c.tag),
+                              T.c.resource_id):
+        found.setdefault(rid, []).append(tag)
     return found
 
 

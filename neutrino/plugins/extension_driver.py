@@ -12,6 +12,7 @@ from typing import Any, ClassVar
 from sqlalchemy.engine import Connection
 
 from neutrino.config import Config
+from neutrino.db.query import Page
 
 
 class ExtensionDriver:
@@ -19,7 +20,8 @@ class ExtensionDriver:
 
     ``process_*`` run inside the create/update transaction with the request
     ``data`` and the ``view`` being returned (to complete); ``extend_*`` fill
-    the attributes of many views with one read.
+    the attributes of many views with one read, restricted to the ``page``
+    (``page.read``: by ids for a few, by the list's condition for many).
     """
 
     extension_alias: ClassVar[str] = ""
@@ -35,8 +37,10 @@ class ExtensionDriver:
                             view: dict[str, Any]) -> None: ...
     def process_update_port(self, conn: Connection, data: dict[str, Any],
                             view: dict[str, Any]) -> None: ...
-    def extend_networks(self, conn: Connection, views: list[dict[str, Any]]) -> None: ...
-    def extend_ports(self, conn: Connection, views: list[dict[str, Any]]) -> None: ...
+    def extend_networks(self, conn: Connection, views: list[dict[str, Any]],
+                        page: Page) -> None: ...
+    def extend_ports(self, conn: Connection, views: list[dict[str, Any]],
+                     page: Page) -> None: ...
 
     def filter_clauses(self, collection: str, query: Any) -> list:
         """Where clauses for this extension's filters on ``collection``, popped

@@ -410,3 +410,26 @@ def test_revision_bumps(user, net, v4):
     assert _put(user, port["id"], fixed_ips=[{"subnet_id": v4["id"]}]).json()["port"][
         "revision_number"] == 3
     assert user.show("ports", port["id"])["revision_number"] == 3
+
+
+def test_a_long_list_reads_as_each_port_shows(admin, net, v4):
+    """A list longer than ``FEW`` ports completes its views by the list's own
+    condition, not by their ids: each port in it is as it shows alone."""
+    from neutrino.db.query import FEW
+
+    group = admin.post("/v2.0/security-groups",
+                       json={"security_group": {"name": "long-list"}}).json()["security_group"]
+    made = []
+    for n in range(FEW + 5):
+        extra = {"tags": ["even"]} if n % 2 == 0 else {"security_groups": [group["id"]]}
+        if n % 3 == 0:
+            extra["allowed_address_pairs"] = [{"ip_address": f"10.9.{n}.0/24"}]
+            extra["extra_dhcp_opts"] = [{"opt_name": "tftp-server", "opt_value": f"t{n}"}]
+        resp = _post(admin, net["id"], name=f"p{n}", **extra)
+        assert resp.status_code == 201, resp.text
+        made.append(resp.json()["port"]["id"])
+    listed = admin.get("/v2.0/ports", params={"network_id": net["id"]}).json()["ports"]
+    assert sorted(p["id"] for p in listed) == sorted(made)
+    for port in listed[::7]:
+        alone = admin.get(f"/v2.0/ports/{port['id']}").json()["port"]
+        assert port == alone

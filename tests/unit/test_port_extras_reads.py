@@ -7,6 +7,7 @@ from sqlalchemy import create_engine, event
 
 from neutrino import config
 from neutrino.db import models
+from neutrino.db.query import Page
 from neutrino.plugins.ml2.drivers.ext_allowed_address_pairs import (
     AllowedAddressPairsExtensionDriver,
 )
@@ -60,6 +61,6 @@ def test_one_query_for_a_page_of_ports(engine, tmp_path, driver_class):
     fresh = [{k: view[k] for k in ("id", "network_id", "mac_address", "fixed_ips")}
              for view in views]
     with engine.connect() as conn:
-        driver.extend_ports(conn, fresh)
+        driver.extend_ports(conn, fresh, Page.of([v["id"] for v in fresh]))
     assert len(statements) == 1, statements
     assert fresh == views  # what was made is what is read back, port by port

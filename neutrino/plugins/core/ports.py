@@ -17,8 +17,8 @@ from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.prepared import Prepared
-from neutrino.db.query import CollectionQuery, api_columns, select_page
-from neutrino.db.util import bump, check_revision, chunked, now, timestamp
+from neutrino.db.query import CollectionQuery, Page, api_columns, read_page
+from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions.validators import canonical_ip, new_uuid
 from neutrino.ipam import allocator
 from neutrino.plugins.core import networks
@@ -72,39 +72,40 @@ def get_row(conn: Connection, ctx: Context, port_id: str) -> Row:
     return row
 
 
-_IPS_OF = select(IA.c.port_id, IA.c.subnet_id, IA.c.ip_address).where(
-    IA.c.port_id.in_(bindparam("port_ids", expanding=True)))
-
-
-def _fixed_ips(conn: Connection, port_ids: list[str]) -> dict[str, list[dict[str, str]]]:
+def _fixed_ips(conn: Connection, page: Page) -> dict[str, list[dict[str, str]]]:
     found: dict[str, list[dict[str, str]]] = {}
-    for chunk in chunked(port_ids):
-        for port_id, subnet_id, address in conn.execute(
-                _IPS_OF, {"port_ids": list(chunk)}).all():
-            found.setdefault(port_id, []).append(
-                {"subnet_id": subnet_id, "ip_address": address})
+    for port_id, subnet_id, address in page.read(
+            conn, select(IA.c.port_id, IA.c.subnet_id, IA.c.ip_address), IA.c.port_id):
+        found.setdefault(port_id, []).append({"subnet_id": subnet_id, "ip_address": address})
     return found
 
 
 def get(conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]:
     row = get_row(conn, ctx, port_id)
-    return view(row, _fixed_ips(conn, [port_id]).get(port_id, []), tags.of(conn, port_id))
+    return view(row, _fixed_ips(conn, Page([port_id])).get(port_id, []),
+                tags.of(conn, port_id))
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery, extra: Sequence = ()
           ) -> list[dict[str, Any]]:
-    """``extra``: the core plugin's own clauses, for attributes of its extensions."""
+    return list_page(conn, ctx, query, extra)[0]
+
+
+def list_page(conn: Connection, ctx: Context, query: CollectionQuery, extra: Sequence = ()
+              ) -> tuple[list[dict[str, Any]], Page]:
+    """The ports, and their page (for the reads of their extensions' attributes).
+    ``extra``: the core plugin's own clauses, for attributes of its extensions."""
     where = [*visible(ctx), *extra]
     fixed_filters = query.pop_filter("fixed_ips")
     if fixed_filters:
         where.append(_fixed_ips_clause(fixed_filters))
     if query.marker is not None:
         get_row(conn, ctx, query.marker)
-    rows = _plain(select_page(conn, P, COLUMNS, query, where))
-    ids = [r.id for r in rows]
-    ips = _fixed_ips(conn, ids)
-    tag_map = tags.load(conn, ids)
-    return [view(r, ips.get(r.id, []), tag_map.get(r.id, [])) for r in rows]
+    found, page = read_page(conn, P, COLUMNS, query, where)
+    rows = _plain(found)
+    ips = _fixed_ips(conn, page)
+    tag_map = tags.load(conn, page)
+    return [view(r, ips.get(r.id, []), tag_map.get(r.id, [])) for r in rows], page
 
 
 def _fixed_ips_clause(values: list[str]):

@@ -10,7 +10,8 @@ from sqlalchemy import delete, or_, select, update
 from sqlalchemy.engine import Connection
 
 from neutrino.db import models
-from neutrino.db.util import chunked, now
+from neutrino.db.query import Page
+from neutrino.db.util import now
 from neutrino.definitions.portbindings import (
     HOST_ID,
     PROFILE,
@@ -40,17 +41,10 @@ def view(row: Any | None) -> dict[str, Any]:
             VIF_TYPE: row.vif_type, VIF_DETAILS: row.vif_details}
 
 
-def of_ports(conn: Connection, port_ids: Sequence[str]) -> dict[str, Any]:
-    """port id -> its active binding row. For a long list, one read of every
-    active binding costs less than many ``IN`` lists."""
-    active = select(B).where(B.c.status == ACTIVE)
-    if len(port_ids) > 500:
-        return {row.port_id: row for row in conn.execute(active).all()}
-    found = {}
-    for chunk in chunked(list(port_ids)):
-        for row in conn.execute(active.where(B.c.port_id.in_(chunk))).all():
-            found[row.port_id] = row
-    return found
+def of_ports(conn: Connection, page: Page) -> dict[str, Any]:
+    """port id -> its active binding row."""
+    return {row.port_id: row
+            for row in page.read(conn, select(B).where(B.c.status == ACTIVE), B.c.port_id)}
 
 
 def request(conn: Connection, port_id: str, current: dict[str, Any],

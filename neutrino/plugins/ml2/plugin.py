@@ -18,7 +18,7 @@ from neutrino import exceptions as exc
 from neutrino.config import ConfigError
 from neutrino.context import Context
 from neutrino.db import models
-from neutrino.db.query import CollectionQuery, select_page
+from neutrino.db.query import CollectionQuery, Page, select_page
 from neutrino.db.util import bump, check_revision
 from neutrino.definitions.portbindings import (
     HOST_ID,
@@ -199,8 +199,9 @@ class Ml2Plugin(Plugin):
         by_network = segments.of_networks(conn, None if len(ids) > 200 else ids)
         for view in views:
             view.update(segments.provider_view(by_network.get(view["id"], [])))
+        page = Page.of(ids)
         for driver in self.extension_drivers:
-            driver.extend_networks(conn, views)
+            driver.extend_networks(conn, views, page)
         return views
 
     def _network(self, conn: Connection, ctx: Context, network_id: str) -> dict[str, Any]:
@@ -430,13 +431,14 @@ class Ml2Plugin(Plugin):
     def create_port_bulk(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
         return self._port_creator(ctx, items)
 
-    def _extend_ports(self, conn: Connection, views: list[dict[str, Any]]
-                      ) -> list[dict[str, Any]]:
-        rows = bindings.of_ports(conn, [v["id"] for v in views])
+    def _extend_ports(self, conn: Connection, views: list[dict[str, Any]],
+                      page: Page | None = None) -> list[dict[str, Any]]:
+        page = page or Page.of([v["id"] for v in views])
+        rows = bindings.of_ports(conn, page)
         for view in views:
             view.update(bindings.view(rows.get(view["id"])))
         for driver in self.extension_drivers:
-            driver.extend_ports(conn, views)
+            driver.extend_ports(conn, views, page)
         return views
 
     def _port(self, conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]:
@@ -482,7 +484,7 @@ class Ml2Plugin(Plugin):
     def get_ports(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
         where = bindings.filter_clauses(query) + self._extension_filters("ports", query)
         return self._read(lambda conn: self._extend_ports(
-            conn, ports.list_(conn, ctx, query, where)))
+            conn, *ports.list_page(conn, ctx, query, where)))
 
     def update_port(self, ctx: Context, port_id: str, data: dict[str, Any],
                     if_revision: int | None = None) -> dict[str, Any]:

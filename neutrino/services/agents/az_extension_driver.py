@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from neutrino.db import models
+from neutrino.db.query import Page
 from neutrino.definitions.availability_zone import AVAILABILITY_ZONES, AZ_HINTS
 from neutrino.plugins.extension_driver import ExtensionDriver
 from neutrino.services.agents import db as agents_db
@@ -32,8 +33,9 @@ class NetworkAvailabilityZoneExtensionDriver(ExtensionDriver):
         view[AZ_HINTS] = hints
         view[AVAILABILITY_ZONES] = []
 
-    def extend_networks(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        ids = [v["id"] for v in views]
+    def extend_networks(self, conn: Connection, views: list[dict[str, Any]], page: Page
+                        ) -> None:
+        ids = page.ids
         found = agents_db.load_hints(conn, HINTS, ids)
         zones = scheduling.zones_of(conn, scheduling.DHCP, ids)
         for view in views:

@@ -8,23 +8,19 @@ from sqlalchemy.sql import ColumnElement
 
 from neutrino.db import models
 from neutrino.db.prepared import Prepared
-from neutrino.db.util import chunked
+from neutrino.db.query import Page
 from neutrino.definitions import securitygroup as sg
 
 B = models.security_group_port_bindings
 G = models.security_groups
 D = models.default_security_groups
 
-_OF_PORTS = select(B.c.port_id, B.c.security_group_id).where(
-    B.c.port_id.in_(bindparam("ids", expanding=True))).order_by(B.c.security_group_id)
-
-
-def of_ports(conn: Connection, port_ids: list[str]) -> dict[str, list[str]]:
-    """The groups of many ports with one query (per 500 ports)."""
+def of_ports(conn: Connection, page: Page) -> dict[str, list[str]]:
+    """The groups of the page's ports, sorted."""
     found: dict[str, list[str]] = {}
-    for chunk in chunked(port_ids):
-        for port_id, group_id in conn.execute(_OF_PORTS, {"ids": list(chunk)}):
-            found.setdefault(port_id, []).append(group_id)
+    for port_id, group_id in page.read(conn, select(B.c.port_id, B.c.security_group_id)
+                                       .order_by(B.c.security_group_id), B.c.port_id):
+        found.setdefault(port_id, []).append(group_id)
     return found
 
 

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection
 from neutrino.config import Config
 from neutrino.db import models
 from neutrino.db.port_security import network_secured, port_secured
+from neutrino.db.query import Page
 from neutrino.db.quota import QuotaEngine
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.port_security import ENABLED
@@ -83,11 +84,11 @@ class SecurityGroupExtensionDriver(ExtensionDriver):
             chosen = [] if owner.startswith(NETWORK_OWNER) else bindings.usable(
                 conn, requested, _project_of(conn, port_id))
             bindings.replace(conn, port_id, chosen)
-        elif not secured and bindings.of_ports(conn, [port_id]).get(port_id):
+        elif not secured and bindings.of_ports(conn, Page([port_id])).get(port_id):
             raise sg.PortSecurityPortHasSecurityGroup()
 
-    def extend_ports(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        found = bindings.of_ports(conn, [v["id"] for v in views])
+    def extend_ports(self, conn: Connection, views: list[dict[str, Any]], page: Page) -> None:
+        found = bindings.of_ports(conn, page)
         for view in views:
             view[GROUPS] = found.get(view["id"], [])
 

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection
 from neutrino.config import Config
 from neutrino.db import models
 from neutrino.db.port_security import network_secured, port_secured
-from neutrino.db.util import chunked
+from neutrino.db.query import Page
 from neutrino.definitions.allowed_address_pairs import (
     ADDRESS_PAIRS,
     AddressPairAndPortSecurityRequired,
@@ -48,14 +48,12 @@ def _insert(conn: Connection, port_id: str, pairs: list[dict[str, str]]) -> None
                                     for n, pair in enumerate(pairs)])
 
 
-def _load(conn: Connection, port_ids: list[str]) -> dict[str, list[dict[str, str]]]:
+def _load(conn: Connection, page: Page) -> dict[str, list[dict[str, str]]]:
     found: dict[str, list[dict[str, str]]] = {}
-    for chunk in chunked(port_ids):
-        rows = conn.execute(select(AAP.c.port_id, AAP.c.ip_address, AAP.c.mac_address)
-                            .where(AAP.c.port_id.in_(chunk))
-                            .order_by(AAP.c.port_id, AAP.c.position))
-        for port_id, address, mac in rows:
-            found.setdefault(port_id, []).append({"mac_address": mac, "ip_address": address})
+    for port_id, address, mac in page.read(
+            conn, select(AAP.c.port_id, AAP.c.ip_address, AAP.c.mac_address)
+            .order_by(AAP.c.port_id, AAP.c.position), AAP.c.port_id):
+        found.setdefault(port_id, []).append({"mac_address": mac, "ip_address": address})
     return found
 
 
@@ -96,7 +94,7 @@ class AllowedAddressPairsExtensionDriver(ExtensionDriver):
         if not secured:
             # Neutron's rule: pairs are refused, and kept ones forbid turning security
             # off, unless this same request clears them.
-            if pairs or (pairs is None and _load(conn, [port_id]).get(port_id)):
+            if pairs or (pairs is None and _load(conn, Page([port_id])).get(port_id)):
                 raise AddressPairAndPortSecurityRequired()
         if pairs is None:
             return
@@ -106,7 +104,7 @@ class AllowedAddressPairsExtensionDriver(ExtensionDriver):
         conn.execute(delete(AAP).where(AAP.c.port_id == port_id))
         _insert(conn, port_id, stored)
 
-    def extend_ports(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        found = _load(conn, [v["id"] for v in views])
+    def extend_ports(self, conn: Connection, views: list[dict[str, Any]], page: Page) -> None:
+        found = _load(conn, page)
         for view in views:
             view[ADDRESS_PAIRS] = found.get(view["id"], [])

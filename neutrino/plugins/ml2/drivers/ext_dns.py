@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection
 from neutrino import exceptions as exc
 from neutrino.config import Config
 from neutrino.db import models
-from neutrino.db.util import chunked
+from neutrino.db.query import Page
 from neutrino.definitions.dns import (
     DEFAULT_DOMAIN,
     DNS_ASSIGNMENT,
@@ -32,11 +32,8 @@ PORT_DNS = models.port_dns
 NET_DNS = models.network_dns_domains
 
 
-def _load(conn: Connection, key: Any, value: Any, ids: list[str]) -> dict[str, str]:
-    found: dict[str, str] = {}
-    for chunk in chunked(ids):
-        found.update(conn.execute(select(key, value).where(key.in_(chunk))).all())
-    return found
+def _load(conn: Connection, key: Any, value: Any, page: Page) -> dict[str, str]:
+    return dict(page.read(conn, select(key, value), key))
 
 
 def _store(conn: Connection, table: Any, key: Any, item_id: str, values: dict[str, str]
@@ -76,9 +73,9 @@ class DnsExtensionDriver(ExtensionDriver):
             _store(conn, NET_DNS, NET_DNS.c.network_id, view["id"],
                    {"dns_domain": data[DNS_DOMAIN]})
 
-    def extend_networks(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        found = _load(conn, NET_DNS.c.network_id, NET_DNS.c.dns_domain,
-                      [v["id"] for v in views])
+    def extend_networks(self, conn: Connection, views: list[dict[str, Any]], page: Page
+                        ) -> None:
+        found = _load(conn, NET_DNS.c.network_id, NET_DNS.c.dns_domain, page)
         for view in views:
             view[DNS_DOMAIN] = found.get(view["id"], "")
 
@@ -122,9 +119,8 @@ class DnsExtensionDriver(ExtensionDriver):
         self._check(data[DNS_NAME])
         _store(conn, PORT_DNS, PORT_DNS.c.port_id, view["id"], {"dns_name": data[DNS_NAME]})
 
-    def extend_ports(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        found = _load(conn, PORT_DNS.c.port_id, PORT_DNS.c.dns_name,
-                      [v["id"] for v in views])
+    def extend_ports(self, conn: Connection, views: list[dict[str, Any]], page: Page) -> None:
+        found = _load(conn, PORT_DNS.c.port_id, PORT_DNS.c.dns_name, page)
         for view in views:
             name = found.get(view["id"], "")
             view[DNS_NAME] = name

@@ -13,7 +13,7 @@ from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection
 
 from neutrino.db import models
-from neutrino.db.util import chunked
+from neutrino.db.query import Page
 from neutrino.definitions.extra_dhcp_opt import (
     EXTRA_DHCP_OPTS,
     NeutronDbObjectDuplicateEntry,
@@ -45,15 +45,12 @@ def _insert(conn: Connection, port_id: str, options: Options) -> None:
             for n, ((name, version), value) in enumerate(options.items())])
 
 
-def _load(conn: Connection, port_ids: list[str]) -> dict[str, Options]:
+def _load(conn: Connection, page: Page) -> dict[str, Options]:
     found: dict[str, Options] = {}
-    for chunk in chunked(port_ids):
-        rows = conn.execute(select(EDO.c.port_id, EDO.c.opt_name, EDO.c.ip_version,
-                                   EDO.c.opt_value)
-                            .where(EDO.c.port_id.in_(chunk))
-                            .order_by(EDO.c.port_id, EDO.c.position))
-        for port_id, name, version, value in rows:
-            found.setdefault(port_id, {})[(name, version)] = value
+    for port_id, name, version, value in page.read(
+            conn, select(EDO.c.port_id, EDO.c.opt_name, EDO.c.ip_version, EDO.c.opt_value)
+            .order_by(EDO.c.port_id, EDO.c.position), EDO.c.port_id):
+        found.setdefault(port_id, {})[(name, version)] = value
     return found
 
 
@@ -79,7 +76,7 @@ class ExtraDhcpOptExtensionDriver(ExtensionDriver):
         if not wanted:
             return
         port_id = view["id"]
-        current = _load(conn, [port_id]).get(port_id, {})
+        current = _load(conn, Page([port_id])).get(port_id, {})
         options = dict(current)
         added: set[Key] = set()
         for opt in wanted:
@@ -101,7 +98,7 @@ class ExtraDhcpOptExtensionDriver(ExtensionDriver):
             conn.execute(delete(EDO).where(EDO.c.port_id == port_id))
             _insert(conn, port_id, options)
 
-    def extend_ports(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        found = _load(conn, [v["id"] for v in views])
+    def extend_ports(self, conn: Connection, views: list[dict[str, Any]], page: Page) -> None:
+        found = _load(conn, page)
         for view in views:
             view[EXTRA_DHCP_OPTS] = _views(found.get(view["id"], {}))

@@ -17,6 +17,7 @@ from neutrino.db.port_security import (
     network_secured,
     store,
 )
+from neutrino.db.query import Page
 from neutrino.definitions.port_security import ENABLED
 from neutrino.plugins.extension_driver import ExtensionDriver
 
@@ -49,15 +50,17 @@ class PortSecurityExtensionDriver(ExtensionDriver):
             store(conn, PORTS, view["id"], data[ENABLED])
             view[ENABLED] = data[ENABLED]
 
-    def extend_networks(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        self._extend(conn, NETWORKS, views)
+    def extend_networks(self, conn: Connection, views: list[dict[str, Any]], page: Page
+                        ) -> None:
+        self._extend(conn, NETWORKS, views, page)
 
-    def extend_ports(self, conn: Connection, views: list[dict[str, Any]]) -> None:
-        self._extend(conn, PORTS, views)
+    def extend_ports(self, conn: Connection, views: list[dict[str, Any]], page: Page) -> None:
+        self._extend(conn, PORTS, views, page)
 
     @staticmethod
-    def _extend(conn: Connection, table: Table, views: list[dict[str, Any]]) -> None:
-        values = load(conn, table, [v["id"] for v in views])
+    def _extend(conn: Connection, table: Table, views: list[dict[str, Any]], page: Page
+                ) -> None:
+        values = load(conn, table, page)
         for view in views:
             view[ENABLED] = values.get(view["id"], True)
 
