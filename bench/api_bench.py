@@ -3,11 +3,16 @@
     .venv/bin/python bench/api_bench.py [--backends sqlite,postgresql] [--profile DIR]
 
 For each backend it starts ``neutrino-server`` (``api_workers = 2``, noauth,
-``[quotas] quota_port = -1``) on a fresh database and measures, over HTTP:
+``[quotas] quota_port = -1``, and the extensions a typical cloud loads:
+``service_plugins = router,port_forwarding``, ML2's ``port_security`` and
+``dns`` extension drivers beside those ML2 always has) on a fresh database and
+measures, over HTTP:
 
 * port creates on one network with a /16 subnet, at concurrency 1 and 8;
 * ``GET /v2.0/ports`` (all ports, admin) latency p50/p99 at 1,000 and 5,000
-  ports in the database, one request at a time.
+  ports in the database, one request at a time, and at 5,000 with
+  ``fields=id&fields=fixed_ips``;
+* the memory (RSS) of the server and its workers at the end.
 
 In the same run it measures the practical ceiling of this machine: a bare ASGI
 app (``ceiling_app`` below, no framework) served by uvicorn with 2 workers
@@ -427,6 +432,23 @@ class BackendResult:
     backend: str
     runs: dict[str, Run] = field(default_factory=dict)
     profiles: dict[str, list[Path]] = field(default_factory=dict)
+    memory_mb: float = 0.0
+
+
+def rss_mb(pids: list[int]) -> float:
+    """The resident memory of ``pids``, together, in MB."""
+    total = 0
+    for pid in pids:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                total += int(line.split()[1])
+    return total / 1024
+
+
+# What the measured server loads beyond the defaults: a typical cloud's extensions.
+EXTENSIONS = ("service_plugins = router,port_forwarding\n"
+              "[quotas]\nquota_port = -1\nquota_network = -1\nquota_subnet = -1\n"
+              "[ml2]\nextension_drivers = port_security,dns\n")
 
 
 def report(run: Run) -> None:
@@ -447,9 +469,7 @@ def bench_neutrino(backend: str, args: argparse.Namespace, tmp: Path) -> Backend
 
     result = BackendResult(backend)
     db_url, drop = create_database(backend, tmp)
-    server = start_server(tmp, db_url, auth="noauth", workers=2,
-                          extra="[quotas]\nquota_port = -1\nquota_network = -1\n"
-                                "quota_subnet = -1\n")
+    server = start_server(tmp, db_url, auth="noauth", workers=2, extra=EXTENSIONS)
     try:
         pids = wait_for_workers(server.proc.pid, 2)
         print(f"{backend}: neutrino-server pid {server.proc.pid}, workers {pids}", flush=True)
@@ -466,8 +486,9 @@ def bench_neutrino(backend: str, args: argparse.Namespace, tmp: Path) -> Backend
             report(run)
             return run
 
-        def lists(count: int, label: str) -> Run:
-            run = load(server.url, "GET", "/v2.0/ports", b"", count, 1, label, 200, pids)
+        def lists(count: int, label: str, query: str = "") -> Run:
+            run = load(server.url, "GET", "/v2.0/ports" + query, b"", count, 1, label, 200,
+                       pids)
             report(run)
             return run
 
@@ -494,10 +515,13 @@ def bench_neutrino(backend: str, args: argparse.Namespace, tmp: Path) -> Backend
         assert ports_now() == 5000
         lists(3, "warm-up lists")
         result.runs["list_5000"] = lists(args.lists_5000, "GET /v2.0/ports @5000")
+        result.runs["list_5000_fields"] = lists(args.lists_5000, "... ?fields=id,fixed_ips",
+                                                "?fields=id&fields=fixed_ips")
         if args.profile is not None:
             with Profiler(args.profile, pids, f"{backend}-list-5000") as prof:
                 lists(args.lists_5000, "GET /v2.0/ports @5000 (profiled)")
             result.profiles["GET /v2.0/ports @5000"] = prof.outs
+        result.memory_mb = rss_mb([server.proc.pid, *pids])
         http.close()
     except Exception:
         print(server.log.read_text()[-5000:], file=sys.stderr)
@@ -565,14 +589,18 @@ def main() -> None:
 
     print("\n=== summary ===")
     print(f"{'':<12} {'create c=1':>11} {'create c=8':>11} {'of ceiling':>10} "
-          f"{'list@1000 p50/p99 ms':>21} {'list@5000 p50/p99 ms':>21}")
+          f"{'list@1000 p50/p99 ms':>21} {'list@5000 p50/p99 ms':>21} "
+          f"{'id,fixed_ips p50':>16} {'cpu/create':>10} {'memory':>8}")
     top = ceiling["c8"].rate if ceiling else None
     for res in results:
         r = res.runs
         share = f"{r['create_c8'].rate / top:9.0%}" if top else "        -"
         print(f"{res.backend:<12} {r['create_c1'].rate:9.0f}/s {r['create_c8'].rate:9.0f}/s "
               f"{share:>10} {r['list_1000'].p50:10.1f}/{r['list_1000'].pct(0.99):<10.1f} "
-              f"{r['list_5000'].p50:10.1f}/{r['list_5000'].pct(0.99):<10.1f}")
+              f"{r['list_5000'].p50:10.1f}/{r['list_5000'].pct(0.99):<10.1f} "
+              f"{r['list_5000_fields'].p50:13.1f} ms "
+              f"{1000 * r['create_c8'].server_cpu / r['create_c8'].count:7.2f} ms "
+              f"{res.memory_mb:5.0f} MB")
     if ceiling:
         print(f"{'ceiling':<12} {ceiling['c1'].rate:9.0f}/s {ceiling['c8'].rate:9.0f}/s "
               f"{'100%':>10}")

@@ -25,6 +25,11 @@ class ExtensionDriver:
     """
 
     extension_alias: ClassVar[str] = ""
+    #: the port attributes ``extend_ports`` fills (None: unknown), and the port
+    #: attributes they follow: a port update reads again only the drivers whose
+    #: attributes, or what they follow, it changed
+    port_attributes: ClassVar[frozenset[str] | None] = None
+    port_follows: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, conf: Config):
         self.conf = conf

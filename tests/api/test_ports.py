@@ -433,3 +433,16 @@ def test_a_long_list_reads_as_each_port_shows(admin, net, v4):
     for port in listed[::7]:
         alone = admin.get(f"/v2.0/ports/{port['id']}").json()["port"]
         assert port == alone
+
+
+@pytest.mark.parametrize("fields", [["id", "fixed_ips"], ["security_groups"],
+                                    ["dns_assignment"], ["tags", "allowed_address_pairs"]])
+def test_a_list_of_some_fields_reads_them_as_a_full_list_has_them(admin, net, v4, fields):
+    """fields= makes a list read less, never answer differently."""
+    _post(admin, net["id"], tags=["t"], allowed_address_pairs=[{"ip_address": "10.9.9.9"}])
+    _post(admin, net["id"])
+    full = admin.get("/v2.0/ports", params={"network_id": net["id"]}).json()["ports"]
+    some = admin.get("/v2.0/ports", params={"network_id": net["id"],
+                                             "fields": fields}).json()["ports"]
+    assert some == [{f: port[f] for f in fields if f in port} for port in full]
+    assert all(set(port) == set(fields) & set(full[0]) for port in some)

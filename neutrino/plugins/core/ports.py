@@ -91,10 +91,11 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery, extra: Sequenc
     return list_page(conn, ctx, query, extra)[0]
 
 
-def list_page(conn: Connection, ctx: Context, query: CollectionQuery, extra: Sequence = ()
-              ) -> tuple[list[dict[str, Any]], Page]:
+def list_page(conn: Connection, ctx: Context, query: CollectionQuery, extra: Sequence = (),
+              fields: set[str] | None = None) -> tuple[list[dict[str, Any]], Page]:
     """The ports, and their page (for the reads of their extensions' attributes).
-    ``extra``: the core plugin's own clauses, for attributes of its extensions."""
+    ``extra``: the core plugin's own clauses, for attributes of its extensions;
+    ``fields``: the attributes wanted (None: all), the others may be left empty."""
     where = [*visible(ctx), *extra]
     fixed_filters = query.pop_filter("fixed_ips")
     if fixed_filters:
@@ -103,8 +104,8 @@ def list_page(conn: Connection, ctx: Context, query: CollectionQuery, extra: Seq
         get_row(conn, ctx, query.marker)
     found, page = read_page(conn, P, COLUMNS, query, where)
     rows = _plain(found)
-    ips = _fixed_ips(conn, page)
-    tag_map = tags.load(conn, page)
+    ips = _fixed_ips(conn, page) if fields is None or "fixed_ips" in fields else {}
+    tag_map = tags.load(conn, page) if fields is None or "tags" in fields else {}
     return [view(r, ips.get(r.id, []), tag_map.get(r.id, [])) for r in rows], page
 
 
@@ -183,29 +184,31 @@ _UPDATABLE = ("name", "description", "admin_state_up", "device_id", "device_owne
               "mac_address")
 
 
-def update(conn: Connection, ctx: Context, port_id: str, data: dict[str, Any],
+def update(conn: Connection, port: dict[str, Any], data: dict[str, Any],
            if_revision: int | None, max_ips: int) -> None:
-    row = get_row(conn, ctx, port_id)
+    """Update ``port`` (its view, read by the caller in this transaction)."""
+    port_id, network_id = port["id"], port["network_id"]
     values = {k: data[k] for k in _UPDATABLE if k in data}
     mac = values.get("mac_address")
     requested = data.get("fixed_ips")
-    if mac is not None and mac != row.mac_address:
-        _check_mac(conn, row.network_id, mac)
+    if mac is not None and mac != port["mac_address"]:
+        _check_mac(conn, network_id, mac)
         if requested is None:
             # A new MAC means new EUI-64 addresses on the auto-address subnets.
-            requested = [{"subnet_id": s, "ip_address": a} for s, a in conn.execute(
-                select(IA.c.subnet_id, IA.c.ip_address).where(IA.c.port_id == row.id))]
+            requested = [dict(ip) for ip in port["fixed_ips"]]
     if requested is not None:
-        _replace_fixed_ips(conn, row, requested, values.get("device_owner", row.device_owner),
-                           mac or row.mac_address, max_ips)
+        _replace_fixed_ips(conn, port_id, network_id, requested,
+                           values.get("device_owner", port["device_owner"]),
+                           mac or port["mac_address"], max_ips)
     bump(conn, P, port_id, if_revision, values)
 
 
-def _replace_fixed_ips(conn: Connection, row: Row, requested: list[dict[str, Any]],
-                       device_owner: str, mac: str, max_ips: int) -> None:
+def _replace_fixed_ips(conn: Connection, port_id: str, network_id: str,
+                       requested: list[dict[str, Any]], device_owner: str, mac: str,
+                       max_ips: int) -> None:
     current = {(s, a) for s, a in conn.execute(
-        select(IA.c.subnet_id, IA.c.ip_address).where(IA.c.port_id == row.id))}
-    subnets = allocator.load_subnets(conn, row.network_id)
+        select(IA.c.subnet_id, IA.c.ip_address).where(IA.c.port_id == port_id))}
+    subnets = allocator.load_subnets(conn, network_id)
     # As Neutron: an entry naming an address keeps it (when the port has it); an
     # entry naming only a subnet keeps one of the port's addresses there that no
     # entry named, or asks for a new address.
@@ -223,17 +226,16 @@ def _replace_fixed_ips(conn: Connection, row: Row, requested: list[dict[str, Any
             wanted.append({"subnet_id": item["subnet_id"], "ip_address": spare.pop()})
         else:
             wanted.append(item)
-    conn.execute(delete(IA).where(IA.c.port_id == row.id))
-    fixed = allocator.allocate(conn, row.network_id, subnets, wanted, mac, device_owner,
+    conn.execute(delete(IA).where(IA.c.port_id == port_id))
+    fixed = allocator.allocate(conn, network_id, subnets, wanted, mac, device_owner,
                                max_ips, keep=current)
-    if fixed:
-        conn.execute(IA.insert(), [{**f, "port_id": row.id, "network_id": row.network_id}
-                                   for f in fixed])
+    _INSERT_IPS.run_many(conn, [{**f, "port_id": port_id, "network_id": network_id}
+                                for f in fixed])
 
 
-def delete_(conn: Connection, ctx: Context, port_id: str, if_revision: int | None) -> None:
-    row = get_row(conn, ctx, port_id)
-    check_revision(conn, P, row.id, if_revision)
+def delete_(conn: Connection, port_id: str, if_revision: int | None) -> None:
+    """Delete a port the caller has read in this transaction (so may see)."""
+    check_revision(conn, P, port_id, if_revision)
     conn.execute(delete(IA).where(IA.c.port_id == port_id))
     conn.execute(delete(models.tags).where(models.tags.c.resource_id == port_id))
     conn.execute(delete(P).where(P.c.id == port_id))

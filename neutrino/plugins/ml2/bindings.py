@@ -31,6 +31,8 @@ from neutrino.definitions.portbindings_extended import (
 B = models.port_bindings
 AG = models.agents
 BINDING_KEYS = (HOST_ID, VNIC_TYPE, PROFILE)
+#: what ``view`` gives a port
+VIEW_KEYS = (HOST_ID, VNIC_TYPE, PROFILE, VIF_TYPE, VIF_DETAILS)
 
 
 def view(row: Any | None) -> dict[str, Any]:

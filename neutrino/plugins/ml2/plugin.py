@@ -432,14 +432,31 @@ class Ml2Plugin(Plugin):
         return self._port_creator(ctx, items)
 
     def _extend_ports(self, conn: Connection, views: list[dict[str, Any]],
-                      page: Page | None = None) -> list[dict[str, Any]]:
+                      page: Page | None = None, fields: set[str] | None = None
+                      ) -> list[dict[str, Any]]:
+        """The bindings' and drivers' attributes; with ``fields``, only theirs
+        that are wanted (a list asked for a few fields reads less)."""
         page = page or Page.of([v["id"] for v in views])
-        rows = bindings.of_ports(conn, page)
-        for view in views:
-            view.update(bindings.view(rows.get(view["id"])))
+        if fields is None or fields.intersection(bindings.VIEW_KEYS):
+            rows = bindings.of_ports(conn, page)
+            for view in views:
+                view.update(bindings.view(rows.get(view["id"])))
         for driver in self.extension_drivers:
-            driver.extend_ports(conn, views, page)
+            if fields is None or driver.port_attributes is None or (
+                    fields & driver.port_attributes):
+                driver.extend_ports(conn, views, page)
         return views
+
+    def _port_fields(self, wanted: list[str] | None) -> set[str] | None:
+        """The attributes a read must fill for ``wanted`` (None: all): those, and
+        what the drivers' wanted attributes follow (dns_assignment: fixed_ips)."""
+        if not wanted:
+            return None
+        fields = set(wanted)
+        for driver in self.extension_drivers:
+            if driver.port_attributes is None or fields & driver.port_attributes:
+                fields |= driver.port_follows
+        return fields
 
     def _port(self, conn: Connection, ctx: Context, port_id: str) -> dict[str, Any]:
         return self._extend_ports(conn, [ports.get(conn, ctx, port_id)])[0]
@@ -483,8 +500,9 @@ class Ml2Plugin(Plugin):
 
     def get_ports(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
         where = bindings.filter_clauses(query) + self._extension_filters("ports", query)
+        fields = self._port_fields(query.fields)
         return self._read(lambda conn: self._extend_ports(
-            conn, *ports.list_page(conn, ctx, query, where)))
+            conn, *ports.list_page(conn, ctx, query, where, fields), fields))
 
     def update_port(self, ctx: Context, port_id: str, data: dict[str, Any],
                     if_revision: int | None = None) -> dict[str, Any]:
@@ -511,17 +529,37 @@ class Ml2Plugin(Plugin):
                      ) -> tuple[PortContext, bool]:
         """Update inside the transaction; the context, and whether to bind again."""
         original = self._port(conn, ctx, port_id)
-        ports.update(conn, ctx, port_id, data, if_revision,
-                     self.settings.max_fixed_ips_per_port)
+        ports.update(conn, original, data, if_revision, self.settings.max_fixed_ips_per_port)
         rebind = bindings.request(conn, port_id, original, data) is not None
         for driver in self.extension_drivers:
             driver.process_update_port(conn, data, {"id": port_id})
-        context = PortContext(conn, ctx, self._port(conn, ctx, port_id), original)
+        context = PortContext(conn, ctx, self._updated(conn, ctx, original, data, rebind),
+                              original)
         if "fixed_ips" in data:
             self.env.hooks.run(self.env.hooks.before_port_update_commit, conn, ctx,
                                context.current)
         self.mechanisms.call("update_port_precommit", context)
         return context, rebind
+
+    def _updated(self, conn: Connection, ctx: Context, original: dict[str, Any],
+                 data: dict[str, Any], rebind: bool) -> dict[str, Any]:
+        """The port after ``data``: read again where it may have changed (its row,
+        addresses, tags; its binding if asked again; the drivers whose attributes,
+        or what they follow, ``data`` names), the rest as it was."""
+        current = ports.get(conn, ctx, original["id"])
+        page = Page([original["id"]])
+        if rebind:
+            current.update(bindings.view(bindings.of_ports(conn, page).get(original["id"])))
+        else:
+            current.update({key: original[key] for key in bindings.VIEW_KEYS})
+        touched = set(data) | ({"fixed_ips"} if "mac_address" in data else set())
+        for driver in self.extension_drivers:
+            kept = driver.port_attributes
+            if kept is None or touched & (kept | driver.port_follows):
+                driver.extend_ports(conn, [current], page)
+            else:
+                current.update({key: original[key] for key in kept if key in original})
+        return current
 
     def delete_port(self, ctx: Context, port_id: str, if_revision: int | None = None) -> None:
         def work(conn: Connection) -> PortContext:
@@ -538,7 +576,7 @@ class Ml2Plugin(Plugin):
                      if_revision: int | None) -> PortContext:
         context = PortContext(conn, ctx, self._port(conn, ctx, port_id))
         self.mechanisms.call("delete_port_precommit", context)
-        ports.delete_(conn, ctx, port_id, if_revision)
+        ports.delete_(conn, port_id, if_revision)
         return context
 
     # --- ports of service plugins (routers, floating IPs), in their transaction -----------

@@ -8,7 +8,7 @@ as Neutron's ML2 always offers the extension.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy.engine import Connection
 
@@ -24,6 +24,7 @@ HINTS = models.network_availability_zone_hints
 
 class NetworkAvailabilityZoneExtensionDriver(ExtensionDriver):
     extension_alias = "network_availability_zone"
+    port_attributes: ClassVar[frozenset[str] | None] = frozenset()  # networks' only
 
     def process_create_network(self, conn: Connection, data: dict[str, Any],
                                view: dict[str, Any]) -> None:

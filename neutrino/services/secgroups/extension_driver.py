@@ -30,6 +30,7 @@ NETWORK_OWNER = "network:"
 class SecurityGroupExtensionDriver(ExtensionDriver):
     # The security-group extension is claimed by the plugin serving its resources.
     extension_alias = ""
+    port_attributes = frozenset({GROUPS})
 
     def __init__(self, conf: Config):
         super().__init__(conf)

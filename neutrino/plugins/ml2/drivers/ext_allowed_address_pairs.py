@@ -59,6 +59,7 @@ def _load(conn: Connection, page: Page) -> dict[str, list[dict[str, str]]]:
 
 class AllowedAddressPairsExtensionDriver(ExtensionDriver):
     extension_alias = "allowed-address-pairs"
+    port_attributes = frozenset({ADDRESS_PAIRS})
 
     def __init__(self, conf: Config):
         super().__init__(conf)

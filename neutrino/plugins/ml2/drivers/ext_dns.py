@@ -50,6 +50,8 @@ def host_name(address: str) -> str:
 
 class DnsExtensionDriver(ExtensionDriver):
     extension_alias = "dns-integration"
+    port_attributes = frozenset({DNS_NAME, DNS_ASSIGNMENT})
+    port_follows = frozenset({"fixed_ips"})  # an address's name is made of it
 
     def __init__(self, conf: Config):
         super().__init__(conf)

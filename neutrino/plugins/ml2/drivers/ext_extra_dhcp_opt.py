@@ -56,6 +56,7 @@ def _load(conn: Connection, page: Page) -> dict[str, Options]:
 
 class ExtraDhcpOptExtensionDriver(ExtensionDriver):
     extension_alias = "extra_dhcp_opt"
+    port_attributes = frozenset({EXTRA_DHCP_OPTS})
 
     def process_create_port(self, conn: Connection, data: dict[str, Any],
                             view: dict[str, Any]) -> None:

@@ -24,6 +24,7 @@ from neutrino.plugins.extension_driver import ExtensionDriver
 
 class PortSecurityExtensionDriver(ExtensionDriver):
     extension_alias = "port-security"
+    port_attributes = frozenset({ENABLED})
 
     def process_create_network(self, conn: Connection, data: dict[str, Any],
                                view: dict[str, Any]) -> None:
