@@ -21,10 +21,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from keystoneauth1 import exceptions as ks_exc
-from keystoneauth1 import session as ks_session
-from keystoneauth1.identity import v3
-
 from neutrino import exceptions as exc
 from neutrino.config import Opt, OptGroup, int_range, parse_bool, parse_list
 from neutrino.context import Context
@@ -153,6 +149,12 @@ class Keystone:
         self.tokens_url = _base(opts.auth_url) + "/auth/tokens"
         self.challenge = f'Keystone uri="{opts.www_authenticate_uri or opts.auth_url}"'
         self.cache = TokenCache(opts.token_cache_time, opts.cache_size)
+        # keystoneauth1 (and osprofiler, which it brings) is some 20 MB a process:
+        # loaded by the servers that use keystone only
+        from keystoneauth1 import exceptions, session
+        from keystoneauth1.identity import v3
+
+        self.unreachable = exceptions.ClientException
         plugin = v3.Password(
             auth_url=_base(opts.auth_url), username=opts.username, password=opts.password,
             project_name=opts.project_name, user_domain_name=opts.user_domain_name,
@@ -160,7 +162,7 @@ class Keystone:
         verify: bool | str = not opts.insecure
         if opts.cafile and not opts.insecure:
             verify = opts.cafile
-        self.session = ks_session.Session(auth=plugin, verify=verify,
+        self.session = session.Session(auth=plugin, verify=verify,
                                           timeout=opts.http_connect_timeout)
 
     def authenticate(self, headers: Mapping[str, str], request_id: str) -> Context:
@@ -200,7 +202,7 @@ class Keystone:
         try:
             resp = self.session.get(self.tokens_url, headers={"X-Subject-Token": token},
                                     params=params, raise_exc=False, authenticated=True)
-        except ks_exc.ClientException as error:
+        except self.unreachable as error:
             LOG.error("cannot validate a token with keystone at %s: %s",
                       self.tokens_url, error)
             raise KeystoneUnavailable() from None

@@ -28,9 +28,8 @@ from neutrino.api.extensions import ExtensionError, api_resources, claimed
 from neutrino.api.quotas import QuotasController
 from neutrino.api.router import Router
 from neutrino.api.tags import TagsController
-from neutrino.cmd.startup import StartupError, listen, reach_bus, serve
+from neutrino.cmd.startup import StartupError, few_malloc_arenas, listen, reach_bus, serve
 from neutrino.context import Context
-from neutrino.db import migrate
 from neutrino.db.engine import Database
 from neutrino.db.quota import QuotaEngine
 from neutrino.definitions import EXTENSIONS
@@ -166,6 +165,7 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
 
 def worker_app() -> ApiApp:
     """Entry for each uvicorn worker process (api_workers > 1)."""
+    few_malloc_arenas()
     files = json.loads(os.environ.get(CONFIG_ENV, "[]"))
     conf = load_config(files)
     _logging(conf)
@@ -272,6 +272,8 @@ def _database_error(conf: config.Config, error: Exception) -> StartupError:
 
 def set_up_database(conf: config.Config) -> None:
     """The schema at head, then the plugins' own rows in line with the configuration."""
+    from neutrino.db import migrate  # alembic: only the process that migrates
+
     try:
         migrate.upgrade(config.database_url(conf))
     except (SQLAlchemyError, ImportError) as error:  # ImportError: a missing DB driver
