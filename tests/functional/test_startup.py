@@ -9,6 +9,7 @@ and the file. Unknown sections and options only warn. The example
 from __future__ import annotations
 
 import concurrent.futures
+import http.client
 import os
 import re
 import socket
@@ -493,19 +494,25 @@ def test_bad_ml2_configuration_stops_the_server(tmp_path, text, expected):
 
 def _idle_then_ask(url: str, idle: float) -> tuple[int, str]:
     """A request on a connection left idle for ``idle`` seconds after a first one:
-    the status, and whether the second went out on the same socket."""
+    the first's status, and whether the second was answered on the same socket."""
     host, port = url.removeprefix("http://").split(":")
-    with socket.create_connection((host, int(port))) as sock:
-        ask = f"GET / HTTP/1.1\r\nHost: {host}\r\n\r\n".encode()
-        sock.sendall(ask)
-        first = sock.recv(65536)
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.request("GET", "/")
+        first = conn.getresponse()
+        first.read()
+        if conn.sock is None:  # the answer said Connection: close
+            return first.status, "closed"
         time.sleep(idle)
         try:
-            sock.sendall(ask)
-            second = sock.recv(65536)
-        except OSError:
-            second = b""
-    return int(first.split()[1]), "kept" if second.startswith(b"HTTP/1.1 200") else "closed"
+            conn.request("GET", "/")  # on the same socket: http.client opens no other
+            second = conn.getresponse()
+            second.read()
+        except (http.client.HTTPException, OSError):
+            return first.status, "closed"
+        return first.status, "kept" if second.status == 200 else "closed"
+    finally:
+        conn.close()
 
 
 def test_idle_client_connections_stay_open_as_neutrons_do(tmp_path, running):
