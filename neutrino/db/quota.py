@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy import bindparam, case, delete, func, select
 from sqlalchemy.dialects import mysql, postgresql
 from sqlalchemy.engine import Connection
 
@@ -44,8 +44,11 @@ class QuotaEngine:
         """Count ``table`` rows as ``resource``; the default is ``quota_<resource>``."""
         self.tables[resource] = table
         self._used[resource] = Prepared(_used_select(table))
+        # the project's rows are counted only when it has a limit: an unlimited
+        # project of thousands of ports would count them all at every create
+        limit = func.coalesce(_LIMIT_SELECT.scalar_subquery(), bindparam("default"))
         self._limit_and_used[resource] = Prepared(select(
-            _LIMIT_SELECT.scalar_subquery(), _used_select(table).scalar_subquery()))
+            limit, case((limit >= 0, _used_select(table).scalar_subquery()), else_=0)))
         self.defaults[resource] = getattr(self.quota_conf, f"quota_{resource}",
                                           self.quota_conf.default_quota)
 
@@ -74,10 +77,10 @@ class QuotaEngine:
 
     def check(self, conn: Connection, project_id: str, resource: str, adding: int = 1) -> None:
         """Raise OverQuota if ``adding`` more would pass the limit; call inside the txn."""
-        params = {"project_id": project_id, "resource": resource}
+        params = {"project_id": project_id, "resource": resource,
+                  "default": self.defaults.get(resource, -1)}
         if conn.dialect.name == "sqlite":
             limit, used = self._limit_and_used[resource].first(conn, params)
-            limit = self._or_default(resource, limit)
             if 0 <= limit < used + adding:
                 raise exc.OverQuota([resource])
             return
