@@ -55,6 +55,7 @@ import uuid
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 CEILING_DB_ENV = "NEUTRINO_BENCH_CEILING_DB"
@@ -326,16 +327,6 @@ def _wait_http(url: str, proc: subprocess.Popen, log: Path) -> None:
     raise RuntimeError(f"server did not answer:\n{log.read_text()}")
 
 
-def stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
 class Profiler:
     """``py-spy record`` of each worker while a block runs; collapsed stacks to files."""
 
@@ -462,6 +453,16 @@ def report(run: Run) -> None:
         print(f"    ! {error}")
 
 
+def port_body(http: Any) -> bytes:
+    """A network with a /16 subnet, made through ``http``: the body of a port create
+    on it."""
+    net = http.post("/v2.0/networks", json={"network": {"name": "bench"}}).json()["network"]
+    subnet = http.post("/v2.0/subnets", json={"subnet": {
+        "network_id": net["id"], "cidr": "10.64.0.0/16", "ip_version": 4}})
+    assert subnet.status_code == 201, subnet.text
+    return f'{{"port": {{"network_id": "{net["id"]}"}}}}'.encode()
+
+
 def bench_neutrino(backend: str, args: argparse.Namespace, tmp: Path) -> BackendResult:
     import httpx
 
@@ -474,11 +475,7 @@ def bench_neutrino(backend: str, args: argparse.Namespace, tmp: Path) -> Backend
         pids = wait_for_workers(server.proc.pid, 2)
         print(f"{backend}: neutrino-server pid {server.proc.pid}, workers {pids}", flush=True)
         http = httpx.Client(base_url=server.url, headers={"X-Project-Id": "bench"}, timeout=60)
-        net = http.post("/v2.0/networks", json={"network": {"name": "bench"}}).json()["network"]
-        subnet = http.post("/v2.0/subnets", json={"subnet": {
-            "network_id": net["id"], "cidr": "10.64.0.0/16", "ip_version": 4}})
-        assert subnet.status_code == 201, subnet.text
-        body = f'{{"port": {{"network_id": "{net["id"]}"}}}}'.encode()
+        body = port_body(http)
 
         def creates(count: int, concurrency: int, label: str) -> Run:
             run = load(server.url, "POST", "/v2.0/ports", body, count, concurrency, label,
@@ -548,7 +545,9 @@ def bench_ceiling(args: argparse.Namespace, tmp: Path) -> dict[str, Run]:
         rows = sqlite3.connect(db).execute("SELECT count(*) FROM ports").fetchone()[0]
         assert rows == 200 + args.creates_c1 + args.creates_c8, rows
     finally:
-        stop(proc)
+        from tests.harness import terminate
+
+        terminate(proc, 15)
     return runs
 
 

@@ -35,7 +35,7 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from api_bench import QUIET, ROOT, Run, load, report
+from api_bench import QUIET, ROOT, Run, load, port_body, report
 
 CONCURRENCY = 8
 
@@ -75,11 +75,7 @@ def bench(tmp: Path, count: int, creates: int, warm_up: int) -> dict[str, Run]:
     runs = {}
     with behind_haproxy(tmp, count) as (lb_url, urls, pids):
         http = httpx.Client(base_url=lb_url, headers={"X-Project-Id": "bench"}, timeout=60)
-        net = http.post("/v2.0/networks", json={"network": {"name": "bench"}}).json()["network"]
-        subnet = http.post("/v2.0/subnets", json={"subnet": {
-            "network_id": net["id"], "cidr": "10.64.0.0/16", "ip_version": 4}})
-        assert subnet.status_code == 201, subnet.text
-        body = f'{{"port": {{"network_id": "{net["id"]}"}}}}'.encode()
+        body = port_body(http)
 
         def creates_to(url: str, n: int, label: str) -> Run:
             run = load(url, "POST", "/v2.0/ports", body, n, CONCURRENCY, label, 201, pids)

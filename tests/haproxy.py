@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import csv
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
-from tests.harness import free_port, wait_until
+from tests.harness import free_port, terminate, wait_until
 
 BACKEND = "servers"  # the backend's name; its servers are named by the caller
 
@@ -106,12 +105,7 @@ class HaProxy:
 
     def stop(self) -> None:
         try:
-            if self.proc is not None and self.proc.poll() is None:
-                self.proc.send_signal(signal.SIGTERM)
-                try:
-                    self.proc.wait(10)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
+            if self.proc is not None:
+                terminate(self.proc)
         finally:
             shutil.rmtree(self.dir, ignore_errors=True)

@@ -177,15 +177,20 @@ class Server:
         return ApiClient(self.url, headers)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
+        terminate(self.proc)
         if not self.tracebacks_expected:
             assert_no_traceback(self.log)
+
+
+def terminate(proc: subprocess.Popen, seconds: float = 10) -> None:
+    """SIGTERM, then SIGKILL if ``proc`` is not gone within ``seconds``."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(seconds)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
 
 
 def assert_no_traceback(log: Path) -> None:
