@@ -161,7 +161,7 @@ def select_page(conn: Connection, table: Any, columns: Mapping[str, Any],
     stmt: Select = select(table).where(*clauses).order_by(*order)
     if query.limit is not None:
         stmt = stmt.limit(min(query.limit, _MAX_SQL_LIMIT))
-    rows = list(conn.execute(stmt))
+    rows = list(conn.execute(stmt).all())
     if query.page_reverse:
         rows.reverse()
     return rows
