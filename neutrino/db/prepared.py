@@ -84,37 +84,30 @@ class Prepared:
 
     def run_many(self, conn: Connection, rows: list[Mapping[str, Any]]) -> None:
         """One statement over many rows of parameters (executemany)."""
-        if not rows:
-            return
-        compiled = self._for(conn.dialect)
-        values = [self._values(compiled, row) for row in rows]
-        cursor = self._cursor(conn)
-        try:
-            cursor.executemany(compiled.sql, values)
-        except conn.dialect.loaded_dbapi.Error as error:
-            raise DBAPIError.instance(compiled.sql, values, error,
-                                      conn.dialect.loaded_dbapi.Error) from error
-        finally:
-            cursor.close()
+        if rows:
+            compiled = self._for(conn.dialect)
+            self._execute(conn, compiled, [self._values(compiled, row) for row in rows],
+                          many=True).close()
 
     def _run(self, conn: Connection, params: Mapping[str, Any] | None
              ) -> tuple[_Compiled, Any]:
         compiled = self._for(conn.dialect)
-        values = self._values(compiled, params or {})
-        cursor = self._cursor(conn)
+        return compiled, self._execute(conn, compiled, self._values(compiled, params or {}))
+
+    @staticmethod
+    def _execute(conn: Connection, compiled: _Compiled, values: Any, many: bool = False
+                 ) -> Any:
+        """The cursor that ran the statement; the DBAPI's error as SQLAlchemy's."""
+        dbapi_conn = conn.connection.dbapi_connection
+        assert dbapi_conn is not None, "a closed connection"
+        cursor = dbapi_conn.cursor()
         try:
-            cursor.execute(compiled.sql, values)
+            (cursor.executemany if many else cursor.execute)(compiled.sql, values)
         except conn.dialect.loaded_dbapi.Error as error:
             cursor.close()
             raise DBAPIError.instance(compiled.sql, values, error,
                                       conn.dialect.loaded_dbapi.Error) from error
-        return compiled, cursor
-
-    @staticmethod
-    def _cursor(conn: Connection) -> Any:
-        dbapi_conn = conn.connection.dbapi_connection
-        assert dbapi_conn is not None, "a closed connection"
-        return dbapi_conn.cursor()
+        return cursor
 
     @staticmethod
     def _values(compiled: _Compiled, params: Mapping[str, Any]) -> Any:
