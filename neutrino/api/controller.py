@@ -59,11 +59,14 @@ class ResourceController:
 
     def view(self, item: dict[str, Any], ctx: Context, fields: list[str] | None
              ) -> dict[str, Any]:
+        """What the caller may see of ``item``, which it may change (a plugin's
+        view is made for the one answer): a list of thousands copies none."""
         if fields:
             allowed = self.visible if ctx.is_admin else self.visible - self.hidden
             return {f: item[f] for f in fields if f in allowed and f in item}
-        if not ctx.is_admin and self.hidden:
-            return {k: val for k, val in item.items() if k not in self.hidden}
+        if not ctx.is_admin:
+            for name in self.hidden:
+                item.pop(name, None)
         return item
 
     # --- handlers ------------------------------------------------------------
