@@ -136,6 +136,8 @@ CORE_GROUPS = [
             "Seconds an idle client connection is kept open; 0: for ever."),
         Opt("wsgi_keep_alive", parse_bool, True,
             "Keep client connections open between requests."),
+        Opt("wsgi_default_pool_size", int_range(0, 1000), 0,
+            "Requests each API worker handles at once (its threads); 0: by database."),
         Opt("rpc_workers", int_range(0, 64), 0,
             "Processes serving the agents' calls; 0: the API workers serve them."),
         Opt("auth_strategy", choice("noauth", "trusted_headers", "keystone"), "noauth",

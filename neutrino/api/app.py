@@ -53,6 +53,7 @@ class ApiApp:
         self.router = router
         self.keep_alive = keep_alive  # wsgi_keep_alive: false closes after each answer
         self.authenticator = authenticator
+        self.threads = threads  # requests handled at once
         self.executor = ThreadPoolExecutor(threads, thread_name_prefix="api")
         self.on_shutdown = on_shutdown
         self.background = list(background)

@@ -160,7 +160,8 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     rpc = RpcService(bus, endpoints, config.host_name(conf))
     return ApiApp(router, authenticator, on_shutdown=db.dispose,
                   background=[rpc, PeriodicTasks(periodic)],
-                  keep_alive=conf.DEFAULT.wsgi_keep_alive)
+                  keep_alive=conf.DEFAULT.wsgi_keep_alive,
+                  threads=conf.DEFAULT.wsgi_default_pool_size or default_pool_size(db))
 
 
 def worker_app() -> ApiApp:
@@ -297,6 +298,13 @@ def prepare(files: list[str], extra_groups: Iterable[config.OptGroup] = ()
             sock.close()
         raise
     return conf, sockets
+
+
+def default_pool_size(db: Database) -> int:
+    """An API worker's threads: few on SQLite, which writes one transaction at a
+    time for the whole host (more threads only contend for the interpreter
+    while the writer needs it), more on a database server."""
+    return 2 if db.is_sqlite else 16
 
 
 def uvicorn_options(conf: config.Config) -> dict[str, Any]:

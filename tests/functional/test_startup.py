@@ -24,7 +24,7 @@ from alembic.script import ScriptDirectory
 
 from neutrino import config, log
 from neutrino.api import keystone, policy
-from neutrino.cmd.server import load_config
+from neutrino.cmd.server import build_app, load_config
 from neutrino.db import migrate
 from neutrino.plugins import providers
 from tests.harness import free_port
@@ -529,3 +529,15 @@ def test_without_keep_alive_each_answer_closes_its_connection(tmp_path, running)
     resp = httpx.get(srv.url + "/")
     assert resp.headers["connection"] == "close"
     assert _idle_then_ask(srv.url, 0.2) == (200, "closed")
+
+
+@pytest.mark.parametrize("line, threads", [("", 2), ("wsgi_default_pool_size = 5", 5)])
+def test_api_threads_are_few_on_sqlite_unless_told(tmp_path, line, threads):
+    """SQLite writes one transaction at a time: by default a worker has 2 threads."""
+    path = base_conf(tmp_path, extra=line)
+    migrate.upgrade(config.database_url(load_config([str(path)])))
+    app = build_app(load_config([str(path)]))
+    try:
+        assert app.threads == threads
+    finally:
+        app.on_shutdown()
