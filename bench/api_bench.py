@@ -551,6 +551,17 @@ def bench_ceiling(args: argparse.Namespace, tmp: Path) -> dict[str, Run]:
     return runs
 
 
+def parse_with_wait_quiet(parser: argparse.ArgumentParser) -> argparse.Namespace:
+    """The arguments, with ``--wait-quiet`` applied; the repository on the path."""
+    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
+                        help="before each measured phase, wait up to SECONDS until the rest "
+                             "of the machine is idle (a shared machine)")
+    args = parser.parse_args()
+    QUIET.max_wait = args.wait_quiet
+    sys.path.insert(0, str(ROOT))
+    return args
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--backends", default="sqlite,postgresql",
@@ -562,12 +573,7 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, default=None,
                         help="directory for py-spy profiles of one worker")
     parser.add_argument("--no-ceiling", action="store_true")
-    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
-                        help="before each measured phase, wait up to SECONDS until the rest "
-                             "of the machine is idle (a shared machine)")
-    args = parser.parse_args()
-    QUIET.max_wait = args.wait_quiet
-    sys.path.insert(0, str(ROOT))
+    args = parse_with_wait_quiet(parser)
     if args.profile is not None:
         args.profile.mkdir(parents=True, exist_ok=True)
     print(f"machine: {os.cpu_count()} CPUs; python {sys.version.split()[0]}; "

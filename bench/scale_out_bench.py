@@ -29,13 +29,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import tempfile
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from api_bench import QUIET, ROOT, Run, load, port_body, report
+from api_bench import Run, load, parse_with_wait_quiet, port_body, report
 
 CONCURRENCY = 8
 
@@ -99,12 +98,7 @@ def main() -> None:
                         help="port creates measured per configuration")
     parser.add_argument("--warm-up", type=int, default=300,
                         help="port creates per server before the measured ones")
-    parser.add_argument("--wait-quiet", type=float, default=0.0, metavar="SECONDS",
-                        help="before each measured phase, wait up to SECONDS until the rest "
-                             "of the machine is idle (a shared machine)")
-    args = parser.parse_args()
-    QUIET.max_wait = args.wait_quiet
-    sys.path.insert(0, str(ROOT))
+    args = parse_with_wait_quiet(parser)
     print(f"machine: {os.cpu_count()} CPUs; load average {os.getloadavg()[0]:.2f}; "
           f"port creates at c={CONCURRENCY}, PostgreSQL, api_workers = 1 per server",
           flush=True)
