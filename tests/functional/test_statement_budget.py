@@ -32,7 +32,7 @@ CONFIG = ("[DEFAULT]\nstate_path = {tmp}\nservice_plugins = router,port_forwardi
 #: operation -> (statements, transactions); a transaction's BEGIN and COMMIT
 #: are statements (round trips) too
 BUDGET: dict[str, tuple[int, int]] = {
-    "network create": (9, 1),
+    "network create": (7, 1),
     "subnet create": (13, 2),
     "port create": (15, 2),
     "port show": (11, 1),

@@ -218,6 +218,8 @@ def network_flags(conn: Connection, network_id: str, data: dict[str, Any],
     shared=false is refused (InvalidSharedSetting) while a project with ports
     would lose access; router:external=false while gateways use the network.
     """
+    if created and not data.get("shared") and not data.get("router:external"):
+        return  # a new network has no entries yet, and wants none
     network = _network(conn, network_id)
     if "shared" in data:
         wildcard = _exists(conn, network_id, r.WILDCARD, r.ACCESS_SHARED)
