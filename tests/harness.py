@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import ipaddress
 import os
 import signal
 import socket
@@ -137,6 +138,15 @@ class ApiClient:
 
     def port(self, network_id: str, **attrs: Any) -> dict[str, Any]:
         return self.create("ports", network_id=network_id, **attrs)
+
+    def unused_address(self, subnet: dict[str, Any]) -> str:
+        """A host address of ``subnet`` that no port holds: for a spoofing
+        instance, since addresses are handed out at random."""
+        taken = {ip["ip_address"] for port in self.get("/v2.0/ports", params={
+            "network_id": subnet["network_id"]}).json()["ports"] for ip in port["fixed_ips"]}
+        taken.add(subnet["gateway_ip"])
+        hosts = ipaddress.ip_network(subnet["cidr"]).hosts()
+        return next(str(ip) for ip in hosts if str(ip) not in taken)
 
 
 def error_of(resp: httpx.Response) -> dict[str, Any]:

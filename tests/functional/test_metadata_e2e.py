@@ -143,7 +143,8 @@ def test_an_isolated_networks_instance_gets_its_own_metadata(deployment: Deploym
         stranger = api.port(net["id"], port_security_enabled=False)
         d.plug("h1", stranger["id"])
         other = f"inst-{stranger['id'][:11]}"
-        run("ip", "addr", "add", "10.40.0.200/24", "dev", "eth0", namespace=other)
+        nobodys = api.unused_address(subnet)
+        run("ip", "addr", "add", f"{nobodys}/24", "dev", "eth0", namespace=other)
         run("ip", "route", "add", "169.254.169.254/32", "via", dhcp_ip, namespace=other)
         assert wait_until(lambda: curl(other)[0] or None, 15, "an answer") == 404
         asked = len(recorded.read_text().splitlines())

@@ -49,7 +49,7 @@ def test_security_groups_filter_instances(deployment, driver):
         deployment.start_l2_agent("h1")
     wait_until(lambda: deployment.agent_alive("h1", AGENT_TYPES[driver]), 30, "the agent")
     net = api.network()
-    api.subnet(net["id"], "10.20.0.0/24")
+    subnet = api.subnet(net["id"], "10.20.0.0/24")
     port_a, port_b = api.port(net["id"]), api.port(net["id"])
     for port in (port_a, port_b):
         deployment.plug("h1", port["id"])
@@ -132,8 +132,9 @@ def test_security_groups_filter_instances(deployment, driver):
     api.put(f"/v2.0/ports/{port_b['id']}", json={"port": {"security_groups": port_a[
         "security_groups"]}})
     wait_until(lambda: pings(inst_a, ip_b), 10, "default group again")
-    run("ip", "addr", "add", "10.20.0.250/24", "dev", "eth0", namespace=inst_a)
-    assert not run("ping", "-c", "1", "-W", "1", "-I", "10.20.0.250", ip_b,
+    spoofed = api.unused_address(subnet)
+    run("ip", "addr", "add", f"{spoofed}/24", "dev", "eth0", namespace=inst_a)
+    assert not run("ping", "-c", "1", "-W", "1", "-I", spoofed, ip_b,
                    namespace=inst_a, check=False).returncode == 0
 
     # a in no group drops everything coming in; without port security, it passes
