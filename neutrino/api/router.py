@@ -19,6 +19,8 @@ class Router:
                  extensions: list[Extension], tags: Any, quotas: Any | None,
                  scheduler: Any | None = None):
         self.controllers = controllers
+        #: the paths services put their resources under (``fwaas``, ``metering``)
+        self.prefixes = {c.resource.prefix for c in controllers.values() if c.resource.prefix}
         self.scheduler = scheduler
         self.extensions = {e.alias: e for e in extensions}
         self.tags = tags
@@ -44,6 +46,8 @@ class Router:
             return self._extensions(req, rest)
         if collection == "quotas" and self.quotas is not None:
             return self.quotas.dispatch(req, rest)
+        if collection in self.prefixes and rest:
+            collection, rest = f"{collection}/{rest[0]}", rest[1:]
         controller = self.controllers.get(collection)
         if controller is None:
             raise exc.HTTPNotFound()

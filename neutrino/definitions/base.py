@@ -66,12 +66,17 @@ class Resource:
     not_found: Any = None  # the NotFound to raise, called with ``<name>_id=``
     # the URL spells the collection with hyphens (security-groups), bodies do not
     hyphenated: bool = False
+    # a service's resources under a path of its own (``fwaas/firewall_rules``)
+    prefix: str = ""
 
     @property
     def path(self) -> str:
-        """Where the API serves it: ``ports/bindings`` for a sub-resource."""
+        """Where the API serves it: ``ports/bindings`` for a sub-resource,
+        ``fwaas/firewall_groups`` for a prefixed one."""
         collection = self.collection.replace("_", "-") if self.hyphenated else self.collection
-        return f"{self.parent[0]}/{collection}" if self.parent else collection
+        if self.parent:
+            return f"{self.parent[0]}/{collection}"
+        return f"{self.prefix}/{collection}" if self.prefix else collection
 
     @property
     def plugin_name(self) -> str:
