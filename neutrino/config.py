@@ -200,6 +200,9 @@ CORE_GROUPS = [
         Opt("quota_router", int_range(-1), 10, "Routers per project."),
         Opt("quota_floatingip", int_range(-1), 50, "Floating IPs per project."),
         Opt("quota_rbac_policy", int_range(-1), 10, "RBAC policies per project."),
+        Opt("quota_firewall_group", int_range(-1), 10, "Firewall groups per project."),
+        Opt("quota_firewall_policy", int_range(-1), 10, "Firewall policies per project."),
+        Opt("quota_firewall_rule", int_range(-1), 100, "Firewall rules per project."),
         Opt("default_quota", int_range(-1), -1, "Default for resources without a quota_ option."),
     ]),
 ]

@@ -153,6 +153,22 @@ DEFAULT_RULES: dict[str, str] = {
     # a port forwarding's project is its floating IP's
     **_crud("floatingip_port_forwarding"),
 
+    # --- FWaaS v2: only admins share; readers see their project's and the shared
+    "shared_firewall_rules": "field:firewall_rules:shared=True",
+    "shared_firewall_policies": "field:firewall_policies:shared=True",
+    "shared_firewall_groups": "field:firewall_groups:shared=True",
+    **_crud("firewall_rule", read=f"{ADMIN_OR_READER} or rule:shared_firewall_rules"),
+    "create_firewall_rule:shared": ADMIN,
+    "update_firewall_rule:shared": ADMIN,
+    **_crud("firewall_policy", read=f"{ADMIN_OR_READER} or rule:shared_firewall_policies"),
+    "create_firewall_policy:shared": ADMIN,
+    "update_firewall_policy:shared": ADMIN,
+    "insert_rule": ADMIN_OR_MEMBER,
+    "remove_rule": ADMIN_OR_MEMBER,
+    **_crud("firewall_group", read=f"{ADMIN_OR_READER} or rule:shared_firewall_groups"),
+    "create_firewall_group:shared": ADMIN,
+    "update_firewall_group:shared": ADMIN,
+
     # --- RBAC: only admins share with everyone ('*')
     **_crud("rbac_policy"),
     "create_rbac_policy:target_tenant": "rule:restrict_wildcard",

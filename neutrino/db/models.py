@@ -447,3 +447,63 @@ router_l3_agent_bindings = Table(
     UniqueConstraint("router_id", "binding_index",
                      name="uq_router_l3_agent_bindings_router_id_binding_index"),
 )
+
+# --- FWaaS v2: rules, policies (rules in order), groups (policies on ports) --------------
+
+firewall_rules = Table(
+    "firewall_rules", metadata, *_standard(),
+    Column("shared", Boolean, nullable=False, default=False),
+    Column("protocol", String(40)),
+    Column("ip_version", Integer, nullable=False),
+    Column("source_ip_address", String(64)),
+    Column("destination_ip_address", String(64)),
+    Column("source_port_min", Integer),
+    Column("source_port_max", Integer),
+    Column("destination_port_min", Integer),
+    Column("destination_port_max", Integer),
+    Column("action", String(16), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+)
+
+firewall_policies = Table(
+    "firewall_policies", metadata, *_standard(),
+    Column("shared", Boolean, nullable=False, default=False),
+    Column("audited", Boolean, nullable=False, default=False),
+)
+
+# A rule may be in many policies, once in each; ``position`` counts from 1.
+firewall_policy_rules = Table(
+    "firewall_policy_rules", metadata,
+    Column("firewall_policy_id", UUID, ForeignKey("firewall_policies.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("firewall_rule_id", UUID, ForeignKey("firewall_rules.id"), primary_key=True,
+           index=True),
+    Column("position", Integer, nullable=False),
+)
+
+firewall_groups = Table(
+    "firewall_groups", metadata, *_standard(),
+    Column("admin_state_up", Boolean, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("shared", Boolean, nullable=False, default=False),
+    Column("ingress_firewall_policy_id", UUID, ForeignKey("firewall_policies.id"),
+           index=True),
+    Column("egress_firewall_policy_id", UUID, ForeignKey("firewall_policies.id"),
+           index=True),
+)
+
+# A port is in one firewall group at most (the primary key says so).
+firewall_group_ports = Table(
+    "firewall_group_ports", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("firewall_group_id", UUID, ForeignKey("firewall_groups.id", ondelete="CASCADE"),
+           nullable=False, index=True),
+)
+
+# Each project's group named "default", made the first time the project looks.
+default_firewall_groups = Table(
+    "default_firewall_groups", metadata,
+    Column("project_id", PROJECT, primary_key=True),
+    Column("firewall_group_id", UUID, ForeignKey("firewall_groups.id", ondelete="CASCADE"),
+           nullable=False, unique=True),
+)

@@ -29,6 +29,9 @@ NetworkChanged = Callable[[str], None]
 # (conn, views) -> None: add a plugin's attributes to floating IP views (one read
 # for all of them), as the port forwarding plugin adds port_forwardings
 ViewsExtender = Callable[[Connection, list[dict[str, Any]]], None]
+# (conn, the routers' sync data) -> None: add a plugin's part of each router
+# (the firewall groups on its ports) to what its L3 agent is sent, in one read
+RouterSyncExtender = Callable[[Connection, list[dict[str, Any]]], None]
 # (conn, network id, the create or update's data, created) -> None: inside the
 # network's transaction, as the RBAC plugin turns ``shared`` and
 # ``router:external`` into its entries; raise to veto
@@ -64,6 +67,7 @@ class Hooks:
     after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
     extend_floatingips: list[ViewsExtender] = field(default_factory=list)
+    extend_router_sync: list[RouterSyncExtender] = field(default_factory=list)
     on_network_write: list[NetworkWrite] = field(default_factory=list)
     # the DHCP agents' scheduler (one; it sets itself here when it is built)
     dhcp: DhcpNotifications = field(default_factory=NoDhcpAgents)

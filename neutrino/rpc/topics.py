@@ -5,6 +5,7 @@ payloads, stubs) is in ``neutrino.rpc.contracts``."""
 REPORTS = "q-reports-plugin"  # agents -> server: report_state
 PLUGIN = "q-plugin"  # L2 agents -> server: device details, device up/down
 L3_PLUGIN = "q-l3-plugin"  # L3 agents -> server: routers' sync data, statuses
+FIREWALL_PLUGIN = "q-firewall-plugin"  # L3 agents -> server: firewall group statuses
 
 # server -> every L2 agent (fanout)
 PORT_UPDATE = "q-agent-notifier-port-update"

@@ -29,8 +29,7 @@ from neutrino.definitions.validators import new_uuid
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.rpc.contracts.l3 import L3AgentNotifier
 from neutrino.rpc.notifier import Notifier
-from neutrino.services.agents import scheduling
-from neutrino.services.l3 import floatingips, routers
+from neutrino.services.l3 import agents_notify, floatingips, routers
 from neutrino.services.l3 import portforwardings as store
 
 Range = tuple[int, int]
@@ -69,19 +68,7 @@ class PortForwardingPlugin(Plugin):
             view["port_forwardings"] = [store.brief(row) for row in found.get(view["id"], ())]
 
     def _routers_updated(self, router_ids: list[str | None]) -> None:
-        """Tell the agents serving the routers (after the commit)."""
-        wanted = sorted({router_id for router_id in router_ids if router_id})
-        if not wanted:
-            return
-        hosting = self._read(lambda conn: scheduling.agents_hosting(conn, scheduling.L3,
-                                                                    wanted))
-        by_host: dict[str, list[str]] = {}
-        for router_id, rows in hosting.items():
-            for row in rows:
-                if row.admin_state_up:
-                    by_host.setdefault(row.host, []).append(router_id)
-        for host, ids in sorted(by_host.items()):
-            self.notifier.routers_updated([host], ids)
+        agents_notify.routers_updated(self.db, self.notifier, router_ids)
 
     def get_floatingip_port_forwardings(self, ctx: Context, fip_id: str,
                                         query: CollectionQuery) -> list[dict[str, Any]]:

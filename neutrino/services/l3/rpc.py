@@ -153,6 +153,8 @@ class L3RpcCallback:
             if gateway is not None:
                 view["gw_port"] = gateway
                 view["enable_snat"] = row.enable_snat
+        for extend in self.plugin.env.hooks.extend_router_sync:
+            extend(conn, views)
         return views
 
     def _add_subnets(self, conn: Connection, ports: list[dict[str, Any]]) -> None:
