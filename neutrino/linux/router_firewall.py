@@ -4,9 +4,9 @@ out::
 
     filter FORWARD -> neutrino-fw-FWD:  per firewalled interface
                         -o qr-X -j neutrino-fw-i-<group>  (ingress: into its network)
-                        -i qr-X -j neutrino-fw-o-<group>  (egress: out of it)
+                        -i qr-X -j neutrino-fw-e-<group>  (egress: out of it)
                         then -o qr-X -j DROP, -i qr-X -j DROP (what no rule allowed)
-    neutrino-fw-i-<group>, neutrino-fw-o-<group>:
+    neutrino-fw-i-<group>, neutrino-fw-e-<group>:
                         INVALID dropped, RELATED,ESTABLISHED accepted, then the
                         policy's enabled rules in order (allow: ACCEPT, deny:
                         DROP, reject: a TCP reset or ICMP port unreachable)
@@ -105,7 +105,7 @@ def _target(rule: Rule) -> str:
 
 
 def chain_name(direction: str, group_id: str) -> str:
-    """``neutrino-fw-i-1a2b3c4d`` (iptables allows 28 characters)."""
+    """``neutrino-fw-i-0f1e2d3c4b5a`` (iptables allows 28 characters)."""
     return f"{PREFIX}-{direction[0]}-{group_id.replace('-', '')[:12]}"
 
 
