@@ -104,7 +104,9 @@ def rule_changes(d: Deployment, routers: list[tuple[str, str, str]], changes: in
         times.append(time.perf_counter() - began)
     print(f"rule change    p50 {statistics.median(times):.3f} s   "
           f"p99 {percentile(times, 0.99):.3f} s   max {max(times):.3f} s   "
-          f"({len(times)} changes)", flush=True)
+          f"({len(times)} changes; slowest: "
+          f"{', '.join(f'#{n} {t:.2f}' for t, n in sorted(zip(times, range(changes)))[-3:])})",
+          flush=True)
 
 
 def resync(d: Deployment, agent):

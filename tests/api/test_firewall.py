@@ -278,3 +278,30 @@ def test_concurrent_inserts_keep_one_order(user):
 def test_extensions_are_listed(user):
     aliases = {e["alias"] for e in user.get("/v2.0/extensions").json()["extensions"]}
     assert {"fwaas_v2", "standard-attr-fwaas-v2"} <= aliases
+
+
+def test_readers_read_and_only_members_write(server, project, user):
+    reader = server.client(project, roles=("reader",))
+    made = rule(user, name="seen")
+    assert reader.get(f"{FW}/firewall_rules/{made['id']}").status_code == 200
+    for kind, name in (("firewall_rules", "firewall_rule"), ("firewall_groups", "firewall_group"),
+                       ("firewall_policies", "firewall_policy")):
+        expect_error(reader.post(f"{FW}/{kind}", json={name: {}}), 403, "PolicyNotAuthorized")
+    expect_error(reader.put(f"{FW}/firewall_rules/{made['id']}",
+                            json={"firewall_rule": {"name": "x"}}), 403, "PolicyNotAuthorized")
+    p = policy(user)
+    expect_error(reader.put(f"{FW}/firewall_policies/{p['id']}/insert_rule",
+                            json={"firewall_rule_id": made["id"]}), 403, "PolicyNotAuthorized")
+
+
+def test_other_projects_see_nothing_private(user, other, admin):
+    made = group(user, name="mine")
+    expect_error(other.get(f"{FW}/firewall_groups/{made['id']}"), 404, "FirewallGroupNotFound")
+    expect_error(other.put(f"{FW}/firewall_groups/{made['id']}",
+                           json={"firewall_group": {"name": "theirs"}}),
+                 404, "FirewallGroupNotFound")
+    assert made["id"] not in {g["id"] for g in other.get(f"{FW}/firewall_groups").json()[
+        "firewall_groups"]}
+    assert admin.get(f"{FW}/firewall_groups/{made['id']}").status_code == 200
+    listed = admin.get(f"{FW}/firewall_groups", params={"project_id": user.project_id}).json()
+    assert made["id"] in {g["id"] for g in listed["firewall_groups"]}

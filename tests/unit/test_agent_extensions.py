@@ -11,6 +11,7 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Mapping
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from neutrino import config
 from neutrino.agents.base import AGENT_OPTIONS, Agent
 from neutrino.agents.dhcp import DhcpAgent
 from neutrino.agents.extensions.api import (
+    GROUPS,
     AgentHandles,
     DhcpAgentExtension,
     L3AgentExtension,
@@ -135,8 +137,12 @@ def test_another_agents_extension_is_left_to_it(tmp_path):
     assert names(tmp_path, L3Agent, text) == ["port_forwarding"]
 
 
+#: every agent's extensions by name, as the error lists them
+KNOWN = ", ".join(sorted({p.name for group in GROUPS.values() for p in entry_points(group=group)}))
+
+
 @pytest.mark.parametrize("value, says", [
-    ("port_forwarding, nope", "no agent extension named 'nope' (known: port_forwarding"),
+    ("port_forwarding, nope", f"no agent extension named 'nope' (known: {KNOWN})"),
     (f"{HERE}:Missing", f"cannot import '{HERE}:Missing'"),
     ("no_such_module.Thing", "cannot import 'no_such_module.Thing'"),
     (f"{HERE}:NotAnExtension", "is not an agent extension"),
@@ -160,7 +166,7 @@ def test_the_command_stops_at_start_with_one_line(tmp_path):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert lines == [f"neutrino-l3-agent: extensions = nope in [agent] of {path}: "
-                     f"no agent extension named 'nope' (known: port_forwarding)"], done.stderr
+                     f"no agent extension named 'nope' (known: {KNOWN})"], done.stderr
 
 
 # --- the hooks, as the L3 agent's sync calls them ---------------------------------------------
