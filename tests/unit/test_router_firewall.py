@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from neutrino.agents.extensions.firewall import groups_of
+import asyncio
+from typing import Any
+
+from neutrino.agents.extensions.api import AgentHandles
+from neutrino.agents.extensions.firewall import FirewallExtension, groups_of
 from neutrino.linux import router_firewall as rf
 
 GROUP_ID = "0f1e2d3c-4b5a-6978-8899-aabbccddeeff"
@@ -108,3 +112,65 @@ def test_the_extension_reads_groups_from_a_routers_sync_data():
     [found] = groups_of(data)
     assert found.devices == ("qr-aaaaaaaaaaa",) and found.ingress is None
     assert found.egress == ()  # a disabled rule is left out
+
+
+class Table:
+    """A router's firewall that fails as often as told, then records."""
+
+    def __init__(self, failures: int = 0):
+        self.failures = failures
+        self.applied: list[list[rf.Group]] = []
+
+    def apply(self, groups: list[rf.Group]) -> list[str]:
+        if self.failures:
+            self.failures -= 1
+            raise OSError("iptables-restore in qrouter-r: no")
+        self.applied.append(groups)
+        return ["ipv4 chain"]
+
+
+class Plugin:
+    def __init__(self) -> None:
+        self.said: list[tuple[str, str]] = []
+
+    async def set_firewall_group_status(self, ctx, fwg_id, status, host) -> bool:
+        self.said.append((fwg_id, status))
+        return True
+
+
+def extension(table: Table, dirty: list) -> tuple[FirewallExtension, Plugin]:
+    """The extension as initialize leaves it, with a fake server and table."""
+    ext = FirewallExtension()
+    ext.handles = AgentHandles(conf=Any, bus=Any, host="h", agent_type="L3 agent",
+                               context={}, mark_dirty=lambda *items: dirty.extend(items),
+                               request_full_sync=lambda: None)
+    ext.plugin = plugin = Plugin()  # type: ignore[assignment]
+    ext.tables = {"r": table}  # type: ignore[dict-item]
+    ext.retry_after = 0.05
+    return ext, plugin
+
+
+def sync_data(status: str, up: bool = True) -> dict:
+    return {"id": "r", "_interfaces": [{"id": "p1"}], "_firewall_groups": [{
+        "id": "g", "status": status, "admin_state_up": up, "ports": ["p1"],
+        "ingress_rules": [], "egress_rules": None}]}
+
+
+def test_the_extension_reports_what_differs_and_retries_a_failure():
+    dirty: list = []
+    table = Table(failures=1)
+    ext, plugin = extension(table, dirty)
+
+    async def scenario() -> None:
+        await ext.handle_router(sync_data("PENDING_CREATE"))  # fails: ERROR, retried
+        assert plugin.said == [("g", "ERROR")] and table.applied == []
+        await asyncio.sleep(0.2)
+        assert dirty == [("router", "r")]
+        await ext.handle_router(sync_data("ERROR"))
+        assert plugin.said[-1] == ("g", "ACTIVE") and len(table.applied) == 1
+        await ext.handle_router(sync_data("ACTIVE"))  # as the server has it: not said again
+        assert len(plugin.said) == 2
+        await ext.handle_router(sync_data("ACTIVE", up=False))
+        assert plugin.said[-1] == ("g", "DOWN")
+
+    asyncio.run(scenario())

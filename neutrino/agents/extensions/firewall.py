@@ -62,6 +62,7 @@ class FirewallExtension(L3AgentExtension):
         self.handles = handles
         self.plugin = FirewallPluginApi.on(handles.bus)
         self.tables: dict[str, RouterFirewall] = {}
+        self.retry_after = RETRY_AFTER
 
     async def handle_router(self, data: Mapping[str, Any]) -> None:
         router_id = data["id"]
@@ -75,7 +76,7 @@ class FirewallExtension(L3AgentExtension):
             LOG.error("router %s: its firewall could not be applied: %s", router_id, error)
             await self._report(data, "ERROR")
             asyncio.get_running_loop().call_later(
-                RETRY_AFTER, self.handles.mark_dirty, ("router", router_id))
+                self.retry_after, self.handles.mark_dirty, ("router", router_id))
             return
         if written:
             LOG.info("router %s: firewall chains written: %s", router_id, ", ".join(written))
