@@ -29,6 +29,10 @@ NetworkChanged = Callable[[str], None]
 # (conn, views) -> None: add a plugin's attributes to floating IP views (one read
 # for all of them), as the port forwarding plugin adds port_forwardings
 ViewsExtender = Callable[[Connection, list[dict[str, Any]]], None]
+# (conn, router sync data of a chunk of routers) -> None: add a service's data to
+# what L3 agents get of each router (``sync_routers``), in one or two reads for
+# the whole chunk, as the metering plugin adds ``_metering_labels``
+RouterSyncExtender = Callable[[Connection, list[dict[str, Any]]], None]
 # (conn, network id, the create or update's data, created) -> None: inside the
 # network's transaction, as the RBAC plugin turns ``shared`` and
 # ``router:external`` into its entries; raise to veto
@@ -64,6 +68,7 @@ class Hooks:
     after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
     extend_floatingips: list[ViewsExtender] = field(default_factory=list)
+    extend_router_sync_data: list[RouterSyncExtender] = field(default_factory=list)
     on_network_write: list[NetworkWrite] = field(default_factory=list)
     # the DHCP agents' scheduler (one; it sets itself here when it is built)
     dhcp: DhcpNotifications = field(default_factory=NoDhcpAgents)

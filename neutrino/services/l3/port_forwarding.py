@@ -73,13 +73,8 @@ class PortForwardingPlugin(Plugin):
         wanted = sorted({router_id for router_id in router_ids if router_id})
         if not wanted:
             return
-        hosting = self._read(lambda conn: scheduling.agents_hosting(conn, scheduling.L3,
-                                                                    wanted))
-        by_host: dict[str, list[str]] = {}
-        for router_id, rows in hosting.items():
-            for row in rows:
-                if row.admin_state_up:
-                    by_host.setdefault(row.host, []).append(router_id)
+        by_host = self._read(lambda conn: scheduling.hosts_serving(conn, scheduling.L3,
+                                                                   wanted))
         for host, ids in sorted(by_host.items()):
             self.notifier.routers_updated([host], ids)
 

@@ -12,6 +12,8 @@ Each router also carries its floating IPs' port forwardings
 (``_port_forwardings``, with the floating IP's address), where Neutron's L3
 agent extension pulls them through the resources push/pull RPC; the port
 forwarding plugin tells the router's agent of changes (``routers_updated``).
+Other service plugins add their own keys through the
+``extend_router_sync_data`` hook (the metering plugin's ``_metering_labels``).
 """
 
 from __future__ import annotations
@@ -153,6 +155,8 @@ class L3RpcCallback:
             if gateway is not None:
                 view["gw_port"] = gateway
                 view["enable_snat"] = row.enable_snat
+        for extend in self.plugin.env.hooks.extend_router_sync_data:
+            extend(conn, views)
         return views
 
     def _add_subnets(self, conn: Connection, ports: list[dict[str, Any]]) -> None:
