@@ -160,7 +160,8 @@ def test_the_command_stops_at_start_with_one_line(tmp_path):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert lines == [f"neutrino-l3-agent: extensions = nope in [agent] of {path}: "
-                     f"no agent extension named 'nope' (known: metering, port_forwarding)"], done.stderr
+                     "no agent extension named 'nope' "
+                     "(known: metering, port_forwarding)"], done.stderr
 
 
 # --- the hooks, as the L3 agent's sync calls them ---------------------------------------------
