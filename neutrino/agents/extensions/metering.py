@@ -96,6 +96,11 @@ Key = tuple[str, str]  # (router id, label id)
 
 
 class MeteringExtension(L3AgentExtension):
+    def __init__(self, tables: Callable[[str], metering.MeterTable] = metering.MeterTable):
+        """``tables``: a router namespace's ``MeterTable`` (tests give one on a
+        fake host)."""
+        self._make_table = tables
+
     def initialize(self, handles: AgentHandles) -> None:
         self._handles = handles
         self._conf = handles.conf.group("metering")
@@ -120,7 +125,7 @@ class MeteringExtension(L3AgentExtension):
             for label in data.get(METERING_LABELS, ())}
         table = self._tables.get(router_id)
         if table is None:
-            table = self._tables[router_id] = metering.MeterTable(
+            table = self._tables[router_id] = self._make_table(
                 router.namespace_name(router_id))
         if await self._handles.run(table.apply, wanted_chains(data)):
             LOG.info("router %s: metering chains written", router_id)
