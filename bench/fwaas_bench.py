@@ -102,11 +102,11 @@ def rule_changes(d: Deployment, routers: list[tuple[str, str, str]], changes: in
             if time.perf_counter() - began > 30:
                 raise TimeoutError(f"router {router_id} never held port {port}")
         times.append(time.perf_counter() - began)
+    slowest = ", ".join(f"#{n} {t:.2f} s" for t, n in sorted(
+        (t, n) for n, t in enumerate(times))[-3:])
     print(f"rule change    p50 {statistics.median(times):.3f} s   "
           f"p99 {percentile(times, 0.99):.3f} s   max {max(times):.3f} s   "
-          f"({len(times)} changes; slowest: "
-          f"{', '.join(f'#{n} {t:.2f}' for t, n in sorted(zip(times, range(changes)))[-3:])})",
-          flush=True)
+          f"({len(times)} changes; slowest: {slowest})", flush=True)
 
 
 def resync(d: Deployment, agent):

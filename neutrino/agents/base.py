@@ -263,7 +263,8 @@ class Agent:
             await RpcServer(self.bus, topic, self.host, served).start()
         self._wakeup.set()  # the first, full sync
         tasks: list[asyncio.Task[None]] = [asyncio.create_task(work()) for work in (
-            self._heartbeat, self._reconcile, self._periodic_resync, *self.background())]
+            self._heartbeat, self._reconcile, self._periodic_resync, *self.background(),
+            *self.extensions.background())]
         LOG.info("%s on %s started", self.agent_type, self.host)
         try:
             await stop.wait()

@@ -67,6 +67,7 @@ DEFAULT_RULES: dict[str, str] = {
     "network_device": "field:port:device_owner=~^network:",
     "shared_subnetpools": "field:subnetpools:shared=True",
     "shared_security_group": "field:security_groups:shared=True",
+    "shared_metering_label": "field:metering_labels:shared=True",
     "restrict_wildcard": "(not field:rbac_policy:target_tenant=* and "
                          "not field:rbac_policy:target_project=*) or rule:admin_only",
 
@@ -168,6 +169,12 @@ DEFAULT_RULES: dict[str, str] = {
     **_crud("firewall_group", read=f"{ADMIN_OR_READER} or rule:shared_firewall_groups"),
     "create_firewall_group:shared": ADMIN,
     "update_firewall_group:shared": ADMIN,
+
+    # --- metering: only admins make labels and rules; a project reads its own
+    # labels and the shared ones, and its labels' rules
+    **_crud("metering_label", read=f"{ADMIN_OR_READER} or rule:shared_metering_label",
+            write=ADMIN),
+    **_crud("metering_label_rule", write=ADMIN),
 
     # --- RBAC: only admins share with everyone ('*')
     **_crud("rbac_policy"),

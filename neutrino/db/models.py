@@ -507,3 +507,26 @@ default_firewall_groups = Table(
     Column("firewall_group_id", UUID, ForeignKey("firewall_groups.id", ondelete="CASCADE"),
            nullable=False, unique=True),
 )
+
+# Metering: labels count traffic on the routers of their project (every router,
+# when shared); a label's rules go with it.
+metering_labels = Table(
+    "metering_labels", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", PROJECT, index=True),
+    Column("name", String(255), nullable=False, default=""),
+    Column("description", String(1024), nullable=False, default=""),
+    Column("shared", Boolean, nullable=False, default=False),
+)
+
+metering_label_rules = Table(
+    "metering_label_rules", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("metering_label_id", UUID, ForeignKey("metering_labels.id", ondelete="CASCADE"),
+           nullable=False, index=True),
+    Column("direction", String(16), nullable=False),
+    Column("excluded", Boolean, nullable=False, default=False),
+    Column("remote_ip_prefix", String(64)),
+    Column("source_ip_prefix", String(64)),
+    Column("destination_ip_prefix", String(64)),
+)

@@ -29,8 +29,9 @@ NetworkChanged = Callable[[str], None]
 # (conn, views) -> None: add a plugin's attributes to floating IP views (one read
 # for all of them), as the port forwarding plugin adds port_forwardings
 ViewsExtender = Callable[[Connection, list[dict[str, Any]]], None]
-# (conn, the routers' sync data) -> None: add a plugin's part of each router
-# (the firewall groups on its ports) to what its L3 agent is sent, in one read
+# (conn, the sync data of a chunk of routers) -> None: add a service's part of
+# each router to what its L3 agent is sent (``sync_routers``), in a read or two
+# for the whole chunk: the firewall groups on its ports, its metering labels
 RouterSyncExtender = Callable[[Connection, list[dict[str, Any]]], None]
 # (conn, network id, the create or update's data, created) -> None: inside the
 # network's transaction, as the RBAC plugin turns ``shared`` and

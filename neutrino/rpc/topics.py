@@ -25,3 +25,6 @@ L3_AGENT = "l3_agent"
 DHCP_NAMESPACE = "dhcp"
 METADATA_NAMESPACE = "metadata"
 
+
+# agents -> listeners (billing, telemetry): oslo-style notifications
+NOTIFICATIONS = "notifications"

@@ -21,7 +21,7 @@ def noauth_server(tmp_path_factory) -> Server:
     tmp = tmp_path_factory.mktemp("compat")
     url, drop = create_database("sqlite", tmp)
     srv = start_server(tmp, url, auth="noauth",
-                       extra="service_plugins = router,port_forwarding\n")
+                       extra="service_plugins = router,port_forwarding,metering\n")
     yield srv
     srv.stop()
     drop()

@@ -217,11 +217,10 @@ class Deployment:
             f"metadata_proxy_shared_secret = {secret}\n"
             f"metadata_proxy_socket = {self.metadata_socket(name)}\n"))
 
-    def start_l3_agent(self, name: str, default: str = "", text: str = ""
-                       ) -> subprocess.Popen:
+    def start_l3_agent(self, name: str, default: str = "", text: str = "") -> subprocess.Popen:
         """The L3 agent of the host; the ``qrouter-`` namespaces it makes are
         removed at the end (it keeps a directory per router under
-        ``$state_path/l3``). ``text``: more of its ``[agent]`` section."""
+        ``$state_path/l3``). ``text``: more of [agent], then sections."""
         driver, text, env = self._interface_driver(name, text)
         return self.start_agent(name, "neutrino-l3-agent", text=text, default=(
             f"{driver}send_arp_for_ha = 1\n{default}"), env=env)

@@ -17,7 +17,9 @@ drives the host with. Then the agent calls the hooks as its sync goes:
   the host in one go, as before extensions existed.
 
 An extension may serve calls of its own: ``rpc_endpoints`` gives the topics
-and the objects whose public methods the server calls there.
+and the objects whose public methods the server calls there; and run work of
+its own beside the agent's loops: ``background`` (the metering extension's
+counter readings).
 
 A hook that raises is logged in one line naming the extension and the hook;
 the agent's sync goes on (a pure L3 hook that fails adds nothing). The hooks
@@ -28,7 +30,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
@@ -81,6 +83,11 @@ class AgentExtension(abc.ABC):
 
     def rpc_endpoints(self) -> Sequence[tuple[str, Sequence[object]]]:
         """(topic, objects) to serve on the bus besides the agent's own."""
+        return ()
+
+    def background(self) -> Sequence[Callable[[], Coroutine[Any, Any, None]]]:
+        """Work to run beside the agent's loops while it runs (started after
+        ``initialize``, cancelled when the agent stops)."""
         return ()
 
     async def before_full_sync(self) -> None:

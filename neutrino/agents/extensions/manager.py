@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import importlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from importlib.metadata import entry_points
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from neutrino.agents.extensions.api import GROUPS, AgentExtension, AgentHandles
 from neutrino.config import Config, Opt, OptGroup, parse_list
@@ -125,6 +125,18 @@ class Extensions(Generic[E]):
                 _failed(name, "rpc_endpoints", error)
         return found
 
+    def background(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
+        """The extensions' background work, each logged when it fails."""
+        found: list[Callable[[], Coroutine[Any, Any, None]]] = []
+        for name, extension in self._loaded:
+            try:
+                works = list(extension.background())
+            except Exception as error:
+                _failed(name, "background", error)
+                continue
+            found.extend(_guarded(name, work) for work in works)
+        return found
+
     async def each(self, hook: str, call: Callable[[E], Awaitable[None]]) -> None:
         """``call(extension)`` for each, in order; failures logged."""
         for name, extension in self._loaded:
@@ -152,6 +164,16 @@ class Extensions(Generic[E]):
             except Exception as error:
                 _failed(name, hook, error)
         return value
+
+
+def _guarded(name: str, work: Callable[[], Coroutine[Any, Any, None]]
+             ) -> Callable[[], Coroutine[Any, Any, None]]:
+    async def run() -> None:
+        try:
+            await work()
+        except Exception as error:
+            _failed(name, "background", error)
+    return run
 
 
 def _failed(name: str, hook: str, error: Exception) -> None:

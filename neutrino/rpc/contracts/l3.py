@@ -28,6 +28,8 @@ NOTIFICATION_VERSION = "1.0"
 INTERFACES = "_interfaces"
 FLOATINGIPS = "_floatingips"
 PORT_FORWARDINGS = "_port_forwardings"
+#: the metering labels counted on the router, each with its rules (Neutron's key)
+METERING_LABELS = "_metering_labels"
 
 FloatingIpStatus = Literal["ACTIVE", "DOWN", "ERROR"]
 FIP_STATUSES: tuple[FloatingIpStatus, ...] = ("ACTIVE", "DOWN", "ERROR")
@@ -41,6 +43,7 @@ class RouterSyncData(TypedDict, total=False):
     _interfaces: list[dict[str, Any]]
     _floatingips: list[dict[str, Any]]
     _port_forwardings: list[dict[str, Any]]
+    _metering_labels: list[dict[str, Any]]
 
 
 class L3PluginApi(Api):

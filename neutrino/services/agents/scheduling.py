@@ -69,6 +69,18 @@ def agents_hosting(conn: Connection, kind: Hosting, resource_ids: Sequence[str]
     return found
 
 
+def hosts_serving(conn: Connection, kind: Hosting, resource_ids: Sequence[str]
+                  ) -> dict[str, list[str]]:
+    """host -> the resources of ``resource_ids`` that its enabled agents host:
+    whom to tell of a change of them."""
+    by_host: dict[str, list[str]] = {}
+    for resource_id, rows in agents_hosting(conn, kind, sorted(set(resource_ids))).items():
+        for row in rows:
+            if row.admin_state_up:
+                by_host.setdefault(row.host, []).append(resource_id)
+    return by_host
+
+
 def hosted_by(conn: Connection, kind: Hosting, agent_id: str) -> list[str]:
     """The ids of the resources ``agent_id`` hosts."""
     return list(conn.execute(select(kind.resource).where(kind.agent == agent_id)

@@ -17,11 +17,6 @@ def routers_updated(db: Database, notifier: L3AgentNotifier,
     if not wanted:
         return
     with db.reader() as conn:
-        hosting = scheduling.agents_hosting(conn, scheduling.L3, wanted)
-    by_host: dict[str, list[str]] = {}
-    for router_id, rows in hosting.items():
-        for row in rows:
-            if row.admin_state_up:
-                by_host.setdefault(row.host, []).append(router_id)
+        by_host = scheduling.hosts_serving(conn, scheduling.L3, wanted)
     for host, ids in sorted(by_host.items()):
         notifier.routers_updated([host], ids)

@@ -12,6 +12,9 @@ Each router also carries its floating IPs' port forwardings
 (``_port_forwardings``, with the floating IP's address), where Neutron's L3
 agent extension pulls them through the resources push/pull RPC; the port
 forwarding plugin tells the router's agent of changes (``routers_updated``).
+Other service plugins add their own keys through the
+``extend_router_sync`` hook (the firewall plugin's ``_firewall_groups``, the
+metering plugin's ``_metering_labels``).
 """
 
 from __future__ import annotations

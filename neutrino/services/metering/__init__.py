@@ -1,0 +1,1 @@
+"""The metering service plugin (``service_plugins = metering``)."""
