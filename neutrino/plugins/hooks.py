@@ -23,6 +23,9 @@ DeleteCheck = Callable[[Connection, Context, str], Callable[[], None] | None]
 PortUpdateCheck = Callable[[Connection, Context, dict[str, Any]], None]
 
 
+# (conn, port id) -> None: the port is being removed, by the API or by the plugin
+# that owns it (a router's interface): what hangs on it follows, in the transaction
+PortRemoved = Callable[[Connection, str], None]
 # (network id) -> None: a change of the network or of one of its subnets has
 # committed (what hosts built on it, routers say, may have to follow)
 NetworkChanged = Callable[[str], None]
@@ -65,6 +68,7 @@ class Hooks:
     before_network_delete: list[DeleteCheck] = field(default_factory=list)
     before_subnet_delete: list[DeleteCheck] = field(default_factory=list)
     before_port_delete: list[DeleteCheck] = field(default_factory=list)
+    on_port_removed: list[PortRemoved] = field(default_factory=list)
     after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
     extend_floatingips: list[ViewsExtender] = field(default_factory=list)

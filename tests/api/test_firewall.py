@@ -305,3 +305,20 @@ def test_other_projects_see_nothing_private(user, other, admin):
     assert admin.get(f"{FW}/firewall_groups/{made['id']}").status_code == 200
     listed = admin.get(f"{FW}/firewall_groups", params={"project_id": user.project_id}).json()
     assert made["id"] in {g["id"] for g in listed["firewall_groups"]}
+
+
+def test_a_port_that_goes_leaves_its_group(user):
+    net = user.network()
+    subnet = user.subnet(net["id"], "10.6.0.0/24")
+    router = user.create("routers", name="r")
+    resp = user.put(f"/v2.0/routers/{router['id']}/add_router_interface",
+                    json={"subnet_id": subnet["id"]})
+    port = resp.json()["port_id"]
+    p = policy(user, firewall_rules=[rule(user, action="allow")["id"]])
+    made = group(user, ingress_firewall_policy_id=p["id"], ports=[port])
+    resp = user.put(f"/v2.0/routers/{router['id']}/remove_router_interface",
+                    json={"subnet_id": subnet["id"]})
+    assert resp.status_code == 200, resp.text
+    left = user.get(f"{FW}/firewall_groups/{made['id']}").json()["firewall_group"]
+    assert (left["ports"], left["status"]) == ([], "INACTIVE")
+    assert user.delete(f"{FW}/firewall_groups/{made['id']}").status_code == 204

@@ -576,6 +576,8 @@ class Ml2Plugin(Plugin):
                      if_revision: int | None) -> PortContext:
         context = PortContext(conn, ctx, self._port(conn, ctx, port_id))
         self.mechanisms.call("delete_port_precommit", context)
+        for removed in self.env.hooks.on_port_removed:
+            removed(conn, port_id)
         ports.delete_(conn, port_id, if_revision)
         return context
 

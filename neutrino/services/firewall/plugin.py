@@ -93,7 +93,7 @@ class FirewallPlugin(Plugin):
         env.quota.register("firewall_policy", models.firewall_policies)
         env.quota.register("firewall_group", models.firewall_groups)
         env.hooks.extend_router_sync.append(self._extend_router_sync)
-        env.hooks.before_port_delete.append(self._before_port_delete)
+        env.hooks.on_port_removed.append(self._port_removed)
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"fwaas/firewall_rules": models.firewall_rules,
@@ -135,15 +135,14 @@ class FirewallPlugin(Plugin):
         for view in views:
             view[FIREWALL_GROUPS] = found.get(view["id"], [])
 
-    def _before_port_delete(self, conn: Connection, ctx: Context, port_id: str
-                            ) -> Callable[[], None] | None:
+    @staticmethod
+    def _port_removed(conn: Connection, port_id: str) -> None:
         """A group that loses its last port has nothing left to enforce."""
         group_id = store.groups_of_ports(conn, [port_id]).get(port_id)
         if group_id is not None:
             conn.execute(delete(store.FGP).where(store.FGP.c.port_id == port_id))
             if not store.ports_of_groups(conn, [group_id]):
                 store.set_status(conn, group_id, fw.INACTIVE)
-        return None
 
     # --- rules ----------------------------------------------------------------------
 
