@@ -447,3 +447,18 @@ router_l3_agent_bindings = Table(
     UniqueConstraint("router_id", "binding_index",
                      name="uq_router_l3_agent_bindings_router_id_binding_index"),
 )
+
+# --- logging: packet logs of security groups ---------------------------------------
+
+# resource_id names a resource of resource_type (a security group; a firewall group
+# once FWaaS logs), so it has no foreign key: the plugin of that resource deletes the
+# logs naming it. A log of a port goes with the port.
+logs = Table(
+    "logs", metadata,
+    *_standard(),
+    Column("resource_type", String(36), nullable=False),
+    Column("resource_id", UUID, index=True),
+    Column("target_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), index=True),
+    Column("event", String(255), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+)

@@ -15,6 +15,7 @@ from neutrino.definitions import (
     extra_dhcp_opt,
     flags,
     l3,
+    logging,
     net_mtu,
     network,
     port,
@@ -66,5 +67,6 @@ EXTENSIONS: dict[str, Extension] = {
         *availability_zone.EXTENSIONS,
         *rbac.EXTENSIONS,
         servicetype.EXTENSION,
+        logging.EXTENSION,
     )
 }

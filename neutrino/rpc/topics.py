@@ -24,3 +24,9 @@ L3_AGENT = "l3_agent"
 DHCP_NAMESPACE = "dhcp"
 METADATA_NAMESPACE = "metadata"
 
+
+# packet logging: agents -> server (Neutron's topic and namespace), and the
+# server -> every L2 agent when logs change (fanout)
+LOGGING_PLUGIN = "logging-plugin"
+LOGGING_NAMESPACE = "logging-plugin"
+LOG_UPDATE = "q-agent-notifier-log-update"
