@@ -136,7 +136,7 @@ def test_another_agents_extension_is_left_to_it(tmp_path):
 
 
 @pytest.mark.parametrize("value, says", [
-    ("port_forwarding, nope", "no agent extension named 'nope' (known: port_forwarding"),
+    ("port_forwarding, nope", "no agent extension named 'nope' (known: log, port_forwarding"),
     (f"{HERE}:Missing", f"cannot import '{HERE}:Missing'"),
     ("no_such_module.Thing", "cannot import 'no_such_module.Thing'"),
     (f"{HERE}:NotAnExtension", "is not an agent extension"),
@@ -160,7 +160,7 @@ def test_the_command_stops_at_start_with_one_line(tmp_path):
     assert done.returncode == 2
     lines = done.stderr.strip().splitlines()
     assert lines == [f"neutrino-l3-agent: extensions = nope in [agent] of {path}: "
-                     f"no agent extension named 'nope' (known: port_forwarding)"], done.stderr
+                     f"no agent extension named 'nope' (known: log, port_forwarding)"], done.stderr
 
 
 # --- the hooks, as the L3 agent's sync calls them ---------------------------------------------
