@@ -120,6 +120,7 @@ class LoggingExtension(L2AgentExtension):
 
     async def delete_port(self, port: Mapping[str, Any]) -> None:
         self.logs.pop(port["port_id"], None)
+        self._read(bool(self.logs))  # the last logged port gone: stop reading
 
     async def refresh(self, port_ids: list[str] | None) -> None:
         """Ask again about ``port_ids`` (None: every port here); mark dirty the
