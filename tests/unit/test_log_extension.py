@@ -198,3 +198,34 @@ def test_no_port_here_no_call(host):
 def test_the_open_vswitch_agent_is_told_it_logs_nothing(tmp_path, monkeypatch):
     with pytest.raises(RuntimeError, match="the Open vSwitch agent logs nothing"):
         Host(tmp_path, monkeypatch, agent_type="Open vSwitch agent")
+
+
+def test_an_answer_given_before_a_change_does_not_overwrite_a_later_one(host):
+    """A notification's refresh still waiting for its answer (given before the
+    log was made) and a wired port's refresh asked after: the later answer is
+    the one kept."""
+    host.plug(A)
+    gate = asyncio.Event()
+    asking = host.server.get_sg_log_info_for_ports
+
+    async def slow_first(ctx: dict, port_ids: list[str]) -> dict[str, list[contract.LogInfo]]:
+        answer = await asking(ctx, port_ids)
+        if len(host.server.asked) == 1:
+            await gate.wait()
+        return answer
+
+    host.server.get_sg_log_info_for_ports = slow_first
+
+    async def work() -> None:
+        first = asyncio.create_task(host.extension.refresh(None))  # answered: no log
+        await asyncio.sleep(0)
+        host.server.logs = {A: [info("l1", "DROP")]}
+        second = asyncio.create_task(host.extension.handle_port({"port_id": A}))
+        await asyncio.sleep(0)
+        gate.set()
+        await asyncio.gather(first, second)
+
+    run(work)
+    assert host.extension.logs == {A: [info("l1", "DROP")]}
+    assert host.drained() == [("port", A)]
+    FakeReader.opened[0].close()

@@ -83,6 +83,8 @@ class LoggingExtension(L2AgentExtension):
         self.logs: dict[str, list[contract.LogInfo]] = {}  # port id -> its logs
         self._full_sync = False
         self._reader: nflog.NflogSocket | None = None
+        #: one refresh at a time: answers are kept in the order they were asked
+        self._asking = asyncio.Lock()
 
     def initialize(self, handles: AgentHandles) -> None:
         if handles.agent_type != AGENT_TYPE:
@@ -124,7 +126,12 @@ class LoggingExtension(L2AgentExtension):
 
     async def refresh(self, port_ids: list[str] | None) -> None:
         """Ask again about ``port_ids`` (None: every port here); mark dirty the
-        ports whose logging changed."""
+        ports whose logging changed. Refreshes run one after another, so that
+        an answer given before a log changed never overwrites a later one."""
+        async with self._asking:
+            await self._refresh(port_ids)
+
+    async def _refresh(self, port_ids: list[str] | None) -> None:
         here = {port["port_id"] for port in self.handles.state.values()}
         asked = sorted(here if port_ids is None else set(port_ids) & here)
         answer = await self._plugin.get_sg_log_info_for_ports(
