@@ -66,14 +66,15 @@ def create_log(api, **attrs) -> dict:
 def test_security_group_packets_are_logged(deployment, tmp_path):
     """A DROP log writes a line for a blocked ping and none for what the group
     allows; an ACCEPT log writes one for a new allowed connection; a disabled
-    log writes nothing more; a flood is cut to the kernel's rate limit."""
+    log writes nothing more; a port that joins the group is logged; a flood is
+    cut to the kernel's rate limit; a restarted agent logs again."""
     api = deployment.api
     out = tmp_path / "packets.log"
     deployment.add_host("h1", 1)
-    deployment.start_l2_agent("h1", text=(
-        "[agent]\nextensions = log\n"
-        f"[network_log]\nrate_limit = {RATE}\nburst_limit = {BURST}\n"
-        f"local_output_log_base = {out}\n"))
+    agent_conf = ("[agent]\nextensions = log\n"
+                  f"[network_log]\nrate_limit = {RATE}\nburst_limit = {BURST}\n"
+                  f"local_output_log_base = {out}\n")
+    agent = deployment.start_l2_agent("h1", text=agent_conf)
     wait_until(lambda: deployment.agent_alive("h1", LB), 30, "the agent")
     types = api.get("/v2.0/log/loggable-resources").json()["loggable_resources"]
     assert types == [{"type": "security_group"}], types
@@ -156,6 +157,17 @@ def test_security_group_packets_are_logged(deployment, tmp_path):
     assert enabled.status_code == 200, enabled.text
     seen = len(lines(out))
     wait_until(lambda: dropped(seen), 15, "the DROP log again")
+    # a joins the logged group: what a drops is logged too (the port's update)
+    joined = api.put(f"/v2.0/ports/{port_a['id']}", json={"port": {
+        "security_groups": [*port_a["security_groups"], web["id"]]}})
+    assert joined.status_code == 200, joined.text
+
+    def dropped_by_a(seen: int) -> list[str]:
+        blocked_ping(inst_b, address_of(port_a))
+        return new_lines(out, seen, "action=DROP", f"vm_port={port_a['id']}",
+                         f"ttl={SENTINEL_TTL}")
+
+    wait_until(lambda: dropped_by_a(seen), 15, "a's drops to be logged once it joined the group")
     seen = len(lines(out))
     started = time.monotonic()
     # unanswered, ping keeps to about 100 a second: -l lets 50 more be in flight
@@ -170,5 +182,15 @@ def test_security_group_packets_are_logged(deployment, tmp_path):
     assert sent > 2 * bound, flood.stdout  # a flood indeed, well beyond the limit
     assert BURST <= logged <= bound * 1.1 + 5, (logged, bound)
 
+
+    # a restarted agent logs again: its full sync asks about every port
+    agent.terminate()
+    agent.wait(10)
+    agent_log = deployment.log("h1-neutrino-linuxbridge-agent")
+    assert "Traceback" not in agent_log and " ERROR " not in agent_log, agent_log[-4000:]
+    seen = len(lines(out))
+    deployment.start_l2_agent("h1", text=agent_conf)
+    wait_until(lambda: dropped(seen) and dropped_by_a(seen), 30,
+               "the restarted agent to log both ports")
     agent_log = deployment.log("h1-neutrino-linuxbridge-agent")
     assert "Traceback" not in agent_log and " ERROR " not in agent_log, agent_log[-4000:]
