@@ -5,7 +5,9 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from sqlalchemy import create_engine
 
+from neutrino.services.logging.security_group import logs_of_ports
 from tests.conftest import BACKENDS
 from tests.harness import ApiClient, create_database, expect_error, start_server
 
@@ -131,6 +133,40 @@ def test_a_port_and_its_group(admin):
     on_group = make(admin, resource_id=other["id"])
     assert admin.delete(f"/v2.0/security-groups/{other['id']}").status_code == 204
     expect_error(admin.get(f"{LOGS}/{on_group['id']}"), 404, "LogResourceNotFound")
+
+
+def test_which_logs_reach_a_port(admin, log_server):
+    """What the agents are told (``get_sg_log_info_for_ports``): the enabled
+    logs naming the port, one of its groups, or neither (of a project owning
+    one of its groups); read from the server's database."""
+    net = admin.network()
+    g1, g2 = group(admin), group(admin)
+    p1 = admin.port(net["id"], security_groups=[g1["id"]])
+    p2 = admin.port(net["id"], security_groups=[g2["id"]])
+    p3 = admin.port(net["id"], security_groups=[g1["id"], g2["id"]])
+    bare = admin.port(net["id"], security_groups=[])
+    on_g1 = make(admin, resource_id=g1["id"], event="DROP")
+    on_p2 = make(admin, target_id=p2["id"], event="ACCEPT")
+    everywhere = make(admin)
+    make(admin, resource_id=g2["id"], enabled=False)
+    stranger = log_server.client(uuid.uuid4().hex, roles=("manager", "member"))
+    make(stranger)  # another project's: none of these ports' groups is its
+
+    engine = create_engine(log_server.db_url)
+    try:
+        with engine.connect() as conn:
+            found = logs_of_ports(conn, [p1["id"], p2["id"], p3["id"], bare["id"], MISSING])
+    finally:
+        engine.dispose()
+    reach = {port_id: sorted((log["id"], log["event"]) for log in logs)
+             for port_id, logs in found.items()}
+    assert reach == {
+        p1["id"]: sorted([(on_g1["id"], "DROP"), (everywhere["id"], "ALL")]),
+        p2["id"]: sorted([(on_p2["id"], "ACCEPT"), (everywhere["id"], "ALL")]),
+        p3["id"]: sorted([(on_g1["id"], "DROP"), (everywhere["id"], "ALL")]),
+        bare["id"]: [], MISSING: []}
+    assert {log["project_id"] for logs in found.values() for log in logs} == {
+        admin.project_id}
 
 
 def test_a_port_no_driver_logs(admin):
