@@ -8,8 +8,8 @@ to the fallback chain (what no rule allowed). Rules written for the agent
 itself (DHCP, ND, anti-spoofing) are not logged, as in Neutron.
 
 The rate limit is the kernel's: every NFLOG rule has one ``hashlimit`` match
-of the same name and no mode, which is one token bucket per IP version for
-the whole host (``rate_limit`` packets a second, ``burst_limit`` at once), so
+of the same name (``bucket``) and no mode, which is one token bucket per IP
+version for the whole host (``rate_limit`` packets a second, ``burst_limit`` at once), so
 a flood never reaches the agent. The prefix says the action and the port
 (``A:<port id>``, ``D:<port id>``), which the agent's NFLOG reader maps to the
 port's logs.
@@ -17,6 +17,7 @@ port's logs.
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -24,8 +25,9 @@ from dataclasses import dataclass, field
 NFLOG_GROUP = 3101
 #: bytes of each packet copied to the agent: headers, not payload
 COPY_BYTES = 128
-#: the name of the one hashlimit bucket of all logging rules
-BUCKET = "neutrino-log"
+#: the hashlimit bucket's name: this, then 6 hex digits of its limits (15 characters:
+#: the kernel's most)
+BUCKET_PREFIX = "neutrino-"
 ACCEPT, DROP = "A", "D"
 
 
@@ -41,6 +43,14 @@ class Limits:
     rate: int = 100  # packets a second
     burst: int = 25
     group: int = NFLOG_GROUP
+
+
+def bucket(limits: Limits) -> str:
+    """The hashlimit name of the logging rules under ``limits``. The kernel keeps
+    a bucket's first limits as long as a rule names it (a restore that keeps the
+    name keeps them), so other limits must be another name."""
+    digest = zlib.crc32(f"{limits.rate}/{limits.burst}".encode()) & 0xFFFFFF
+    return f"{BUCKET_PREFIX}{digest:06x}"
 
 
 def prefix(action: str, port_id: str) -> str:
@@ -59,7 +69,7 @@ def nflog(match: str, action: str, port_id: str, limits: Limits) -> str:
     """``match`` (may be empty) sending to NFLOG, within the host's rate limit."""
     lead = f"{match} " if match else ""
     return (f"{lead}-m hashlimit --hashlimit-upto {limits.rate}/sec "
-            f"--hashlimit-burst {limits.burst} --hashlimit-name {BUCKET} "
+            f"--hashlimit-burst {limits.burst} --hashlimit-name {bucket(limits)} "
             f"-j NFLOG --nflog-group {limits.group} "
             f"--nflog-prefix {prefix(action, port_id)} --nflog-size {COPY_BYTES}")
 

@@ -25,7 +25,7 @@ INFO = {
 }
 NFLOG = "-j NFLOG --nflog-group 3101"
 HASHLIMIT = ("-m hashlimit --hashlimit-upto 150/sec --hashlimit-burst 30 "
-             "--hashlimit-name neutrino-log")
+             f"--hashlimit-name {firewall_log.bucket(LIMITS)}")
 
 
 def ingress(logs):
@@ -54,6 +54,17 @@ def test_drop_logs_what_falls_through():
                           "-j neutrino-sg-fallback"]
     both = ingress({PORT: firewall_log.PortLog(accept=True, drop=True)})
     assert sum("NFLOG" in rule for rule in both) == 2
+
+
+def test_other_limits_are_another_bucket():
+    """The kernel keeps a hashlimit's first limits while a rule names it: an
+    agent restarted with new limits must write a new name (at most 15
+    characters)."""
+    names = {firewall_log.bucket(firewall_log.Limits(rate, burst))
+             for rate in (100, 150, 1000, 10**9) for burst in (25, 30, 10**9)}
+    assert len(names) == 12
+    assert all(name.startswith("neutrino-") and len(name) == 15 for name in names)
+    assert firewall_log.bucket(LIMITS) == firewall_log.bucket(firewall_log.Limits(150, 30))
 
 
 def test_prefixes_round_trip():
