@@ -24,6 +24,7 @@ pytestmark = pytest.mark.slow
 LB = "Linux bridge agent"
 LOGS = "/v2.0/log/logs"
 RATE, BURST = 100, 25  # the extension's least limits: the flood's bound
+RATE_AFTER, BURST_AFTER = 150, 40  # the restarted agent's
 #: the flood's TTL and the sentinels' (the line names the TTL: that tells them apart)
 FLOOD_TTL, SENTINEL_TTL = 64, 33
 
@@ -67,14 +68,18 @@ def test_security_group_packets_are_logged(deployment, tmp_path):
     """A DROP log writes a line for a blocked ping and none for what the group
     allows; an ACCEPT log writes one for a new allowed connection; a disabled
     log writes nothing more; a port that joins the group is logged; a flood is
-    cut to the kernel's rate limit; a restarted agent logs again."""
+    cut to the kernel's rate limit; a restarted agent logs again, under its new
+    limits."""
     api = deployment.api
     out = tmp_path / "packets.log"
     deployment.add_host("h1", 1)
-    agent_conf = ("[agent]\nextensions = log\n"
-                  f"[network_log]\nrate_limit = {RATE}\nburst_limit = {BURST}\n"
-                  f"local_output_log_base = {out}\n")
-    agent = deployment.start_l2_agent("h1", text=agent_conf)
+
+    def agent_conf(rate: int, burst: int) -> str:
+        return ("[agent]\nextensions = log\n"
+                f"[network_log]\nrate_limit = {rate}\nburst_limit = {burst}\n"
+                f"local_output_log_base = {out}\n")
+
+    agent = deployment.start_l2_agent("h1", text=agent_conf(RATE, BURST))
     wait_until(lambda: deployment.agent_alive("h1", LB), 30, "the agent")
     types = api.get("/v2.0/log/loggable-resources").json()["loggable_resources"]
     assert types == [{"type": "security_group"}], types
@@ -148,16 +153,13 @@ def test_security_group_packets_are_logged(deployment, tmp_path):
     wait_until(lambda: accepted(seen), 10, "an ACCEPT line after the ping (a sentinel)")
     assert new_lines(out, seen, "action=DROP") == [], lines(out)[seen:]
 
-    # rate limit: a flood of blocked pings logs at most the burst and the rate's
-    # worth for its time, however full the bucket was (plus 10% and 5: hashlimit
-    # counts in jiffies), and at least the burst
+    # a joins the logged group: what a drops is logged too (the port's update)
     deleted = api.delete(f"{LOGS}/{accepts['id']}")
     assert deleted.status_code == 204, deleted.text
     enabled = api.put(f"{LOGS}/{drops['id']}", json={"log": {"enabled": True}})
     assert enabled.status_code == 200, enabled.text
     seen = len(lines(out))
     wait_until(lambda: dropped(seen), 15, "the DROP log again")
-    # a joins the logged group: what a drops is logged too (the port's update)
     joined = api.put(f"/v2.0/ports/{port_a['id']}", json={"port": {
         "security_groups": [*port_a["security_groups"], web["id"]]}})
     assert joined.status_code == 200, joined.text
@@ -168,29 +170,42 @@ def test_security_group_packets_are_logged(deployment, tmp_path):
                          f"ttl={SENTINEL_TTL}")
 
     wait_until(lambda: dropped_by_a(seen), 15, "a's drops to be logged once it joined the group")
-    seen = len(lines(out))
-    started = time.monotonic()
-    # unanswered, ping keeps to about 100 a second: -l lets 50 more be in flight
-    flood = run("ping", "-n", "-q", "-l", "50", "-i", "0.002", "-w", "2", ip_b,
-                namespace=inst_a, check=False, timeout=10)
-    elapsed = time.monotonic() - started
-    sent = int(flood.stdout.split(" packets transmitted")[0].split()[-1])
-    wait_until(lambda: dropped(seen), 10, "a sentinel DROP line after the flood")
-    logged = len(new_lines(out, seen, "action=DROP", f"ttl={FLOOD_TTL}"))
-    bound = BURST + RATE * elapsed
-    print(f"flood: {sent} pings in {elapsed:.2f} s, {logged} logged (bound {bound:.0f})")
-    assert sent > 2 * bound, flood.stdout  # a flood indeed, well beyond the limit
+
+    def flood(rate: int, burst: int) -> tuple[int, float]:
+        """Lines a 2 s flood of blocked pings wrote, and the most the limits
+        allow: the burst and the rate's worth for its time, however full the
+        bucket was."""
+        seen = len(lines(out))
+        started = time.monotonic()
+        # unanswered, ping keeps to about 100 a second: -l lets 50 more be in flight
+        pinged = run("ping", "-n", "-q", "-l", "50", "-i", "0.002", "-w", "2", ip_b,
+                     namespace=inst_a, check=False, timeout=10)
+        elapsed = time.monotonic() - started
+        sent = int(pinged.stdout.split(" packets transmitted")[0].split()[-1])
+        wait_until(lambda: dropped(seen), 10, "a sentinel DROP line after the flood")
+        logged = len(new_lines(out, seen, "action=DROP", f"ttl={FLOOD_TTL}"))
+        bound = burst + rate * elapsed
+        print(f"flood at {rate}/s, burst {burst}: {sent} pings in {elapsed:.2f} s, "
+              f"{logged} logged (bound {bound:.0f})")
+        assert sent > 2 * bound, pinged.stdout  # a flood indeed, well beyond the limit
+        return logged, bound
+
+    # rate limit: at most the bound (plus 10% and 5: hashlimit counts in
+    # jiffies), at least the burst
+    logged, bound = flood(RATE, BURST)
     assert BURST <= logged <= bound * 1.1 + 5, (logged, bound)
 
-
-    # a restarted agent logs again: its full sync asks about every port
+    # a restarted agent logs again (its full sync asks about every port), under
+    # its new limits: more than the old ones let through
     agent.terminate()
     agent.wait(10)
     agent_log = deployment.log("h1-neutrino-linuxbridge-agent")
     assert "Traceback" not in agent_log and " ERROR " not in agent_log, agent_log[-4000:]
     seen = len(lines(out))
-    deployment.start_l2_agent("h1", text=agent_conf)
+    deployment.start_l2_agent("h1", text=agent_conf(RATE_AFTER, BURST_AFTER))
     wait_until(lambda: dropped(seen) and dropped_by_a(seen), 30,
                "the restarted agent to log both ports")
+    logged, new_bound = flood(RATE_AFTER, BURST_AFTER)
+    assert bound * 1.1 + 5 < logged <= new_bound * 1.1 + 5, (logged, bound, new_bound)
     agent_log = deployment.log("h1-neutrino-linuxbridge-agent")
     assert "Traceback" not in agent_log and " ERROR " not in agent_log, agent_log[-4000:]
