@@ -17,7 +17,8 @@ def agent_commands() -> dict[str, tuple[OptGroup, ...]]:
     from neutrino.agents.l3 import L3Agent
     from neutrino.agents.linuxbridge import LinuxBridgeAgent
     from neutrino.agents.metadata import MetadataAgent
-    found = {cls.binary: cls.option_groups
-             for cls in (LinuxBridgeAgent, DhcpAgent, L3Agent, MetadataAgent)}
+    found: dict[str, tuple[OptGroup, ...]] = {
+        cls.binary: cls.option_groups
+        for cls in (LinuxBridgeAgent, DhcpAgent, L3Agent, MetadataAgent)}
     found[openvswitch_options.BINARY] = openvswitch_options.OPTIONS
     return {binary: (AGENT_OPTIONS, *groups) for binary, groups in found.items()}

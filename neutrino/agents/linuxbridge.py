@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
+from neutrino.agents.extensions import log as log_extension
 from neutrino.agents.extensions.api import AgentHandles, L2AgentExtension
 from neutrino.agents.extensions.manager import EXTENSION_OPTIONS, Extensions
 from neutrino.agents.l2 import NOOP_FIREWALL_ALIASES, parse_mappings
@@ -84,6 +85,7 @@ class LinuxBridgeAgent(Agent):
                 "iptables", "iptables, or noop for none."),
         ]),
         EXTENSION_OPTIONS,
+        log_extension.OPTIONS,
     )
     extension_kind = "l2"
     extensions: Extensions[L2AgentExtension]
@@ -378,7 +380,13 @@ class LinuxBridgeAgent(Agent):
         answer = await self._plugin.security_group_info_for_devices(
             self.context, devices=sorted(ask)) if ask else None
         self._sg.update(answer, devices)
-        await self.on_host(self._firewall.apply, self._sg.info())
+        logging = next((found for found in self.extensions.gather(
+            "firewall_logging", methodcaller("firewall_logging")) if found), None)
+        if logging is None:
+            await self.on_host(self._firewall.apply, self._sg.info())
+        else:
+            await self.on_host(self._firewall.apply, self._sg.info(), logging.ports,
+                               logging.limits)
 
     # --- l2population ---------------------------------------------------------------------------
 

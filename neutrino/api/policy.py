@@ -39,6 +39,8 @@ PROJECT_MEMBER = "role:member and project_id:%(project_id)s"
 PROJECT_READER = "role:reader and project_id:%(project_id)s"
 ADMIN_OR_MEMBER = f"({ADMIN}) or ({PROJECT_MEMBER})"
 ADMIN_OR_READER = f"({ADMIN}) or ({PROJECT_READER})"
+PROJECT_MANAGER = "role:manager and project_id:%(project_id)s"
+ADMIN_OR_MANAGER = f"({ADMIN}) or ({PROJECT_MANAGER})"
 NET_OWNER_MEMBER = "role:member and project_id:%(network:project_id)s"
 ADMIN_OR_NET_OWNER_MEMBER = f"({ADMIN}) or ({NET_OWNER_MEMBER})"
 SERVICE = "rule:service_api"
@@ -197,6 +199,11 @@ DEFAULT_RULES: dict[str, str] = {
     "create_l3-router": ADMIN,
     "delete_l3-router": ADMIN,
     "get_l3-agents": ADMIN,
+
+    # --- packet logs: a project's manager (Neutron's defaults since its secure RBAC;
+    # admin only before); loggable resources belong to no project: admins list them
+    **_crud("log", read=ADMIN_OR_MANAGER, write=ADMIN_OR_MANAGER),
+    "get_loggable_resource": ADMIN_OR_MANAGER,
 
     "update_tags": ADMIN_OR_MEMBER,
     "get_quota": ADMIN_OR_READER,

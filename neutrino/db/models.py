@@ -530,3 +530,18 @@ metering_label_rules = Table(
     Column("source_ip_prefix", String(64)),
     Column("destination_ip_prefix", String(64)),
 )
+
+# --- logging: packet logs of security groups ---------------------------------------
+
+# resource_id names a resource of resource_type (a security group; a firewall group
+# once FWaaS logs), so it has no foreign key: the plugin of that resource deletes the
+# logs naming it. A log of a port goes with the port.
+logs = Table(
+    "logs", metadata,
+    *_standard(),
+    Column("resource_type", String(36), nullable=False),
+    Column("resource_id", UUID, index=True),
+    Column("target_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), index=True),
+    Column("event", String(255), nullable=False),
+    Column("enabled", Boolean, nullable=False),
+)

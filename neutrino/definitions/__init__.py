@@ -16,6 +16,7 @@ from neutrino.definitions import (
     firewall,
     flags,
     l3,
+    logging,
     metering,
     net_mtu,
     network,
@@ -70,5 +71,6 @@ EXTENSIONS: dict[str, Extension] = {
         *availability_zone.EXTENSIONS,
         *rbac.EXTENSIONS,
         servicetype.EXTENSION,
+        logging.EXTENSION,
     )
 }

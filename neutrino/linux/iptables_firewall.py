@@ -56,7 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neutrino.addresses import link_local
-from neutrino.linux import ipset
+from neutrino.linux import firewall_log, ipset
 from neutrino.linux.errors import HostError
 from neutrino.linux.iptables import Runner, namespace_runner, saved_lines
 from neutrino.linux.sg_rules import ICMPV6_IN, ICMPV6_OUT, filtered, protocol, rule_version
@@ -174,16 +174,19 @@ class Table:
 # --- the pure core ----------------------------------------------------------------------
 
 
-def build(info: Mapping[str, Any], prefix: str = "neutrino") -> Ruleset:
+def build(info: Mapping[str, Any], prefix: str = "neutrino",
+          logs: Mapping[str, firewall_log.PortLog] | None = None,
+          limits: firewall_log.Limits = firewall_log.Limits()) -> Ruleset:
     """The ruleset that filters exactly the ports of ``info`` (the server's
-    ``security_group_info_for_devices`` answer)."""
+    ``security_group_info_for_devices`` answer), logging what ``logs`` asks
+    of each port (port id -> what to log; ``firewall_log``)."""
     if not prefix or len(prefix) > MAX_PREFIX:
         raise ValueError(f"firewall prefix {prefix!r}: 1 to {MAX_PREFIX} characters")
     ruleset = Ruleset()
     ports = sorted((info.get("devices") or {}).values(), key=lambda p: p["port_id"])
     if not ports:  # a host without ports keeps no chains and no jumps to them
         return ruleset
-    rules = _Rules(info, _Names(prefix))
+    rules = _Rules(info, _Names(prefix), logs or {}, limits)
     spoofing = {port["port_id"]: _spoofing(port) for port in ports if filtered(port)}
     for version in (4, 6):
         ruleset.chains[version] = _chains(version, ports, rules, spoofing)
@@ -210,8 +213,13 @@ def _chains(version: int, ports: list[Mapping[str, Any]], rules: _Rules,
         # not --physdev-is-bridged: a packet for the host is not being bridged
         to_host.append(f"-m physdev --physdev-in {tap} -j {o}")
         ingress, egress = rules.specs(port, version)
-        chains[i] = _ingress(version, ingress, names)
-        chains[o] = _egress(version, egress, names, s)
+        port_id, log = port["port_id"], rules.logs.get(port["port_id"])
+        accepting = functools.partial(firewall_log.accepting, port_id=port_id, log=log,
+                                      limits=rules.limits)
+        chains[i] = firewall_log.dropping(_ingress(version, accepting(ingress), names),
+                                          port_id, log, rules.limits)
+        chains[o] = firewall_log.dropping(_egress(version, accepting(egress), names, s),
+                                          port_id, log, rules.limits)
         chains[s] = spoofing[port["port_id"]][version]
     chains[names.forward] = forward
     chains[names.sg_chain] = [*sg_chain, "-j ACCEPT"]
@@ -224,8 +232,11 @@ class _Rules:
     IP version however many ports share it; and the sets they match, each
     filled once. Lives for one ``build``."""
 
-    def __init__(self, info: Mapping[str, Any], names: _Names):
+    def __init__(self, info: Mapping[str, Any], names: _Names,
+                 logs: Mapping[str, firewall_log.PortLog], limits: firewall_log.Limits):
         self.names = names
+        self.logs = logs
+        self.limits = limits
         self.groups: Mapping[str, list[dict]] = info.get("security_groups") or {}
         self.members = {"g": info.get("sg_member_ips") or {},
                         "a": info.get("address_group_ips") or {}}
@@ -678,10 +689,13 @@ class IptablesFirewall:
         self._tables: dict[int, Table] | None = None
         self._sets: dict[str, set[str]] | None = None
 
-    def apply(self, info: Mapping[str, Any]) -> None:
-        """Make the host's filtering exactly what ``info`` describes, atomically
-        per IP version: ports absent from it lose their chains."""
-        wanted = build(info, self.prefix)
+    def apply(self, info: Mapping[str, Any],
+              logs: Mapping[str, firewall_log.PortLog] | None = None,
+              limits: firewall_log.Limits = firewall_log.Limits()) -> None:
+        """Make the host's filtering exactly what ``info`` describes (and the
+        packet logging ``logs`` asks), atomically per IP version: ports absent
+        from it lose their chains."""
+        wanted = build(info, self.prefix, logs, limits)
         self._write(wanted)
         self._forget(conntrack_forgets(self._applied, wanted))
         self._applied = wanted

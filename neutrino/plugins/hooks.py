@@ -69,6 +69,8 @@ class Hooks:
     before_subnet_delete: list[DeleteCheck] = field(default_factory=list)
     before_port_delete: list[DeleteCheck] = field(default_factory=list)
     on_port_removed: list[PortRemoved] = field(default_factory=list)
+    # inside the group's delete, before it: the logging plugin deletes its logs
+    before_security_group_delete: list[DeleteCheck] = field(default_factory=list)
     after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
     extend_floatingips: list[ViewsExtender] = field(default_factory=list)

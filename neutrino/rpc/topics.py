@@ -28,3 +28,8 @@ METADATA_NAMESPACE = "metadata"
 
 # agents -> listeners (billing, telemetry): oslo-style notifications
 NOTIFICATIONS = "notifications"
+# packet logging: agents -> server (Neutron's topic and namespace), and the
+# server -> every L2 agent when logs change (fanout)
+LOGGING_PLUGIN = "logging-plugin"
+LOGGING_NAMESPACE = "logging-plugin"
+LOG_UPDATE = "q-agent-notifier-log-update"

@@ -155,12 +155,14 @@ class Deployment:
                 f"{text}[ovs]\nintegration_bridge = br-int\novsdb_connection = {ovs.db}\n",
                 ovs.env)
 
-    def start_l2_agent(self, name: str, firewall: str = "iptables") -> subprocess.Popen:
+    def start_l2_agent(self, name: str, firewall: str = "iptables", text: str = ""
+                       ) -> subprocess.Popen:
+        """``text``: more sections (a section named again is merged, [agent] too)."""
         host = self.hosts[name]
         return self.start_agent(name, "neutrino-linuxbridge-agent", (
             f"[linux_bridge]\nphysical_interface_mappings = {PHYSNET}:{PHYS_INTERFACE}\n"
             f"[vxlan]\nlocal_ip = {host['local_ip']}\nl2_population = true\n"
-            f"[securitygroup]\nfirewall_driver = {firewall}\n"))
+            f"[securitygroup]\nfirewall_driver = {firewall}\n{text}"))
 
     def add_ovs(self, name: str) -> OvsHost:
         """Open vSwitch on the host, userspace datapath. Its tunnels leave from an

@@ -11,6 +11,8 @@ drives the host with. Then the agent calls the hooks as its sync goes:
 - per item, once the agent's own work on it is done: ``handle_port`` /
   ``delete_port`` (L2 agents), ``handle_network`` / ``delete_network`` (DHCP),
   ``handle_router`` / ``delete_router`` (L3);
+- the Linux bridge agent asks, when it writes its firewall, what its ports'
+  filters log (``firewall_logging``: pure);
 - the L3 agent also asks, while it computes a router, which floating IPs an
   extension has the router carry (``floating_ips``) and what it adds to the
   router (``router_spec``): both pure, so that the router is still written to
@@ -35,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, TypeVar
 
 from neutrino.config import Config
-from neutrino.linux import router
+from neutrino.linux import firewall_log, router
 from neutrino.rpc.bus import Bus
 
 T = TypeVar("T")
@@ -109,6 +111,11 @@ class L2AgentExtension(AgentExtension):
 
     async def delete_port(self, port: Mapping[str, Any]) -> None:
         """``port`` (its last details) left this host."""
+
+    def firewall_logging(self) -> firewall_log.Logging | None:
+        """Pure: what the ports' filters log (packet logging; None: nothing of
+        this extension's)."""
+        return None
 
 
 class DhcpAgentExtension(AgentExtension):

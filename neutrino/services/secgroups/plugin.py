@@ -7,6 +7,7 @@ Every call is one short write transaction, retried on conflict.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -97,8 +98,15 @@ class SecurityGroupPlugin(Plugin):
 
     def delete_security_group(self, ctx: Context, group_id: str,
                               if_revision: int | None = None) -> None:
-        self.db.write(lambda conn: groups.delete_(conn, ctx, group_id, if_revision))
-        # no notification: a group that ports use cannot be deleted
+        def work(conn: Connection) -> list[Callable[[], None]]:
+            then = self.env.hooks.run(self.env.hooks.before_security_group_delete, conn, ctx,
+                                      group_id)
+            groups.delete_(conn, ctx, group_id, if_revision)
+            return then
+
+        # no notification of the agents: a group that ports use cannot be deleted
+        for after in self.db.write(work):
+            after()
 
     # --- rules -------------------------------------------------------------------------
 
