@@ -46,6 +46,7 @@ from typing import Any
 from neutrino.agents.base import Agent, converge_each, named
 from neutrino.agents.cmd import main as run_agent
 from neutrino.agents.extensions.api import AgentHandles, L3AgentExtension
+from neutrino.agents.extensions.log import OPTIONS as NETWORK_LOG_OPTIONS
 from neutrino.agents.extensions.manager import EXTENSION_OPTIONS, Extensions
 from neutrino.agents.extensions.metering import OPTIONS as METERING_OPTIONS
 from neutrino.agents.process_monitor import ProcessMonitor
@@ -107,7 +108,7 @@ OPTIONS = (OptGroup("DEFAULT", [
         "Seconds between checks that each router's daemons (metadata proxy, radvd) "
         "still run, besides watching them die (one that died is started again); "
         "0: no checks."),
-]), EXTENSION_OPTIONS, METERING_OPTIONS, interface.OVS_OPTIONS)
+]), EXTENSION_OPTIONS, METERING_OPTIONS, NETWORK_LOG_OPTIONS, interface.OVS_OPTIONS)
 
 
 # --- the server's data to a router on the host ----------------------------------------------

@@ -20,6 +20,8 @@ import socket
 import struct
 from dataclasses import dataclass
 
+from pyroute2 import netns
+
 NETLINK_NETFILTER = 12
 NFNL_SUBSYS_ULOG = 4
 NFULNL_MSG_PACKET = 0
@@ -163,12 +165,25 @@ def _transport(proto: int, data: bytes) -> list[str]:
     return []
 
 
+def _netlink_socket(namespace: str | None) -> socket.socket:
+    if namespace is None:
+        return socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
+    netns.pushns(namespace)  # this thread only, for as long as the socket takes
+    try:
+        return socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
+    finally:
+        netns.popns()
+
+
 class NflogSocket:
     """A netlink socket bound to one NFLOG group of this network namespace."""
 
-    def __init__(self, group: int, copy_range: int = 128, buffer: int = 1 << 20):
+    def __init__(self, group: int, copy_range: int = 128, buffer: int = 1 << 20,
+                 namespace: str | None = None):
+        """``namespace``: the named network namespace whose rules log (None:
+        this one); a socket belongs to the namespace it was made in."""
         self.group = group
-        self._sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_NETFILTER)
+        self._sock = _netlink_socket(namespace)
         try:
             self._sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, buffer)
             self._sock.bind((0, 0))

@@ -20,6 +20,11 @@ restarts rewrites nothing, and a change rewrites only the chains whose
 digest differs (one ``iptables-restore --noflush`` per family). The
 connections a removed or changed rule let through are forgotten (conntrack),
 so that an established flow lives on only if still allowed.
+
+A group that logs (``logs``) has NFLOG twins before its rules, as the
+security groups' firewall does (``firewall_log``): ACCEPT before each allow
+rule, DROP before each deny or reject rule and before the drop of what no
+rule allowed; the prefix names the group.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import subprocess
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from neutrino.linux import firewall_log
 from neutrino.linux.iptables import namespace_runner, saved_lines
 
 LOG = logging.getLogger(__name__)
@@ -65,6 +71,8 @@ class Group:
     ingress: tuple[Rule, ...] | None = None
     egress: tuple[Rule, ...] | None = None
     enabled: bool = True
+    #: packet logging: what to log (firewall_log.ACCEPT, DROP)
+    logs: frozenset[str] = frozenset()
 
 
 def _cidr(address: str, version: int) -> str:
@@ -115,8 +123,26 @@ def _digested(chain: str, rules: list[str]) -> list[str]:
             *(f"-A {chain} {rule}" for rule in rules)]
 
 
-def chains(groups: Sequence[Group], version: int) -> Chains:
-    """Our chains for ``groups`` in one family (``version``); none without groups."""
+def _rules(group: Group, rules: Sequence[Rule], version: int,
+           limits: firewall_log.Limits) -> list[str]:
+    """A policy's rules of one family, each after its NFLOG twin when the group
+    logs what it does (ACCEPT: allow; DROP: deny and reject)."""
+    found = []
+    for rule in rules:
+        if rule.ip_version != version:
+            continue
+        match = _match(rule)
+        logged = firewall_log.ACCEPT if rule.action == "allow" else firewall_log.DROP
+        if logged in group.logs:
+            found.append(firewall_log.nflog(match, logged, group.id, limits))
+        found.append(" ".join(filter(None, (match, _target(rule)))))
+    return found
+
+
+def chains(groups: Sequence[Group], version: int,
+           limits: firewall_log.Limits = firewall_log.Limits()) -> Chains:
+    """Our chains for ``groups`` in one family (``version``); none without groups.
+    ``limits``: the packet logs' rate limit."""
     if not groups:
         return {}
     found: Chains = {}
@@ -128,11 +154,14 @@ def chains(groups: Sequence[Group], version: int) -> Chains:
             body = ["-m state --state INVALID -j DROP",
                     "-m state --state RELATED,ESTABLISHED -j ACCEPT"]
             if group.enabled:
-                body += [" ".join(filter(None, (_match(rule), _target(rule))))
-                         for rule in rules or () if rule.ip_version == version]
+                body += _rules(group, rules or (), version, limits)
             found[chain] = _digested(chain, body)
             jumps += [f"{flag} {device} -j {chain}" for device in group.devices]
-            drops += [f"{flag} {device} -j DROP" for device in group.devices]
+            for device in group.devices:
+                if firewall_log.DROP in group.logs:
+                    drops.append(firewall_log.nflog(f"{flag} {device}", firewall_log.DROP,
+                                                    group.id, limits))
+                drops.append(f"{flag} {device} -j DROP")
     found[FORWARD] = _digested(FORWARD, jumps + drops)
     return found
 
@@ -223,13 +252,14 @@ class RouterFirewall:
                           f"{done.stderr.strip() or done.returncode}")
         return done.stdout
 
-    def apply(self, groups: Sequence[Group]) -> list[str]:
+    def apply(self, groups: Sequence[Group],
+              limits: firewall_log.Limits = firewall_log.Limits()) -> list[str]:
         """Make our chains enforce ``groups``; the chains written (none: all
         was right, only ``iptables-save`` ran)."""
         written = []
         for version, (save, restore) in FAMILIES.items():
             present, hooked = saved_chains(self._run([save, "-t", "filter"]))
-            wanted = chains(groups, version)
+            wanted = chains(groups, version, limits)
             text = restore_text(wanted, present, hooked)
             if text is None:
                 continue

@@ -36,6 +36,9 @@ ViewsExtender = Callable[[Connection, list[dict[str, Any]]], None]
 # each router to what its L3 agent is sent (``sync_routers``), in a read or two
 # for the whole chunk: the firewall groups on its ports, its metering labels
 RouterSyncExtender = Callable[[Connection, list[dict[str, Any]]], None]
+# (the logs created, deleted or switched on or off) -> None: once committed, the
+# plugin of their resources tells its agents (the firewall plugin, its routers')
+LogsChanged = Callable[[list[dict[str, Any]]], None]
 # (conn, network id, the create or update's data, created) -> None: inside the
 # network's transaction, as the RBAC plugin turns ``shared`` and
 # ``router:external`` into its entries; raise to veto
@@ -75,6 +78,7 @@ class Hooks:
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
     extend_floatingips: list[ViewsExtender] = field(default_factory=list)
     extend_router_sync: list[RouterSyncExtender] = field(default_factory=list)
+    after_logs_change: list[LogsChanged] = field(default_factory=list)
     on_network_write: list[NetworkWrite] = field(default_factory=list)
     # the DHCP agents' scheduler (one; it sets itself here when it is built)
     dhcp: DhcpNotifications = field(default_factory=NoDhcpAgents)

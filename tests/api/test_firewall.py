@@ -322,3 +322,26 @@ def test_a_port_that_goes_leaves_its_group(user):
     left = user.get(f"{FW}/firewall_groups/{made['id']}").json()["firewall_group"]
     assert (left["ports"], left["status"]) == ([], "INACTIVE")
     assert user.delete(f"{FW}/firewall_groups/{made['id']}").status_code == 204
+
+
+def test_firewall_groups_are_loggable(admin, user, project):
+    types = [t["type"] for t in admin.get("/v2.0/log/loggable-resources").json()[
+        "loggable_resources"]]
+    assert "firewall_group" in types
+    made = group(user, name="logged")
+
+    def log(**attrs):
+        return admin.post("/v2.0/log/logs", json={"log": {
+            "resource_type": "firewall_group", "project_id": project, **attrs}})
+
+    resp = log(resource_id=made["id"], event="DROP")
+    assert resp.status_code == 201, resp.text
+    log_id = resp.json()["log"]["id"]
+    expect_error(log(resource_id=str(uuid.uuid4())), 404, "ResourceNotFound")
+    expect_error(log(target_id=str(uuid.uuid4())), 404, "TargetResourceNotFound")
+    port = router_port(user, "10.5.0.0/24")
+    expect_error(log(resource_id=made["id"], target_id=port), 400,
+                 "InvalidResourceConstraint")
+    # the group's logs go with it
+    assert user.delete(f"{FW}/firewall_groups/{made['id']}").status_code == 204
+    expect_error(admin.get(f"/v2.0/log/logs/{log_id}"), 404, "LogResourceNotFound")

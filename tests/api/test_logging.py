@@ -232,9 +232,11 @@ def test_policy(admin, manager, member, log_server):
 
 
 def test_without_a_driver_nothing_is_loggable(server, project):
-    """The shared server runs no mechanism driver whose agents log."""
+    """The shared server runs no mechanism driver whose agents log security
+    groups (its firewall groups are, by the L3 agents: firewall_v2 is loaded)."""
     admin = server.client(project, roles=("admin", "member"))
-    assert admin.get("/v2.0/log/loggable-resources").json() == {"loggable_resources": []}
+    assert admin.get("/v2.0/log/loggable-resources").json() == {
+        "loggable_resources": [{"type": "firewall_group"}]}
     resp = admin.post(LOGS, json={"log": {"resource_type": "security_group"}})
     expect_error(resp, 400, "InvalidLogResourceType",
                  "Invalid log resource_type: security_group.")

@@ -9,6 +9,7 @@ import select
 import subprocess
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -38,16 +39,31 @@ def lab(tmp_path, rabbit_url) -> Iterator[Lab]:
     skip_unless_root("ip", "socat", "ping", "iptables", "ip6tables", "conntrack")
     with sandbox() as box:
         d = Deployment(box, tmp_path, rabbit_url, server_extra=(
-            "[DEFAULT]\nservice_plugins = router,firewall_v2\n"))
+            "[DEFAULT]\nservice_plugins = router,firewall_v2,log\n"))
         try:
             host = d.add_host("h1", 1)
             d.start_l2_agent("h1", firewall="noop")
-            l3 = d.start_l3_agent("h1", text="extensions = fwaas_v2\n")
+            l3 = d.start_l3_agent("h1", text=l3_text(d))
             for agent_type in (LB, L3):
                 wait_until(lambda t=agent_type: d.agent_alive("h1", t), 30, f"the {agent_type}")
             yield Lab(d, host, "", {}, l3)
         finally:
             d.close()
+
+
+def l3_text(d: Deployment) -> str:
+    """The L3 agent's [agent] extensions, and where its packet lines go."""
+    return (f"extensions = fwaas_v2\n[network_log]\n"
+            f"local_output_log_base = {packet_log(d)}\n")
+
+
+def packet_log(d: Deployment) -> Path:
+    return d.tmp / "packets.log"
+
+
+def lines(d: Deployment) -> list[str]:
+    path = packet_log(d)
+    return path.read_text().splitlines() if path.exists() else []
 
 
 def made(lab: Lab, kind: str, **attrs) -> dict:
@@ -161,7 +177,7 @@ def test_a_firewall_group_on_a_router_port(lab: Lab):
     before = run("iptables-save", "-t", "filter", namespace=namespace).stdout
     lab.l3.kill()
     lab.l3.wait()
-    lab.l3 = lab.d.start_l3_agent("h1", text="extensions = fwaas_v2\n")
+    lab.l3 = lab.d.start_l3_agent("h1", text=l3_text(lab.d))
     log = "h1-neutrino-l3-agent"
     wait_until(lambda: "full sync done" in lab.d.log(log), 30, "the restarted agent's sync")
     assert "firewall chains written" not in lab.d.log(log), lab.d.log(log)
@@ -180,3 +196,56 @@ def test_a_firewall_group_on_a_router_port(lab: Lab):
     assert pings(inst_a, ip_b)
     assert "neutrino-fw" not in run("iptables-save", "-t", "filter",
                                     namespace=namespace).stdout
+
+
+def test_a_drop_log_on_a_firewall_group(lab: Lab):
+    """A DROP log of the group writes a line per dropped connection attempt
+    (naming the group), none for what passes; disabled, it writes no more."""
+    router = lab.api.create("routers", name="r")
+    net_a, subnet_a = tenant_subnet(lab, "10.83.0.0/24")
+    net_b, subnet_b = tenant_subnet(lab, "10.84.0.0/24")
+    add_interface(lab, router, subnet_a)
+    add_interface(lab, router, subnet_b)
+    port_a, inst_a = instance(lab, net_a, subnet_a, "a")
+    port_b, inst_b = instance(lab, net_b, subnet_b, "b")
+    ip_b = address(port_b)
+    said(inst_a, ip_b, SERVICE, "b")
+    allow = made(lab, "firewall_rules", protocol="tcp", destination_port=str(SERVICE),
+                 action="allow")
+    ingress = made(lab, "firewall_policies", firewall_rules=[allow["id"]])
+    [router_port_b] = [p["id"] for p in lab.api.get("/v2.0/ports", params={
+        "device_id": router["id"], "network_id": net_b["id"]}).json()["ports"]]
+    group = made(lab, "firewall_groups", ports=[router_port_b],
+                 ingress_firewall_policy_id=ingress["id"])
+    resp = lab.api.post("/v2.0/log/logs", json={"log": {
+        "resource_type": "firewall_group", "resource_id": group["id"], "event": "DROP"}})
+    assert resp.status_code == 201, resp.text
+    log = resp.json()["log"]
+    wait_until(lambda: status(lab, group) == "ACTIVE", 15, "the group to be ACTIVE")
+    namespace = f"qrouter-{router['id']}"
+    wait_until(lambda: "NFLOG" in run("iptables-save", "-t", "filter",
+                                      namespace=namespace).stdout, 10, "the NFLOG rules")
+
+    def logged(port: int) -> list[str]:
+        return [text for text in lines(lab.d) if f"dst_port={port}," in text]
+
+    assert dropped(inst_a, ip_b, DROPPED)
+    wait_until(lambda: logged(DROPPED), 10, "a line for the dropped connection")
+    [first, *_] = logged(DROPPED)
+    assert "action=DROP" in first and f"firewall_group={group['id']}" in first
+    assert f"log_resource_ids=['{log['id']}']" in first and address(port_a) in first
+    # what passes is not logged: a later dropped probe's line comes, none for 80
+    assert ask(inst_a, ip_b, SERVICE) == "b"
+    assert dropped(inst_a, ip_b, ECHO)
+    wait_until(lambda: logged(ECHO), 10, "the later probe's line")
+    assert logged(SERVICE) == []
+
+    resp = lab.api.put(f"/v2.0/log/logs/{log['id']}", json={"log": {"enabled": False}})
+    assert resp.status_code == 200, resp.text
+    wait_until(lambda: "NFLOG" not in run("iptables-save", "-t", "filter",
+                                          namespace=namespace).stdout, 10,
+               "the NFLOG rules to go")
+    before = len(lines(lab.d))
+    assert dropped(inst_a, ip_b, DROPPED)
+    time.sleep(1)  # a line would have come by now: the reader writes at once
+    assert len(lines(lab.d)) == before

@@ -7,6 +7,7 @@ from typing import Any
 
 from neutrino.agents.extensions.api import AgentHandles
 from neutrino.agents.extensions.firewall import FirewallExtension, groups_of
+from neutrino.linux import firewall_log
 from neutrino.linux import router_firewall as rf
 
 GROUP_ID = "0f1e2d3c-4b5a-6978-8899-aabbccddeeff"
@@ -121,7 +122,7 @@ class Table:
         self.failures = failures
         self.applied: list[list[rf.Group]] = []
 
-    def apply(self, groups: list[rf.Group]) -> list[str]:
+    def apply(self, groups: list[rf.Group], limits: object) -> list[str]:
         if self.failures:
             self.failures -= 1
             raise OSError("iptables-restore in qrouter-r: no")
@@ -147,6 +148,8 @@ def extension(table: Table, dirty: list) -> tuple[FirewallExtension, Plugin]:
     ext.plugin = plugin = Plugin()  # type: ignore[assignment]
     ext.tables = {"r": table}  # type: ignore[dict-item]
     ext.retry_after = 0.05
+    ext.limits = firewall_log.Limits()
+    ext.logs, ext.readers = {}, {}
     return ext, plugin
 
 
@@ -174,3 +177,24 @@ def test_the_extension_reports_what_differs_and_retries_a_failure():
         assert plugin.said[-1] == ("g", "DOWN")
 
     asyncio.run(scenario())
+
+
+def test_a_logged_group_has_nflog_twins_naming_it():
+    deny = rf.Rule(action="deny", protocol="udp")
+    logged = group(ingress=(WEB, deny), logs=frozenset({firewall_log.ACCEPT, firewall_log.DROP}))
+    found = rf.chains([logged], 4)
+    ingress = body(found[rf.chain_name("ingress", GROUP_ID)])
+    nflog = [rule for rule in ingress if "-j NFLOG" in rule]
+    assert [rule.split("--nflog-prefix ")[1].split()[0] for rule in nflog] == [
+        f"A:{GROUP_ID}", f"D:{GROUP_ID}"]
+    assert ingress.index(nflog[0]) + 1 == ingress.index(
+        "-s 10.0.0.0/24 -p tcp -m tcp --dport 80 -j ACCEPT")
+    # what no rule allowed is logged before each device's drop
+    forward = body(found[rf.FORWARD])
+    assert sum("--nflog-prefix D:" in rule for rule in forward) == 4
+    assert rf.chains([group()], 4) != found  # logging changes the digest: rewritten
+    [read] = groups_of({"id": "r", "_interfaces": [{"id": "p"}], "_firewall_groups": [{
+        "id": "g", "status": "ACTIVE", "admin_state_up": True, "ports": ["p"],
+        "ingress_rules": None, "egress_rules": None,
+        "logs": [{"id": "l", "project_id": "x", "event": "DROP"}]}]})
+    assert read.logs == frozenset({firewall_log.DROP})

@@ -44,6 +44,17 @@ OPTIONS = OptGroup("network_log", [
 ])
 
 
+def packet_lines(conf: Any) -> None:
+    """Send the packet lines where ``[network_log] local_output_log_base`` says
+    (empty: the agent's log)."""
+    if conf.local_output_log_base and not PACKETS.handlers:
+        handler = logging.handlers.WatchedFileHandler(conf.local_output_log_base)
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+        PACKETS.addHandler(handler)
+        PACKETS.propagate = False
+    PACKETS.setLevel(logging.INFO)
+
+
 def port_log(logs: Iterable[contract.LogInfo]) -> firewall_log.PortLog | None:
     """What a port's logs ask, together (None: nothing)."""
     events = {log["event"] for log in logs}
@@ -54,16 +65,16 @@ def port_log(logs: Iterable[contract.LogInfo]) -> firewall_log.PortLog | None:
 
 
 def line(action: str, port_id: str, logs: Sequence[contract.LogInfo],
-         packet: nflog.Packet) -> str | None:
-    """Neutron's line for a packet of the port (None when no log of the port
-    asks for that action any more)."""
+         packet: nflog.Packet, where: str = "vm_port") -> str | None:
+    """Neutron's line for a packet of the port (``where``: what the id is; a
+    firewall group's for FWaaS), None when no log asks for that action any more."""
     event = "ACCEPT" if action == firewall_log.ACCEPT else "DROP"
     mine = [log for log in logs if log["event"] in (event, "ALL")]
     if not mine:
         return None
     ids = sorted(log["id"] for log in mine)
     return (f"action={event} project_id={mine[0]['project_id']} log_resource_ids={ids} "
-            f"vm_port={port_id} pkt={nflog.summary(packet)}")
+            f"{where}={port_id} pkt={nflog.summary(packet)}")
 
 
 class LogNotifications:
@@ -94,12 +105,7 @@ class LoggingExtension(L2AgentExtension):
         conf = handles.conf.group("network_log")
         self.limits = firewall_log.Limits(rate=conf.rate_limit, burst=conf.burst_limit)
         self._plugin = contract.LoggingPluginApi.on(handles.bus)
-        if conf.local_output_log_base:
-            handler = logging.handlers.WatchedFileHandler(conf.local_output_log_base)
-            handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
-            PACKETS.addHandler(handler)
-            PACKETS.propagate = False
-        PACKETS.setLevel(logging.INFO)
+        packet_lines(conf)
 
     def rpc_endpoints(self) -> Sequence[tuple[str, Sequence[object]]]:
         return [(topics.LOG_UPDATE, [LogNotifications(self)])]

@@ -14,6 +14,7 @@ from typing import Any, Literal, TypedDict
 
 from neutrino.rpc import topics
 from neutrino.rpc.contracts.base import Api
+from neutrino.rpc.contracts.logging import LogInfo
 
 TOPIC = topics.FIREWALL_PLUGIN
 VERSION = "1.0"
@@ -42,6 +43,7 @@ class FirewallGroupSyncData(TypedDict):
     ports: list[str]  # the group's ports on this router
     ingress_rules: list[FirewallRuleSyncData] | None  # None: no ingress policy
     egress_rules: list[FirewallRuleSyncData] | None
+    logs: list[LogInfo]  # the packet logs (service_plugins = log) that reach it
 
 
 class FirewallPluginApi(Api):

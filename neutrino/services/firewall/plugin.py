@@ -37,7 +37,7 @@ from neutrino.rpc import topics
 from neutrino.rpc.contracts.firewall import FIREWALL_GROUPS
 from neutrino.rpc.contracts.l3 import INTERFACES, L3AgentNotifier
 from neutrino.rpc.notifier import Notifier
-from neutrino.services.firewall import store
+from neutrino.services.firewall import logs, store
 from neutrino.services.l3 import agents_notify
 
 LOG = logging.getLogger(__name__)
@@ -94,6 +94,7 @@ class FirewallPlugin(Plugin):
         env.quota.register("firewall_group", models.firewall_groups)
         env.hooks.extend_router_sync.append(self._extend_router_sync)
         env.hooks.on_port_removed.append(self._port_removed)
+        env.hooks.after_logs_change.append(self._logs_changed)
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"fwaas/firewall_rules": models.firewall_rules,
@@ -128,6 +129,13 @@ class FirewallPlugin(Plugin):
         return sorted(set(conn.execute(
             select(RP.c.router_id).join(store.FGP, store.FGP.c.port_id == RP.c.port_id)
             .where(store.FGP.c.firewall_group_id.in_(wanted))).scalars()))
+
+    def _logs_changed(self, views: list[dict[str, Any]]) -> None:
+        """firewall_group logs changed: the routers of their groups log anew."""
+        def routers(conn: Connection) -> list[str]:
+            return self._routers_of_groups(conn, logs.groups_named(conn, views))
+
+        agents_notify.routers_updated(self.db, self.notifier, self._read(routers))
 
     def _extend_router_sync(self, conn: Connection, views: list[dict[str, Any]]) -> None:
         found = store.routers_groups(conn, {view["id"]: [p["id"] for p in view[INTERFACES]]
@@ -463,6 +471,7 @@ class FirewallPlugin(Plugin):
             if store.ports_of_groups(conn, [group_id]):
                 raise fw.FirewallGroupInUse(firewall_id=group_id)
             check_revision(conn, store.FG, group_id, if_revision)
+            logs.delete_of_group(conn, group_id)
             conn.execute(delete(store.FG).where(store.FG.c.id == group_id))
             if row.name == fw.DEFAULT_GROUP and store.default_group_id(
                     conn, row.project_id) in (group_id, None):

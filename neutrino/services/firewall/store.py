@@ -3,10 +3,10 @@ routers' sync data make of them (a handful of queries for any number of rows).""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import and_, delete, or_, select
 from sqlalchemy.engine import Connection, Row
 
 from neutrino.context import Context
@@ -15,6 +15,7 @@ from neutrino.db.query import CollectionQuery, api_columns, find_row, select_pag
 from neutrino.db.util import chunked, now, timestamp
 from neutrino.definitions import firewall as fw
 from neutrino.definitions.validators import new_uuid
+from neutrino.rpc.contracts.logging import LogInfo
 
 FR = models.firewall_rules
 FP = models.firewall_policies
@@ -22,6 +23,9 @@ FPR = models.firewall_policy_rules
 FG = models.firewall_groups
 FGP = models.firewall_group_ports
 DFG = models.default_firewall_groups
+LG = models.logs
+#: the logging plugin's resource_type of a firewall group's logs
+FIREWALL_GROUP = "firewall_group"
 
 RULE_COLUMNS = api_columns(FR, "shared", "protocol", "ip_version", "source_ip_address",
                            "destination_ip_address", "action", "enabled")
@@ -288,6 +292,30 @@ def set_status(conn: Connection, group_id: str, status: str) -> bool:
     return bool(done.rowcount)
 
 
+def logs_of_groups(conn: Connection, groups: Mapping[str, tuple[str | None, Iterable[str]]]
+                   ) -> dict[str, list[LogInfo]]:
+    """group id -> the enabled logs that reach it, for ``groups`` (id -> its
+    project and ports), in one read."""
+    if not groups:
+        return {}
+    ports = {group_id: set(port_ids) for group_id, (_, port_ids) in groups.items()}
+    projects = sorted({project for project, _ in groups.values() if project})
+    rows = conn.execute(select(LG).where(
+        LG.c.enabled.is_(True), LG.c.resource_type == FIREWALL_GROUP,
+        or_(LG.c.resource_id.in_(sorted(groups)),
+            and_(LG.c.resource_id.is_(None), LG.c.project_id.in_(projects))))
+        .order_by(LG.c.id)).all()
+    found: dict[str, list[LogInfo]] = {}
+    for group_id, (project, _) in groups.items():
+        for row in rows:
+            named = row.resource_id == group_id or (
+                row.resource_id is None and row.project_id == project)
+            if named and (row.target_id is None or row.target_id in ports[group_id]):
+                found.setdefault(group_id, []).append(
+                    LogInfo(id=row.id, project_id=row.project_id, event=row.event))
+    return found
+
+
 # --- what the L3 agents are sent --------------------------------------------------------
 
 def _agent_rule(row: Any) -> dict[str, Any]:
@@ -323,6 +351,8 @@ def routers_groups(conn: Connection, interfaces: dict[str, list[str]]
             return None
         return [_agent_rule(rule_rows[r]) for r in ordered.get(policy_id, ()) if r in rule_rows]
 
+    logged = logs_of_groups(conn, {group_id: (row.project_id, [
+        p for p, g in of_port.items() if g == group_id]) for group_id, row in rows.items()})
     found: dict[str, list[dict[str, Any]]] = {}
     for router_id, port_ids in interfaces.items():
         on_router: dict[str, list[str]] = {}
@@ -334,5 +364,6 @@ def routers_groups(conn: Connection, interfaces: dict[str, list[str]]
             found.setdefault(router_id, []).append({
                 "id": group_id, "status": row.status, "admin_state_up": row.admin_state_up,
                 "ports": ports, "ingress_rules": rules_of(row.ingress_firewall_policy_id),
-                "egress_rules": rules_of(row.egress_firewall_policy_id)})
+                "egress_rules": rules_of(row.egress_firewall_policy_id),
+                "logs": logged.get(group_id, [])})
     return found

@@ -77,7 +77,7 @@ class LoggingPlugin(Plugin):
 
         made = self.db.write(work)
         if made["enabled"]:
-            self.notifier.logs_updated([made["id"]])
+            self._changed([made])
         return made
 
     def get_log(self, ctx: Context, log_id: str) -> dict[str, Any]:
@@ -94,13 +94,20 @@ class LoggingPlugin(Plugin):
 
         updated = self.db.write(work)
         if "enabled" in data:
-            self.notifier.logs_updated([log_id])
+            self._changed([updated])
         return updated
 
     def delete_log(self, ctx: Context, log_id: str, if_revision: int | None = None) -> None:
         row = self.db.write(lambda conn: logs.delete_(conn, ctx, log_id, if_revision))
         if row.enabled:
-            self.notifier.logs_updated([log_id])
+            self._changed([logs.view(row)])
+
+    def _changed(self, views: list[dict[str, Any]]) -> None:
+        """Once committed: every L2 agent asks again (security group logs), and
+        the plugins of other logged resources tell their own agents."""
+        self.notifier.logs_updated([view["id"] for view in views])
+        for tell in self.env.hooks.after_logs_change:
+            tell(views)
 
     def _group_deleted(self, conn: Connection, ctx: Context, group_id: str
                        ) -> Callable[[], None] | None:
