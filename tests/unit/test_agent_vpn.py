@@ -16,6 +16,7 @@ from neutrino.agents.extensions.manager import Extensions
 from neutrino.agents.extensions.vpn import VpnExtension, exemptions, parse_device_drivers
 from neutrino.agents.l3 import L3Agent, router_spec
 from neutrino.linux import nat, strongswan
+from neutrino.linux.host_check import HostCheckError, Needs
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.contracts.vpn import TOPIC, VPN_SERVICES, VpnServiceSyncData
 from neutrino.rpc.server import RpcServer
@@ -189,3 +190,22 @@ def test_extension_reports_what_changed(tmp_path):
         await bus.close()
 
     asyncio.run(scenario())
+
+
+def test_host_needs_name_the_tools_and_check_the_mode(tmp_path):
+    conf = agent_conf(tmp_path, L3Agent, "[agent]\nextensions = vpnaas\n")
+    needs = Needs()
+    VpnExtension().host_needs(conf, needs)
+    assert {tool.name for tool, _ in needs.tools} >= {"charon-systemd", "swanctl"}
+    assert all("extensions" in why for _, why in needs.tools)
+    assert len(needs.checks) == 1  # the mode, decided when the host is checked
+    faked = Needs()
+    VpnExtension(charons=lambda ns, d: FakeCharon()).host_needs(conf, faked)
+    assert faked.checks == []
+
+
+def test_a_failed_check_is_one_line():
+    def no_esp() -> None:
+        raise strongswan.StrongSwanError("the kernel cannot do ESP, asked by x = kernel")
+    with pytest.raises(HostCheckError, match="^the kernel cannot do ESP, asked by x = kernel$"):
+        Needs(checks=[no_esp]).check()

@@ -191,9 +191,9 @@ class VpnExtension(L3AgentExtension):
     def _decide_mode(self, conf: Config) -> strongswan.Mode:
         wanted = conf.group("strongswan").ipsec_mode
         self.mode = strongswan.resolve_mode(wanted, conf.setting("strongswan", "ipsec_mode"))
-        LOG.info("vpnaas: IPsec by %s (ipsec_mode %s%s)",
+        LOG.info("vpnaas: IPsec by %s ([strongswan] ipsec_mode = %s%s)",
                  "the kernel (XFRM)" if self.mode == "kernel"
-                 else "charon in userspace (kernel-libipsec)", wanted,
+                 else "charon in userspace, its kernel-libipsec plugin", wanted,
                  ": the kernel cannot do ESP" if wanted == "auto" and self.mode == "libipsec"
                  else "")
         return self.mode
