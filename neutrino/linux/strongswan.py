@@ -1,13 +1,14 @@
 """strongSwan for a router's VPN services: one charon per router namespace.
 
-What the server says of a router's services (``neutrino.rpc.contracts.vpn``)
-becomes a ``swanctl.conf`` (``swanctl_conf``, pure): a connection per
-IPsec site connection, named by its id, with one child of the same name
-(traffic selectors from the local and peer CIDRs), proposals mapped from
-Neutron's policy values, the PSK in a secret keyed by both ends' ids (base64,
-so no PSK can break the syntax), DPD, and ``start_action`` from the
-initiator. Connections or services that are administratively down are left
-out: not loaded, so their SAs go.
+A router's tunnels (``Tunnel``: one per IPsec site connection that is to
+be up, made by the vpnaas extension from the server's data, in Neutron's
+words: policy values, DPD actions, initiator) become a ``swanctl.conf``
+(``swanctl_conf``, pure): a connection per tunnel, named by its id, with one
+child of the same name (traffic selectors from the local and peer CIDRs),
+proposals mapped from Neutron's policy values, the PSK in a secret keyed by
+both ends' ids (base64, so no PSK can break the syntax), DPD, and
+``start_action`` from the initiator. What is not given is not loaded, so
+its SAs go.
 
 ``Charon`` runs charon (``charon-systemd``, which stays in the foreground)
 in the router's namespace with a ``strongswan.conf`` of its own
@@ -37,18 +38,12 @@ import os
 import re
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
 from neutrino.linux import process
 from neutrino.linux.errors import HostError
-from neutrino.rpc.contracts.vpn import (
-    IkePolicySyncData,
-    IpsecPolicySyncData,
-    SiteConnectionSyncData,
-    VpnServiceSyncData,
-)
 
 LOG = logging.getLogger(__name__)
 
@@ -89,6 +84,41 @@ class StrongSwanError(HostError):
     """charon or swanctl refused; the message says why, in one line."""
 
 
+@dataclass(frozen=True)
+class Policy:
+    """An IKE or IPsec policy, in Neutron's words (``aes-128``, ``sha256``,
+    ``group14``, ...)."""
+
+    encryption: str
+    auth: str
+    pfs: str
+    lifetime: int  # seconds
+    transform_protocol: str = "esp"  # IPsec: esp, ah, ah-esp
+    encapsulation_mode: str = "tunnel"
+
+
+@dataclass(frozen=True)
+class Tunnel:
+    """One IPsec site connection to load, in Neutron's words."""
+
+    id: str
+    local_address: str  # the router's gateway address
+    peer_address: str
+    local_id: str
+    peer_id: str
+    psk: str
+    local_cidrs: tuple[str, ...]
+    peer_cidrs: tuple[str, ...]
+    ike: Policy
+    ipsec: Policy
+    ike_version: str = "v2"
+    aggressive: bool = False
+    initiator: str = "bi-directional"  # or response-only
+    dpd_action: str = "hold"  # hold, clear, restart, restart-by-peer, disabled
+    dpd_interval: int = 30
+    dpd_timeout: int = 120
+
+
 def _aead(encryption: str) -> bool:
     return "gcm" in encryption or "ccm" in encryption
 
@@ -105,22 +135,20 @@ def _proposal(encryption: str, auth: str, pfs: str | None, ike: bool) -> str:
     return "-".join(parts)
 
 
-def ike_proposal(policy: IkePolicySyncData) -> str:
-    return _proposal(policy["encryption_algorithm"], policy["auth_algorithm"],
-                     policy["pfs"], ike=True)
+def ike_proposal(policy: Policy) -> str:
+    return _proposal(policy.encryption, policy.auth, policy.pfs, ike=True)
 
 
-def child_proposals(policy: IpsecPolicySyncData) -> dict[str, str]:
+def child_proposals(policy: Policy) -> dict[str, str]:
     """``esp_proposals`` and/or ``ah_proposals`` of a child."""
     found = {}
-    protocol = policy["transform_protocol"]
-    if protocol in ("esp", "ah-esp"):
-        found["esp_proposals"] = _proposal(policy["encryption_algorithm"],
-                                           policy["auth_algorithm"], policy["pfs"], ike=False)
-    if protocol in ("ah", "ah-esp"):
+    if policy.transform_protocol in ("esp", "ah-esp"):
+        found["esp_proposals"] = _proposal(policy.encryption, policy.auth, policy.pfs,
+                                           ike=False)
+    if policy.transform_protocol in ("ah", "ah-esp"):
         found["ah_proposals"] = "-".join(
-            [INTEGRITY.get(policy["auth_algorithm"], policy["auth_algorithm"]),
-             *([DH_GROUP.get(policy["pfs"], policy["pfs"])] if policy["pfs"] else [])])
+            [INTEGRITY.get(policy.auth, policy.auth),
+             *([DH_GROUP.get(policy.pfs, policy.pfs)] if policy.pfs else [])])
     return found
 
 
@@ -135,64 +163,53 @@ def _cidrs(cidrs: Iterable[str]) -> str:
     return ",".join(str(ipaddress.ip_network(cidr, strict=False)) for cidr in cidrs)
 
 
-def loaded_connections(services: Iterable[VpnServiceSyncData]
-                       ) -> list[tuple[VpnServiceSyncData, SiteConnectionSyncData]]:
-    """The connections charon is to have: those up, of services up, with an
-    address to leave from."""
-    return [(service, conn) for service in services
-            if service["admin_state_up"] and service["external_ip"]
-            for conn in service["ipsec_site_connections"] if conn["admin_state_up"]]
-
-
-def _connection(service: VpnServiceSyncData, conn: SiteConnectionSyncData,
-                mode: Mode) -> list[str]:
-    ike, ipsec, dpd = conn["ikepolicy"], conn["ipsecpolicy"], conn["dpd"]
-    external = service["external_ip"] or ""
-    local_id = conn["local_id"] or external
-    dpd_on = dpd["action"] != "disabled" and dpd["interval"] > 0
-    start = "start" if conn["initiator"] == "bi-directional" else "none"
-    lines = [f"  {conn['id']} {{",
-             f"    version = {2 if ike['ike_version'] == 'v2' else 1}",
-             f"    local_addrs = {_quoted(external)}",
-             f"    remote_addrs = {_quoted(conn['peer_address'])}",
+def _connection(tunnel: Tunnel, mode: Mode) -> list[str]:
+    ike, ipsec = tunnel.ike, tunnel.ipsec
+    local_id = tunnel.local_id or tunnel.local_address
+    dpd_on = tunnel.dpd_action != "disabled" and tunnel.dpd_interval > 0
+    start = "start" if tunnel.initiator == "bi-directional" else "none"
+    lines = [f"  {tunnel.id} {{",
+             f"    version = {2 if tunnel.ike_version == 'v2' else 1}",
+             f"    local_addrs = {_quoted(tunnel.local_address)}",
+             f"    remote_addrs = {_quoted(tunnel.peer_address)}",
              f"    proposals = {ike_proposal(ike)}",
-             f"    rekey_time = {ike['lifetime_value']}s",
+             f"    rekey_time = {ike.lifetime}s",
              "    mobike = no",
              f"    encap = {'yes' if mode == 'libipsec' else 'no'}"]
-    if ike["ike_version"] == "v1" and ike["phase1_negotiation_mode"] == "aggressive":
+    if tunnel.ike_version == "v1" and tunnel.aggressive:
         lines.append("    aggressive = yes")
     if dpd_on:
-        lines.append(f"    dpd_delay = {dpd['interval']}s")
-        if ike["ike_version"] == "v1":
-            lines.append(f"    dpd_timeout = {dpd['timeout']}s")
+        lines.append(f"    dpd_delay = {tunnel.dpd_interval}s")
+        if tunnel.ike_version == "v1":
+            lines.append(f"    dpd_timeout = {tunnel.dpd_timeout}s")
     lines += ["    local {", "      auth = psk", f"      id = {_quoted(local_id)}", "    }",
-              "    remote {", "      auth = psk", f"      id = {_quoted(conn['peer_id'])}",
+              "    remote {", "      auth = psk", f"      id = {_quoted(tunnel.peer_id)}",
               "    }",
-              "    children {", f"      {conn['id']} {{",
-              f"        local_ts = {_cidrs(conn['local_cidrs'])}",
-              f"        remote_ts = {_cidrs(conn['peer_cidrs'])}",
+              "    children {", f"      {tunnel.id} {{",
+              f"        local_ts = {_cidrs(tunnel.local_cidrs)}",
+              f"        remote_ts = {_cidrs(tunnel.peer_cidrs)}",
               *(f"        {key} = {value}" for key, value in child_proposals(ipsec).items()),
-              f"        mode = {ipsec['encapsulation_mode']}",
-              f"        rekey_time = {ipsec['lifetime_value']}s",
+              f"        mode = {ipsec.encapsulation_mode}",
+              f"        rekey_time = {ipsec.lifetime}s",
               f"        start_action = {start}"]
     if dpd_on:
-        lines.append(f"        dpd_action = {DPD_ACTION.get(dpd['action'], 'clear')}")
+        lines.append(f"        dpd_action = {DPD_ACTION.get(tunnel.dpd_action, 'clear')}")
     lines += ["      }", "    }", "  }"]
     return lines
 
 
-def swanctl_conf(services: Iterable[VpnServiceSyncData], mode: Mode) -> str:
-    """Pure: the ``swanctl.conf`` of a router's services."""
-    loaded = sorted(loaded_connections(services), key=lambda pair: pair[1]["id"])
+def swanctl_conf(tunnels: Iterable[Tunnel], mode: Mode) -> str:
+    """Pure: the ``swanctl.conf`` of a router's tunnels."""
+    loaded = sorted(tunnels, key=lambda tunnel: tunnel.id)
     lines = ["# written by the neutrino L3 agent's vpnaas extension", "connections {"]
-    for service, conn in loaded:
-        lines += _connection(service, conn, mode)
+    for tunnel in loaded:
+        lines += _connection(tunnel, mode)
     lines += ["}", "secrets {"]
-    for service, conn in loaded:
-        secret = base64.b64encode(conn["psk"].encode()).decode()
-        lines += [f"  ike-{conn['id']} {{",
-                  f"    id-local = {_quoted(conn['local_id'] or service['external_ip'] or '')}",
-                  f"    id-remote = {_quoted(conn['peer_id'])}",
+    for tunnel in loaded:
+        secret = base64.b64encode(tunnel.psk.encode()).decode()
+        lines += [f"  ike-{tunnel.id} {{",
+                  f"    id-local = {_quoted(tunnel.local_id or tunnel.local_address)}",
+                  f"    id-remote = {_quoted(tunnel.peer_id)}",
                   f"    secret = 0s{secret}", "  }"]
     lines.append("}")
     return "\n".join(lines) + "\n"
@@ -365,14 +382,14 @@ class Charon:
         os.replace(temporary, path)
         return True
 
-    def converge(self, services: Iterable[VpnServiceSyncData]) -> LoadResult:
-        """charon running with exactly the connections of ``services``."""
+    def converge(self, tunnels: Iterable[Tunnel]) -> LoadResult:
+        """charon running with exactly ``tunnels``."""
         os.makedirs(self.directory, mode=0o700, exist_ok=True)
         os.makedirs(os.path.dirname(self.socket), mode=0o700, exist_ok=True)
         result = LoadResult()
         settings_changed = self._write(STRONGSWAN_CONF, strongswan_conf(
             self.directory, self.socket, self.mode))
-        text = swanctl_conf(services, self.mode)
+        text = swanctl_conf(tunnels, self.mode)
         self._write(SWANCTL_CONF, text)
         if settings_changed and self.pid() is not None:
             LOG.info("charon in %s: its settings changed, restarting", self.namespace)
@@ -522,9 +539,3 @@ def _last_line(text: str) -> str:
     lines = [line for line in text.strip().splitlines()
              if "failed to load" not in line and "opening directory" not in line]
     return lines[-1] if lines else ""
-
-
-def describe(established: Mapping[str, bool]) -> str:
-    """For logs: ``id: up, id: down``."""
-    return ", ".join(f"{name}: {'up' if up else 'down'}" for name, up in sorted(
-        established.items()))

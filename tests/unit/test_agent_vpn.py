@@ -40,13 +40,13 @@ class FakeCharon:
         self.starts = 0
         self.fail_start = ""
 
-    def converge(self, services: Sequence[VpnServiceSyncData]) -> strongswan.LoadResult:
+    def converge(self, tunnels: Sequence[strongswan.Tunnel]) -> strongswan.LoadResult:
         if self.fail_start:
             raise strongswan.StrongSwanError(self.fail_start)
         started = not self.running
         self.running = True
         self.starts += started
-        wanted = [c["id"] for _, c in strongswan.loaded_connections(services)]
+        wanted = [tunnel.id for tunnel in tunnels]
         self.loaded = [c for c in wanted if c not in self.refuse]
         return strongswan.LoadResult(started=started, loaded=True,
                                      failed={c: self.refuse[c] for c in wanted

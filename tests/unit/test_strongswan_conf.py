@@ -1,4 +1,5 @@
-"""strongSwan's files from the VPN contract's data, and what swanctl says
+"""strongSwan's files from the VPN contract's data (through the vpnaas
+extension's ``tunnels``), and what swanctl says
 (real ``swanctl --list-sas --pretty`` output, captured from two charons)."""
 
 from __future__ import annotations
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from neutrino.agents.extensions.vpn import tunnels
 from neutrino.linux import strongswan
 from neutrino.rpc.contracts.vpn import SiteConnectionSyncData, VpnServiceSyncData
 
@@ -44,7 +46,7 @@ def service(*conns: SiteConnectionSyncData, **changes: object) -> VpnServiceSync
 
 def conf_of(*services: VpnServiceSyncData, mode: strongswan.Mode = "kernel"
             ) -> dict[str, object]:
-    return strongswan.parse_sections(strongswan.swanctl_conf(services, mode))
+    return strongswan.parse_sections(strongswan.swanctl_conf(tunnels(services), mode))
 
 
 def test_a_connection_and_its_child():
@@ -128,7 +130,7 @@ def test_what_is_down_is_not_loaded():
 
 def test_an_id_that_would_break_the_file_is_refused():
     with pytest.raises(ValueError):
-        strongswan.swanctl_conf([service(connection(peer_id='a"b'))], "kernel")
+        strongswan.swanctl_conf(tunnels([service(connection(peer_id='a"b'))]), "kernel")
 
 
 def test_charon_settings_are_its_own():

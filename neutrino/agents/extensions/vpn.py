@@ -47,6 +47,7 @@ from neutrino.rpc.contracts.vpn import (
     VPN_SERVICES,
     ConnectionStatus,
     ServiceStatus,
+    SiteConnectionSyncData,
     Status,
     VpnPluginApi,
     VpnServiceSyncData,
@@ -93,7 +94,7 @@ OPTIONS = (OptGroup("vpnagent", [
 class CharonLike(Protocol):
     """What the extension asks of a router's charon (``strongswan.Charon``)."""
 
-    def converge(self, services: Sequence[VpnServiceSyncData]) -> strongswan.LoadResult: ...
+    def converge(self, tunnels: Sequence[strongswan.Tunnel]) -> strongswan.LoadResult: ...
     def established(self) -> dict[str, bool]: ...
     def pid(self) -> int | None: ...
     def stop(self, remove: bool = True, wait: float = 5.0) -> None: ...
@@ -105,10 +106,41 @@ def services_of(data: Mapping[str, Any]) -> list[VpnServiceSyncData]:
     return list(data.get(VPN_SERVICES) or ())
 
 
+def loaded_connections(services: Sequence[VpnServiceSyncData]
+                       ) -> list[tuple[VpnServiceSyncData, SiteConnectionSyncData]]:
+    """The connections charon is to have: those up, of services up, with an
+    address to leave from."""
+    return [(service, conn) for service in services
+            if service["admin_state_up"] and service["external_ip"]
+            for conn in service["ipsec_site_connections"] if conn["admin_state_up"]]
+
+
+def tunnels(services: Sequence[VpnServiceSyncData]) -> list[strongswan.Tunnel]:
+    """Pure: what the router's charon is to load, from its services."""
+    found = []
+    for service, conn in loaded_connections(services):
+        ike, ipsec, dpd = conn["ikepolicy"], conn["ipsecpolicy"], conn["dpd"]
+        found.append(strongswan.Tunnel(
+            id=conn["id"], local_address=service["external_ip"] or "",
+            peer_address=conn["peer_address"], local_id=conn["local_id"],
+            peer_id=conn["peer_id"], psk=conn["psk"],
+            local_cidrs=tuple(conn["local_cidrs"]), peer_cidrs=tuple(conn["peer_cidrs"]),
+            ike=strongswan.Policy(ike["encryption_algorithm"], ike["auth_algorithm"],
+                                  ike["pfs"], ike["lifetime_value"]),
+            ipsec=strongswan.Policy(ipsec["encryption_algorithm"], ipsec["auth_algorithm"],
+                                    ipsec["pfs"], ipsec["lifetime_value"],
+                                    ipsec["transform_protocol"], ipsec["encapsulation_mode"]),
+            ike_version=ike["ike_version"],
+            aggressive=ike["phase1_negotiation_mode"] == "aggressive",
+            initiator=conn["initiator"], dpd_action=dpd["action"],
+            dpd_interval=dpd["interval"], dpd_timeout=dpd["timeout"]))
+    return found
+
+
 def exemptions(data: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
     """The router's (local CIDR, peer CIDR) pairs of loaded IPv4 tunnels."""
     found = set()
-    for _, conn in strongswan.loaded_connections(services_of(data)):
+    for _, conn in loaded_connections(services_of(data)):
         for local in conn["local_cidrs"]:
             for peer in conn["peer_cidrs"]:
                 source = ipaddress.ip_network(local, strict=False)
@@ -244,7 +276,7 @@ class VpnExtension(L3AgentExtension):
                 os.path.join(self.state_dir, router_id, IPSEC_DIR))
         self.monitor.forget(router_id)  # what converging restarts is no death
         try:
-            result = await self.handles.run(charon.converge, services)
+            result = await self.handles.run(charon.converge, tunnels(services))
         except Exception as error:
             LOG.error("router %s: strongSwan not running: %s", router_id, error)
             self.failed[router_id] = {}
@@ -260,7 +292,7 @@ class VpnExtension(L3AgentExtension):
             self._retry(router_id)
         elif result.loaded:
             LOG.info("router %s: IPsec connections loaded: %s", router_id, ", ".join(
-                sorted(c["id"] for _, c in strongswan.loaded_connections(services))) or "none")
+                sorted(c["id"] for _, c in loaded_connections(services))) or "none")
         await self.read(router_id)
 
     def _retry(self, router_id: str) -> None:
@@ -310,6 +342,8 @@ class VpnExtension(L3AgentExtension):
         except Exception as error:
             LOG.warning("router %s: IPsec states not read: %s", router_id, error)
             established = None
+            if await self.handles.run(charon.pid) is None:  # the monitor's safety net
+                self._charon_ended(router_id, "charon")
         await self._report(router_id, established)
 
     async def _report(self, router_id: str, established: Mapping[str, bool] | None) -> None:
