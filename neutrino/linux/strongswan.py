@@ -513,16 +513,17 @@ def libipsec_missing() -> str | None:
 
 def resolve_mode(wanted: str, why: str) -> Mode:
     """``auto``, ``kernel`` or ``libipsec`` as this host can do it; a mode it
-    cannot do raises ``StrongSwanError`` naming ``why`` (the setting)."""
+    cannot do raises ``StrongSwanError`` naming ``why`` (the setting, as
+    ``Config.setting`` says it)."""
     kernel = detect_kernel_esp() if wanted in ("auto", "kernel") else False
     if wanted == "kernel" and not kernel:
         raise StrongSwanError(f"the kernel cannot do ESP (no esp4: CONFIG_INET_ESP), "
-                              f"asked by {why} = kernel; use libipsec")
+                              f"asked by {why}; use libipsec")
     if kernel:
         return "kernel"
     missing = libipsec_missing()
     if missing:
-        raise StrongSwanError(f"{missing}, needed by {why} = {wanted}"
+        raise StrongSwanError(f"{missing}, needed by {why}"
                               + (" (the kernel cannot do ESP)" if wanted == "auto" else ""))
     return "libipsec"
 

@@ -300,8 +300,10 @@ class VpnExtension(L3AgentExtension):
             self.retry_after, self.handles.mark_dirty, ("router", router_id))
 
     def _charon_ended(self, router_id: str, name: str) -> None:
-        if router_id not in self.charons or router_id not in self.handles.state:
-            return  # stopped on purpose, or its router is going
+        if router_id not in self.charons:
+            return  # stopped on purpose
+        # (a router being retired loses its charon with its namespace: the
+        # sync this asks for finds it gone, and stops nothing more)
         LOG.warning("router %s: its charon ended; starting it again", router_id)
         self.handles.mark_dirty(("router", router_id))
 
