@@ -108,7 +108,7 @@ class Side:
         self.dirty: list[Any] = []
 
     def start(self, bus: Bus) -> None:
-        self.tmp.mkdir()
+        self.tmp.mkdir(exist_ok=True)
         conf = agent_conf(self.tmp, L3Agent,
                           "[agent]\nextensions = vpnaas\n[strongswan]\nipsec_mode = libipsec\n"
                           "[vpnagent]\nstatus_interval = 1\n")
@@ -212,6 +212,15 @@ def test_two_routers_tunnel_their_subnets(sides):
         after = a.counters()
         assert after["icmp"] == before["icmp"]  # no clear ICMP outside
         assert after["natt"] - before["natt"] >= 3  # ESP in UDP (libipsec: always)
+
+        # the agent restarts: the new one finds charon running and keeps its SA
+        pid, sas = a.charon().pid(), a.charon().swanctl("--list-sas", "--raw").stdout
+        a.extension = VpnExtension()
+        a.start(bus)
+        await a.extension.handle_router(a.data())
+        assert a.charon().pid() == pid
+        assert a.charon().swanctl("--list-sas", "--raw").stdout.split("uniqueid=")[1][:3] \
+            == sas.split("uniqueid=")[1][:3]  # the same IKE SA
 
         # a killed charon: seen at once, its router synced again, the tunnel back
         pid = a.charon().pid()

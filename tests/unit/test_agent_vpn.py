@@ -156,6 +156,24 @@ def test_extension_reports_what_changed(tmp_path):
         assert report["ipsec_site_connections"][CONN] == {"status": "ACTIVE",
                                                           "updated_pending_status": False}
 
+        # the periodic reading tells what changed by itself
+        extension.interval = 0.02
+        [loop] = extension.background()
+        task = asyncio.create_task(loop())
+        charon.up.discard(CONN)
+        for _ in range(100):
+            if plugin.got[-1][0]["ipsec_site_connections"][CONN]["status"] == "DOWN":
+                break
+            await asyncio.sleep(0.01)
+        assert plugin.got[-1][0]["ipsec_site_connections"][CONN]["status"] == "DOWN"
+        charon.up.add(CONN)
+        for _ in range(100):
+            if plugin.got[-1][0]["ipsec_site_connections"][CONN]["status"] == "ACTIVE":
+                break
+            await asyncio.sleep(0.01)
+        task.cancel()
+        assert plugin.got[-1][0]["ipsec_site_connections"][CONN]["status"] == "ACTIVE"
+
         # the server shows what it was told: a resync of the same says nothing
         shown = copy.deepcopy(data)
         shown[VPN_SERVICES][0]["status"] = "ACTIVE"
