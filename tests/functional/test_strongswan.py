@@ -232,9 +232,12 @@ def test_two_routers_tunnel_their_subnets(sides):
         await until(both_up, 30, "the SAs established again")
         await until(lambda: pings(a.instance, f"{INSIDE['b']}.5"), 15, "a ping again")
 
-        # b removes its connection: a's side goes DOWN
+        # b removes its connection while its agent is down: a's side goes DOWN
+        b_charon = b.charon()
+        b.extension = VpnExtension()
+        b.start(bus)
         await b.extension.handle_router(b.data([]))
-        assert b.router_id not in b.extension.charons
+        assert b.router_id not in b.extension.charons and b_charon.pid() is None
         await until(lambda: not a.charon().established().get(a.conn_id), 15, "a's SA gone")
         await a.extension.read(a.router_id)
         assert plugin.last(a.conn_id) == "DOWN"

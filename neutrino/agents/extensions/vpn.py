@@ -270,10 +270,7 @@ class VpnExtension(L3AgentExtension):
         self.known[router_id] = server_view(services)
         charon = self.charons.get(router_id)
         if charon is None:
-            assert self._make_charon is not None
-            charon = self.charons[router_id] = self._make_charon(
-                router.namespace_name(router_id),
-                os.path.join(self.state_dir, router_id, IPSEC_DIR))
+            charon = self.charons[router_id] = self._charon(router_id)
         self.monitor.forget(router_id)  # what converging restarts is no death
         try:
             result = await self.handles.run(charon.converge, tunnels(services))
@@ -295,6 +292,11 @@ class VpnExtension(L3AgentExtension):
                 sorted(c["id"] for _, c in loaded_connections(services))) or "none")
         await self.read(router_id)
 
+    def _charon(self, router_id: str) -> CharonLike:
+        assert self._make_charon is not None
+        return self._make_charon(router.namespace_name(router_id),
+                                 os.path.join(self.state_dir, router_id, IPSEC_DIR))
+
     def _retry(self, router_id: str) -> None:
         asyncio.get_running_loop().call_later(
             self.retry_after, self.handles.mark_dirty, ("router", router_id))
@@ -313,6 +315,8 @@ class VpnExtension(L3AgentExtension):
     async def _stop(self, router_id: str) -> None:
         self.monitor.forget(router_id)
         charon = self.charons.pop(router_id, None)
+        if charon is None and os.path.isdir(os.path.join(self.state_dir, router_id, IPSEC_DIR)):
+            charon = self._charon(router_id)  # started before the agent restarted
         if charon is not None:
             LOG.info("router %s: no VPN service left, stopping its charon", router_id)
             await self.handles.run(charon.stop)
