@@ -166,8 +166,11 @@ class Agent:
 
     def check_host(self) -> None:
         """Before the agent starts: ``HostCheckError`` (one line) for the first
-        need the host does not meet."""
-        self.host_needs().check()
+        need the host does not meet, the extensions' needs included."""
+        needs = self.host_needs()
+        for extension in self.extensions:
+            extension.host_needs(self.conf, needs)
+        needs.check()
 
     # --- events --------------------------------------------------------------------------
 

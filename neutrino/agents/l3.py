@@ -49,6 +49,7 @@ from neutrino.agents.extensions.api import AgentHandles, L3AgentExtension
 from neutrino.agents.extensions.log import OPTIONS as NETWORK_LOG_OPTIONS
 from neutrino.agents.extensions.manager import EXTENSION_OPTIONS, Extensions
 from neutrino.agents.extensions.metering import OPTIONS as METERING_OPTIONS
+from neutrino.agents.extensions.vpn import OPTIONS as VPN_OPTIONS
 from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
 from neutrino.linux import host_check, interface, metadata_proxy, nat, radvd, router
@@ -108,7 +109,8 @@ OPTIONS = (OptGroup("DEFAULT", [
         "Seconds between checks that each router's daemons (metadata proxy, radvd) "
         "still run, besides watching them die (one that died is started again); "
         "0: no checks."),
-]), EXTENSION_OPTIONS, METERING_OPTIONS, NETWORK_LOG_OPTIONS, interface.OVS_OPTIONS)
+]), EXTENSION_OPTIONS, METERING_OPTIONS, NETWORK_LOG_OPTIONS, *VPN_OPTIONS,
+    interface.OVS_OPTIONS)
 
 
 # --- the server's data to a router on the host ----------------------------------------------

@@ -18,7 +18,7 @@ import errno
 import os
 import shutil
 import socket
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -42,6 +42,8 @@ DNSMASQ = Tool("dnsmasq", "dnsmasq-base")
 RADVD = Tool("radvd", "radvd")
 ARPING = Tool("arping", "iputils-arping")
 OVS_OFCTL = Tool("ovs-ofctl", "openvswitch-common")
+CHARON = Tool("charon-systemd", "charon-systemd")
+SWANCTL = Tool("swanctl", "strongswan-swanctl")
 
 
 class HostCheckError(HostError):
@@ -74,6 +76,9 @@ class Needs:
     ovs: OvsNeeds | None = None
     #: directories the agent writes in, made now if they are not there
     directories: list[tuple[str, str]] = field(default_factory=list)
+    #: what no field above says (can the kernel do ESP?): each raises
+    #: ``HostError`` with its one line, run last
+    checks: list[Callable[[], object]] = field(default_factory=list)
 
     def tool(self, why: str, *tools: Tool) -> None:
         self.tools.extend((tool, why) for tool in tools)
@@ -111,6 +116,11 @@ class Needs:
             except OSError as error:
                 raise HostCheckError(f"cannot create directory {path}: {error.strerror}, "
                                      f"set by {why}") from None
+        for check in self.checks:
+            try:
+                check()
+            except HostError as error:
+                raise HostCheckError(str(error)) from None
 
 
 def missing(tools: Iterable[Tool]) -> list[Tool]:

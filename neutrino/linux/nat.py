@@ -9,11 +9,17 @@ proxy's redirect, say) keeps its rules::
                                          fixed IP; forwarded ports
     nat OUTPUT      -> neutrino-l3-OUT:  the same, for the router's own traffic
     nat POSTROUTING -> neutrino-l3-POST: internal <-> internal untouched;
+                                         VPN tunnels' traffic untouched;
                                          fixed IP -> its floating IP; the rest
                                          out of the gateway -> the gateway's IP
     mangle PREROUTING -> neutrino-l3-MARK: what came in by the gateway is marked
     filter INPUT    -> neutrino-l3-IN:   the metadata proxy's port closed to all
                                          but the internal interfaces
+
+``RouterNat.exempt`` (local CIDR, peer CIDR) pairs are the router's VPN
+tunnels (the vpnaas extension): what goes between them keeps its addresses,
+or the far end's traffic selectors would not match it (kernel IPsec picks the
+SA after POSTROUTING) and the answers would come back by the Internet.
 
 The metadata rules (``RouterNat.metadata``: the router runs a metadata proxy,
 ``neutrino.linux.metadata_proxy``) do not depend on a gateway.
@@ -82,6 +88,8 @@ class RouterNat:
     floating_ips: tuple[FloatingIp, ...] = ()
     forwardings: tuple[Forwarding, ...] = ()
     metadata: bool = False
+    #: (source, destination) CIDRs whose traffic is not translated (IPsec tunnels)
+    exempt: tuple[tuple[str, str], ...] = ()
 
 
 def _ports(low: int, high: int, separator: str) -> str:
@@ -118,6 +126,8 @@ def chains(nat: RouterNat) -> Chains:
     gateway = nat.gateway
     mark.append(f"-i {gateway} -j MARK --set-xmark {EXTERNAL_MARK}")
     post.append(f"! -i {gateway} ! -o {gateway} -m conntrack ! --ctstate DNAT -j ACCEPT")
+    for source, destination in sorted(set(nat.exempt)):
+        post.append(f"-s {source} -d {destination} -j ACCEPT")
     for fip in sorted(nat.floating_ips, key=lambda f: f.address):
         dnat = f"-d {fip.address}/32 -j DNAT --to-destination {fip.fixed}"
         pre.append(dnat)

@@ -18,6 +18,9 @@ drives the host with. Then the agent calls the hooks as its sync goes:
   router (``router_spec``): both pure, so that the router is still written to
   the host in one go, as before extensions existed.
 
+What an extension runs on the host is checked with the agent's own needs,
+before it starts (``host_needs``: tools, and checks of its own).
+
 An extension may serve calls of its own: ``rpc_endpoints`` gives the topics
 and the objects whose public methods the server calls there; and run work of
 its own beside the agent's loops: ``background`` (the metering extension's
@@ -38,6 +41,7 @@ from typing import Any, ClassVar, TypeVar
 
 from neutrino.config import Config
 from neutrino.linux import firewall_log, router
+from neutrino.linux.host_check import Needs
 from neutrino.rpc.bus import Bus
 
 T = TypeVar("T")
@@ -82,6 +86,11 @@ class AgentExtension(abc.ABC):
     @abc.abstractmethod
     def initialize(self, handles: AgentHandles) -> None:
         """Once, before the first sync: keep what is needed of ``handles``."""
+
+    def host_needs(self, conf: Config, needs: Needs) -> None:
+        """Before ``initialize``: add to ``needs`` what the extension, as
+        ``conf`` says, will use on the host (checked with the agent's)."""
+        return None
 
     def rpc_endpoints(self) -> Sequence[tuple[str, Sequence[object]]]:
         """(topic, objects) to serve on the bus besides the agent's own."""
