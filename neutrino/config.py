@@ -203,6 +203,12 @@ CORE_GROUPS = [
         Opt("quota_firewall_group", int_range(-1), 10, "Firewall groups per project."),
         Opt("quota_firewall_policy", int_range(-1), 10, "Firewall policies per project."),
         Opt("quota_firewall_rule", int_range(-1), 100, "Firewall rules per project."),
+        Opt("quota_ikepolicy", int_range(-1), -1, "IKE policies per project."),
+        Opt("quota_ipsecpolicy", int_range(-1), -1, "IPsec policies per project."),
+        Opt("quota_vpnservice", int_range(-1), -1, "VPN services per project."),
+        Opt("quota_endpoint_group", int_range(-1), -1, "VPN endpoint groups per project."),
+        Opt("quota_ipsec_site_connection", int_range(-1), -1,
+            "IPsec site connections per project."),
         Opt("default_quota", int_range(-1), -1, "Default for resources without a quota_ option."),
     ]),
 ]

@@ -172,6 +172,14 @@ DEFAULT_RULES: dict[str, str] = {
     "create_firewall_group:shared": ADMIN,
     "update_firewall_group:shared": ADMIN,
 
+    # --- VPNaaS: as neutron-vpnaas, members only, even to read (a connection
+    # shows its pre-shared key)
+    **_crud("ikepolicy", read=ADMIN_OR_MEMBER),
+    **_crud("ipsecpolicy", read=ADMIN_OR_MEMBER),
+    **_crud("vpnservice", read=ADMIN_OR_MEMBER),
+    **_crud("endpoint_group", read=ADMIN_OR_MEMBER),
+    **_crud("ipsec_site_connection", read=ADMIN_OR_MEMBER),
+
     # --- metering: only admins make labels and rules; a project reads its own
     # labels and the shared ones, and its labels' rules
     **_crud("metering_label", read=f"{ADMIN_OR_READER} or rule:shared_metering_label",

@@ -545,3 +545,95 @@ logs = Table(
     Column("event", String(255), nullable=False),
     Column("enabled", Boolean, nullable=False),
 )
+
+# VPNaaS: IKE and IPsec policies, services on routers, endpoint groups and the
+# site connections between them (neutron-vpnaas's tables and names; no standard
+# attributes, as there).
+
+
+def _vpn_common() -> list[Column]:
+    return [
+        Column("id", UUID, primary_key=True),
+        Column("project_id", PROJECT, index=True),
+        Column("name", String(255), nullable=False, default=""),
+        Column("description", String(255), nullable=False, default=""),
+    ]
+
+
+ikepolicies = Table(
+    "ikepolicies", metadata, *_vpn_common(),
+    Column("auth_algorithm", String(16), nullable=False),
+    Column("encryption_algorithm", String(32), nullable=False),
+    Column("phase1_negotiation_mode", String(16), nullable=False),
+    Column("lifetime_units", String(16), nullable=False),
+    Column("lifetime_value", Integer, nullable=False),
+    Column("ike_version", String(16), nullable=False),
+    Column("pfs", String(16), nullable=False),
+)
+
+ipsecpolicies = Table(
+    "ipsecpolicies", metadata, *_vpn_common(),
+    Column("transform_protocol", String(16), nullable=False),
+    Column("auth_algorithm", String(16), nullable=False),
+    Column("encryption_algorithm", String(32), nullable=False),
+    Column("encapsulation_mode", String(16), nullable=False),
+    Column("lifetime_units", String(16), nullable=False),
+    Column("lifetime_value", Integer, nullable=False),
+    Column("pfs", String(16), nullable=False),
+)
+
+vpnservices = Table(
+    "vpnservices", metadata, *_vpn_common(),
+    Column("status", String(16), nullable=False),
+    Column("admin_state_up", Boolean, nullable=False),
+    Column("external_v4_ip", String(64)),
+    Column("external_v6_ip", String(64)),
+    Column("subnet_id", UUID, ForeignKey("subnets.id"), index=True),
+    Column("router_id", UUID, ForeignKey("routers.id"), nullable=False, index=True),
+)
+
+vpn_endpoint_groups = Table(
+    "vpn_endpoint_groups", metadata, *_vpn_common(),
+    Column("endpoint_type", String(32), nullable=False),
+)
+
+# A group's endpoints (subnet ids or CIDRs), each once, in the order given.
+vpn_endpoints = Table(
+    "vpn_endpoints", metadata,
+    Column("endpoint_group_id", UUID,
+           ForeignKey("vpn_endpoint_groups.id", ondelete="CASCADE"), primary_key=True),
+    Column("endpoint", String(255), primary_key=True, index=True),
+    Column("position", Integer, nullable=False),
+)
+
+ipsec_site_connections = Table(
+    "ipsec_site_connections", metadata, *_vpn_common(),
+    Column("peer_address", String(255), nullable=False),
+    Column("peer_id", String(255), nullable=False),
+    Column("local_id", String(255), nullable=False, default=""),
+    Column("route_mode", String(8), nullable=False),
+    Column("mtu", Integer, nullable=False),
+    Column("initiator", String(32), nullable=False),
+    Column("auth_mode", String(16), nullable=False),
+    Column("psk", String(255), nullable=False),
+    Column("dpd_action", String(32), nullable=False),
+    Column("dpd_interval", Integer, nullable=False),
+    Column("dpd_timeout", Integer, nullable=False),
+    Column("status", String(16), nullable=False),
+    Column("admin_state_up", Boolean, nullable=False),
+    Column("vpnservice_id", UUID, ForeignKey("vpnservices.id"), nullable=False, index=True),
+    Column("ikepolicy_id", UUID, ForeignKey("ikepolicies.id"), nullable=False, index=True),
+    Column("ipsecpolicy_id", UUID, ForeignKey("ipsecpolicies.id"), nullable=False,
+           index=True),
+    Column("local_ep_group_id", UUID, ForeignKey("vpn_endpoint_groups.id"), index=True),
+    Column("peer_ep_group_id", UUID, ForeignKey("vpn_endpoint_groups.id"), index=True),
+)
+
+# A (legacy) connection's peer CIDRs, each once, in the order given.
+ipsecpeercidrs = Table(
+    "ipsecpeercidrs", metadata,
+    Column("ipsec_site_connection_id", UUID,
+           ForeignKey("ipsec_site_connections.id", ondelete="CASCADE"), primary_key=True),
+    Column("cidr", String(64), primary_key=True),
+    Column("position", Integer, nullable=False),
+)

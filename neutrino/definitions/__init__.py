@@ -34,6 +34,7 @@ from neutrino.definitions import (
     subnet,
     subnetpool,
     tagging,
+    vpn,
 )
 from neutrino.definitions.base import Extension, Resource
 
@@ -58,6 +59,7 @@ EXTENSIONS: dict[str, Extension] = {
         *securitygroup.EXTENSIONS,
         *address_group.EXTENSIONS,
         *firewall.EXTENSIONS,
+        *vpn.EXTENSIONS,
         tagging.EXTENSION,
         tagging.CREATION,
         quotas.EXTENSION,

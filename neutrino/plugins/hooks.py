@@ -43,6 +43,14 @@ LogsChanged = Callable[[list[dict[str, Any]]], None]
 # network's transaction, as the RBAC plugin turns ``shared`` and
 # ``router:external`` into its entries; raise to veto
 NetworkWrite = Callable[[Connection, str, dict[str, Any], bool], None]
+# (conn, router id) -> None: inside the transaction that takes a router's gateway
+# away (cleared, moved to another network, the router deleted); raise to veto, as
+# the VPN plugin does while the router has VPN services
+RouterGatewayRemoval = Callable[[Connection, str], None]
+# (conn, router id, the subnets leaving it) -> None: inside the transaction that
+# removes a router interface; raise to veto, as the VPN plugin does for a subnet
+# its services or connections use
+RouterInterfaceRemoval = Callable[[Connection, str, list[str]], None]
 
 
 class DhcpNotifications(Protocol):
@@ -80,6 +88,9 @@ class Hooks:
     extend_router_sync: list[RouterSyncExtender] = field(default_factory=list)
     after_logs_change: list[LogsChanged] = field(default_factory=list)
     on_network_write: list[NetworkWrite] = field(default_factory=list)
+    before_router_gateway_remove: list[RouterGatewayRemoval] = field(default_factory=list)
+    before_router_interface_remove: list[RouterInterfaceRemoval] = field(
+        default_factory=list)
     # the DHCP agents' scheduler (one; it sets itself here when it is built)
     dhcp: DhcpNotifications = field(default_factory=NoDhcpAgents)
 

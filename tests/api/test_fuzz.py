@@ -281,6 +281,13 @@ def world(server: Server) -> World:
     attempt("rbac-policies", object_type="network", object_id=net["id"],
             action="access_as_shared", target_tenant=uuid.uuid4().hex)
     attempt("segments", network_id=net["id"], network_type="local")
+    if "vpn/vpnservices" in w.resources:
+        ike, ipsec = make("vpn/ikepolicies", name="fuzz"), make("vpn/ipsecpolicies")
+        service = make("vpn/vpnservices", router_id=router["id"], subnet_id=subnet["id"])
+        make("vpn/endpoint-groups", type="cidr", endpoints=["192.168.0.0/24"])
+        make("vpn/ipsec-site-connections", vpnservice_id=service["id"],
+             ikepolicy_id=ike["id"], ipsecpolicy_id=ipsec["id"], peer_address="172.24.4.9",
+             peer_id="fuzz", psk="fuzz", peer_cidrs=["192.168.1.0/24"])
 
     w.create_bodies = {
         "networks": {"name": "fz"},
@@ -304,6 +311,8 @@ def world(server: Server) -> World:
         "rbac-policies": {"object_type": "network", "object_id": net["id"],
                           "action": "access_as_shared", "target_tenant": uuid.uuid4().hex},
         "segments": {"network_id": net["id"], "network_type": "local"},
+        "vpn/vpnservices": {"router_id": router["id"]},
+        "vpn/endpoint-groups": {"type": "subnet", "endpoints": [subnet["id"]]},
     }
 
     keys: set[str] = set()

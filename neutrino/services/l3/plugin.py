@@ -222,6 +222,7 @@ class L3RouterPlugin(Plugin):
     def _remove_gateway(self, conn: Connection, changes: PortChanges, row: Any) -> None:
         if row.gw_port_id is None:
             return
+        self.env.hooks.run(self.env.hooks.before_router_gateway_remove, conn, row.id)
         network_id = self.core.port_row_in(conn, ADMIN, row.gw_port_id).network_id
         if floatingips.through_router(conn, row.id, network_id):
             raise l3.RouterExternalGatewayInUseByFloatingIp(router_id=row.id,
@@ -393,6 +394,8 @@ class L3RouterPlugin(Plugin):
                     raise l3.RouterInterfaceNotFoundForSubnet(router_id=router_id,
                                                               subnet_id=subnet_id)
             self._check_unused(conn, router_id, removed)
+            self.env.hooks.run(self.env.hooks.before_router_interface_remove, conn, router_id,
+                               [a.subnet_id for a in removed])
             target = port_id or removed[0].port_id
             port = self.core.port_in(conn, ADMIN, target)
             if port_id is None and len(port["fixed_ips"]) > 1:
