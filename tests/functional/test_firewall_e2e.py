@@ -9,6 +9,7 @@ import select
 import subprocess
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -110,19 +111,40 @@ class Conversation:
         self.proc.wait()
 
 
-def test_a_firewall_group_on_a_router_port(lab: Lab):
+@dataclass
+class Sites:
+    """A router between two subnets, an instance on each (b's answers on
+    SERVICE), and the router's port on b's network."""
+
+    router: dict
+    port_a: dict
+    inst_a: str
+    port_b: dict
+    inst_b: str
+    router_port_b: str
+
+
+def sites(lab: Lab, cidr_a: str, cidr_b: str) -> Sites:
     router = lab.api.create("routers", name="r")
-    net_a, subnet_a = tenant_subnet(lab, "10.81.0.0/24")
-    net_b, subnet_b = tenant_subnet(lab, "10.82.0.0/24")
+    net_a, subnet_a = tenant_subnet(lab, cidr_a)
+    net_b, subnet_b = tenant_subnet(lab, cidr_b)
     add_interface(lab, router, subnet_a)
     add_interface(lab, router, subnet_b)
     port_a, inst_a = instance(lab, net_a, subnet_a, "a")
     port_b, inst_b = instance(lab, net_b, subnet_b, "b")
-    ip_b = address(port_b)
+    said(inst_a, address(port_b), SERVICE, "b")
+    [router_port_b] = [p["id"] for p in lab.api.get("/v2.0/ports", params={
+        "device_id": router["id"], "network_id": net_b["id"]}).json()["ports"]]
+    return Sites(router, port_a, inst_a, port_b, inst_b, router_port_b)
+
+
+def test_a_firewall_group_on_a_router_port(lab: Lab):
+    s = sites(lab, "10.81.0.0/24", "10.82.0.0/24")
+    router, port_a, inst_a, inst_b = s.router, s.port_a, s.inst_a, s.inst_b
+    ip_b = address(s.port_b)
     for port in (REJECTED, DROPPED):
         lab.d.serve_tcp(inst_b, port, f"echo b{port}")
     lab.d.serve_tcp(inst_b, ECHO, "cat")
-    said(inst_a, ip_b, SERVICE, "b")
     said(inst_a, ip_b, DROPPED, f"b{DROPPED}")
     assert pings(inst_a, ip_b)
 
@@ -138,9 +160,7 @@ def test_a_firewall_group_on_a_router_port(lab: Lab):
     ingress = made(lab, "firewall_policies", name="in",
                    firewall_rules=[allow["id"], echo["id"], reject["id"]])
     egress = made(lab, "firewall_policies", name="out", firewall_rules=[anything["id"]])
-    [router_port_b] = [p["id"] for p in lab.api.get("/v2.0/ports", params={
-        "device_id": router["id"], "network_id": net_b["id"]}).json()["ports"]]
-    group = made(lab, "firewall_groups", name="g", ports=[router_port_b],
+    group = made(lab, "firewall_groups", name="g", ports=[s.router_port_b],
                  ingress_firewall_policy_id=ingress["id"],
                  egress_firewall_policy_id=egress["id"])
     wait_until(lambda: status(lab, group) == "ACTIVE", 15, "the group to be ACTIVE")
@@ -201,21 +221,13 @@ def test_a_firewall_group_on_a_router_port(lab: Lab):
 def test_a_drop_log_on_a_firewall_group(lab: Lab):
     """A DROP log of the group writes a line per dropped connection attempt
     (naming the group), none for what passes; disabled, it writes no more."""
-    router = lab.api.create("routers", name="r")
-    net_a, subnet_a = tenant_subnet(lab, "10.83.0.0/24")
-    net_b, subnet_b = tenant_subnet(lab, "10.84.0.0/24")
-    add_interface(lab, router, subnet_a)
-    add_interface(lab, router, subnet_b)
-    port_a, inst_a = instance(lab, net_a, subnet_a, "a")
-    port_b, inst_b = instance(lab, net_b, subnet_b, "b")
-    ip_b = address(port_b)
-    said(inst_a, ip_b, SERVICE, "b")
+    s = sites(lab, "10.83.0.0/24", "10.84.0.0/24")
+    router, port_a, inst_a = s.router, s.port_a, s.inst_a
+    ip_b = address(s.port_b)
     allow = made(lab, "firewall_rules", protocol="tcp", destination_port=str(SERVICE),
                  action="allow")
     ingress = made(lab, "firewall_policies", firewall_rules=[allow["id"]])
-    [router_port_b] = [p["id"] for p in lab.api.get("/v2.0/ports", params={
-        "device_id": router["id"], "network_id": net_b["id"]}).json()["ports"]]
-    group = made(lab, "firewall_groups", ports=[router_port_b],
+    group = made(lab, "firewall_groups", ports=[s.router_port_b],
                  ingress_firewall_policy_id=ingress["id"])
     resp = lab.api.post("/v2.0/log/logs", json={"log": {
         "resource_type": "firewall_group", "resource_id": group["id"], "event": "DROP"}})
