@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import time
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import httpx
@@ -425,7 +426,11 @@ def test_example_config_documents_every_option_with_its_default(tmp_path):
         match = re.match(r"^#(\w+) =", line)
         if match:
             documented[(section, match.group(1))] = number
-    groups = [*config.CORE_GROUPS, keystone.GROUP, policy.GROUP, providers.GROUP]
+    # the service plugins' own groups too ([default_fwg_rules] of firewall_v2)
+    plugin_groups = [group for point in entry_points(group="neutrino.service_plugins")
+                     for group in point.load().option_groups]
+    groups = [*config.CORE_GROUPS, keystone.GROUP, policy.GROUP, providers.GROUP,
+              *plugin_groups]
     groups.append(log.GROUP)  # [DEFAULT]'s logging options, registered by each command
     expected = {(g.name, o.name) for g in groups for o in g.opts}
     assert set(documented) == expected
@@ -444,7 +449,7 @@ def test_example_config_documents_every_option_with_its_default(tmp_path):
     # every documented default, uncommented, parses back to the default
     uncommented = "\n".join(re.sub(r"^#(\w+ =)", r"\1", line) for line in lines)
     parsed = config.load([str(write(tmp_path / "uncommented.conf", uncommented))],
-                         [keystone.GROUP, policy.GROUP, providers.GROUP])
+                         [keystone.GROUP, policy.GROUP, providers.GROUP, *plugin_groups])
     parsed.register([log.GROUP])
     for group in groups:
         for opt in group.opts:

@@ -499,10 +499,12 @@ class FirewallPlugin(Plugin):
 
     def _ensure_default_group(self, ctx: Context, query: CollectionQuery) -> None:
         """Looking makes a project's default group, as in neutron-fwaas: the
-        project filtered on, or the caller's."""
+        caller's project, or for an admin the one filtered on (if it can be one)."""
         wanted = query.filters.get("project_id") or query.filters.get("tenant_id")
-        project_id = wanted[0] if wanted and len(wanted) == 1 else ctx.project_id
-        if project_id and isinstance(project_id, str):
+        project_id = ctx.project_id
+        if ctx.is_admin and wanted and len(wanted) == 1:
+            project_id = wanted[0]
+        if project_id and isinstance(project_id, str) and v.project_id(project_id) is None:
             self._make_default_group(project_id)
 
     def _make_default_group(self, project_id: str) -> None:
