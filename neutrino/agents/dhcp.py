@@ -228,7 +228,8 @@ class DhcpAgent(Agent):
         if full:
             found = await self._plugin.get_active_networks_info(self.context,
                                             host=self.host)
-            self.networks = {net["id"]: net for net in found}
+            self.networks.clear()  # in place: the extensions hold it as their state
+            self.networks.update((net["id"], net) for net in found)
             changed = set(self.networks)
             if self.dataplane is not None:
                 changed |= await asyncio.to_thread(self.dataplane.present)

@@ -342,7 +342,9 @@ class L3Agent(Agent):
         made to match them."""
         if full:
             ids = await self._plugin.get_router_ids(self.context, host=self.host)
-            self.routers = await self._sync_routers(sorted(ids))
+            found = await self._sync_routers(sorted(ids))
+            self.routers.clear()  # in place: the extensions hold it as their state
+            self.routers.update(found)
             changed = set(self.routers) | set(self._reported)
             if self.dataplane is not None:
                 changed |= await asyncio.to_thread(self.dataplane.present)

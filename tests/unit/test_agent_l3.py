@@ -154,3 +154,12 @@ def test_a_change_and_its_reversal_leave_the_router_as_it_was(tmp_path, server):
         assert host.state() == before
 
     run(tmp_path, server, host, scenario)
+
+
+def test_the_extensions_state_is_the_routers_after_a_full_sync(tmp_path, server):
+    async def scenario(agent: L3Agent) -> None:
+        state = agent.extension_handles().state
+        await agent.sync(True, set())
+        assert state is agent.routers and set(state) == {ROUTER}
+
+    run(tmp_path, server, FakeRouterDataplane(), scenario)
