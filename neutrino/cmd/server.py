@@ -44,6 +44,8 @@ from neutrino.plugins.tagging import TagService
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.service import RpcService
 from neutrino.rpc.transport import TransportURLError, get_transport
+from neutrino.services.octavia.api import OctaviaRouter, neutron_fault
+from neutrino.services.octavia.plugin import OctaviaPlugin
 from neutrino.services.servicetype import ServiceTypePlugin
 
 LOG = logging.getLogger("neutrino.server")
@@ -158,10 +160,24 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     if not serve_rpc:
         endpoints, periodic = {}, []
     rpc = RpcService(bus, endpoints, config.host_name(conf))
+    threads = conf.DEFAULT.wsgi_default_pool_size or default_pool_size(db)
+    # The load-balancer API: its own app, answering on its own socket
+    others = {}
+    for plugin in plugins:
+        if isinstance(plugin, OctaviaPlugin):
+            others[conf.api_settings.bind_port] = ApiApp(
+                OctaviaRouter(plugin, max_limit if max_limit > 0 else None), authenticator,
+                keep_alive=conf.DEFAULT.wsgi_keep_alive, threads=threads,
+                errors=neutron_fault)
     return ApiApp(router, authenticator, on_shutdown=db.dispose,
                   background=[rpc, PeriodicTasks(periodic)],
-                  keep_alive=conf.DEFAULT.wsgi_keep_alive,
-                  threads=conf.DEFAULT.wsgi_default_pool_size or default_pool_size(db))
+                  keep_alive=conf.DEFAULT.wsgi_keep_alive, threads=threads, by_port=others)
+
+
+def serves_octavia(conf: config.Config) -> bool:
+    """Whether the load-balancer API is served beside the Networking API."""
+    return any(loader.find(loader.SERVICE_GROUP, name) is OctaviaPlugin
+               for name in conf.DEFAULT.service_plugins)
 
 
 def worker_app() -> ApiApp:
@@ -291,6 +307,13 @@ def prepare(files: list[str], extra_groups: Iterable[config.OptGroup] = ()
     before any work), then the database set up; the configuration and sockets."""
     conf = check(files, extra_groups)
     sockets = listen(conf)
+    if serves_octavia(conf):
+        try:
+            sockets += listen(conf, "api_settings")
+        except StartupError:
+            for sock in sockets:
+                sock.close()
+            raise
     try:
         set_up_database(conf)
     except StartupError:
@@ -327,6 +350,9 @@ def main(argv: list[str] | None = None) -> None:
     opts = conf.DEFAULT
     LOG.info("serving the Networking API on http://%s:%s with %d worker(s)",
              opts.bind_host, opts.bind_port, opts.api_workers)
+    if serves_octavia(conf):
+        LOG.info("serving the load-balancer API on http://%s:%s",
+                 conf.api_settings.bind_host, conf.api_settings.bind_port)
     common = uvicorn_options(conf)
     files = [os.path.abspath(f) for f in args.config_file]
     rpc_workers = start_rpc_workers(opts.rpc_workers, files)

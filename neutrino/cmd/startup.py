@@ -46,11 +46,12 @@ class StartupError(Exception):
     there is one)."""
 
 
-def listen(conf: config.Config) -> list[socket.socket]:
-    """Listening sockets on ``bind_host``:``bind_port`` (every address a host
-    name has), as uvicorn would make them."""
-    host, port = conf.DEFAULT.bind_host, conf.DEFAULT.bind_port
-    where = f"{conf.source('DEFAULT', 'bind_host')} and {conf.source('DEFAULT', 'bind_port')}"
+def listen(conf: config.Config, group: str = "DEFAULT") -> list[socket.socket]:
+    """Listening sockets on ``group``'s ``bind_host``:``bind_port`` (every address
+    a host name has), as uvicorn would make them."""
+    opts = getattr(conf, group)
+    host, port = opts.bind_host, opts.bind_port
+    where = f"{conf.source(group, 'bind_host')} and {conf.source(group, 'bind_port')}"
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         found = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
