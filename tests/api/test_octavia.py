@@ -322,3 +322,24 @@ def test_pagination_links(lbapi: ApiClient, subnet: dict):
     assert rest["loadbalancers_links"] == []
     fields = lbapi.get(LBS, params={"fields": "name"}).json()["loadbalancers"]
     assert sorted(fields, key=lambda f: f["name"]) == [{"name": f"lb{i}"} for i in range(3)]
+
+
+def test_served_by_every_api_worker(tmp_path):
+    """With api_workers = 2 both APIs answer, each on its own port."""
+    url, drop = create_database("sqlite", tmp_path)
+    srv = start_server(tmp_path, url, auth="noauth", workers=2,
+                       extra="service_plugins = octavia\n", octavia_port=free_port())
+    try:
+        api = srv.octavia("p")
+        for _ in range(6):  # the connections land on either worker
+            with httpx.Client(base_url=srv.octavia_url, headers=dict(api.http.headers)) as c:
+                assert c.get(LBS).json() == {"loadbalancers": [], "loadbalancers_links": []}
+        headers = dict(api.http.headers)
+        assert httpx.get(srv.url + "/v2.0/networks", headers=headers).json() == {
+            "networks": []}
+        resp = httpx.get(srv.url + LBS, headers=headers)  # not on the Networking API
+        assert resp.status_code == 404 and "NeutronError" in resp.json()
+        fault(httpx.get(srv.octavia_url + "/v2/lbaas/nothing", headers=headers), 404)
+    finally:
+        srv.stop()
+        drop()
