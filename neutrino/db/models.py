@@ -705,3 +705,20 @@ lbaas_members = Table(
     UniqueConstraint("pool_id", "address", "protocol_port",
                      name="uq_lbaas_members_pool_id_address_port"),
 )
+
+# A pool's one health monitor.
+lbaas_healthmonitors = Table(
+    "lbaas_healthmonitors", metadata, *_lbaas_common(),
+    Column("pool_id", UUID, ForeignKey("lbaas_pools.id", ondelete="CASCADE"),
+           nullable=False, unique=True),
+    Column("type", String(36), nullable=False),
+    Column("delay", Integer, nullable=False),
+    Column("timeout", Integer, nullable=False),
+    Column("max_retries", Integer, nullable=False),
+    Column("max_retries_down", Integer, nullable=False),
+    Column("http_method", String(16), nullable=True),
+    Column("url_path", String(2048), nullable=True),
+    Column("expected_codes", String(64), nullable=True),
+    Column("http_version", String(8), nullable=True),
+    Column("domain_name", String(255), nullable=True),
+)

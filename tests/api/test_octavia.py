@@ -343,3 +343,39 @@ def test_served_by_every_api_worker(tmp_path):
     finally:
         srv.stop()
         drop()
+
+
+def test_health_monitor_crud_and_checks(lbapi: ApiClient, subnet: dict):
+    lb = make_lb(lbapi, subnet)
+    pool = make(lbapi, "/v2/lbaas/pools", "pool", loadbalancer_id=lb["id"], protocol="HTTP",
+                lb_algorithm="ROUND_ROBIN")
+    hms = "/v2/lbaas/healthmonitors"
+    hm = make(lbapi, hms, "healthmonitor", pool_id=pool["id"], type="HTTP", delay=5,
+              timeout=3, max_retries=2)
+    assert (hm["http_method"], hm["url_path"], hm["expected_codes"]) == ("GET", "/", "200")
+    assert hm["max_retries_down"] == 3 and hm["pools"] == [{"id": pool["id"]}]
+    assert show(lbapi, f"/v2/lbaas/pools/{pool['id']}", "pool")["healthmonitor_id"] == hm["id"]
+    fault(lbapi.post(hms, json={"healthmonitor": {
+        "pool_id": pool["id"], "type": "TCP", "delay": 5, "timeout": 3, "max_retries": 2}}),
+        409, "This pool already has a health monitor")
+    resp = lbapi.put(f"{hms}/{hm['id']}", json={"healthmonitor": {
+        "url_path": "/healthz", "expected_codes": "200-204"}})
+    assert resp.status_code == 200, resp.text
+    shown = show(lbapi, f"{hms}/{hm['id']}", "healthmonitor")
+    assert (shown["url_path"], shown["provisioning_status"]) == ("/healthz", "ACTIVE")
+    fault(lbapi.put(f"{hms}/{hm['id']}", json={"healthmonitor": {
+        "expected_codes": "abc"}}), 400)
+    assert lbapi.delete(f"{hms}/{hm['id']}").status_code == 204
+    assert show(lbapi, f"/v2/lbaas/pools/{pool['id']}", "pool")["healthmonitor_id"] is None
+    tcp = {"pool_id": pool["id"], "type": "TCP", "delay": 5, "timeout": 3, "max_retries": 2}
+    fault(lbapi.post(hms, json={"healthmonitor": {**tcp, "url_path": "/x"}}), 400,
+          "url_path is not a valid option for health monitors of type TCP")
+    fault(lbapi.post(hms, json={"healthmonitor": {**tcp, "type": "UDP-CONNECT"}}), 400,
+          "Validation failure: The UDP-CONNECT type is only supported for pools of type "
+          "UDP/SCTP.")
+    fault(lbapi.post(hms, json={"healthmonitor": {**tcp, "max_retries": 11}}), 400)
+    assert lbapi.get(hms).json()["healthmonitors"] == []
+    # a cascade delete takes the monitor with the pool
+    hm = make(lbapi, hms, "healthmonitor", **tcp)
+    assert lbapi.delete(f"{LBS}/{lb['id']}", params={"cascade": "true"}).status_code == 204
+    fault(lbapi.get(f"{hms}/{hm['id']}"), 404)

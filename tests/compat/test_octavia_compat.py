@@ -53,6 +53,8 @@ def test_openstack_loadbalancer_cli(lb_server: Server, tmp_path: Path):
         ("member", "loadbalancer member create p --name m1 --address 10.90.0.9 "
                    "--protocol-port 8080 --subnet-id lbsub -f json"),
         ("member-list", "loadbalancer member list p -f json"),
+        ("hm", "loadbalancer healthmonitor create --name hm --delay 5 --timeout 3 "
+               "--max-retries 2 --type HTTP --url-path /healthz p -f json"),
         ("listener-list", "loadbalancer listener list -f json"),
         ("pool-show", "loadbalancer pool show p -f json"),
         ("delete", "loadbalancer delete web --cascade"),
@@ -73,6 +75,8 @@ def test_openstack_loadbalancer_cli(lb_server: Server, tmp_path: Path):
     member = session.json("member")
     assert member["address"] == "10.90.0.9"
     assert [row["name"] for row in session.json("member-list")] == ["m1"]
+    hm = session.json("hm")
+    assert (hm["type"], hm["url_path"], hm["http_method"]) == ("HTTP", "/healthz", "GET")
     assert [row["name"] for row in session.json("listener-list")] == ["http"]
     assert session.json("pool-show")["provisioning_status"] == "ACTIVE"
     session.quiet("delete")
@@ -99,6 +103,9 @@ def test_openstacksdk_load_balancer(lb_server: Server):
         member = conn.load_balancer.create_member(pool, address="10.91.0.5",
                                                   protocol_port=22)
         assert [m.id for m in conn.load_balancer.members(pool)] == [member.id]
+        hm = conn.load_balancer.create_health_monitor(pool_id=pool.id, type="TCP", delay=5,
+                                                      timeout=3, max_retries=3)
+        assert conn.load_balancer.get_pool(pool.id).health_monitor_id == hm.id
         conn.load_balancer.update_load_balancer(lb, description="sdk made")
         assert conn.load_balancer.get_load_balancer(lb.id).description == "sdk made"
         assert [x.name for x in conn.load_balancer.load_balancers()] == ["sdk"]

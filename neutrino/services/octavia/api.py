@@ -23,7 +23,7 @@ from neutrino.api.request import Request, Response
 from neutrino.context import Context
 from neutrino.services.octavia import errors
 from neutrino.services.octavia import policy as octavia_policy
-from neutrino.services.octavia.plugin import LB, LI, ME, PO, OctaviaPlugin
+from neutrino.services.octavia.plugin import HM, LB, LI, ME, PO, OctaviaPlugin
 
 #: the versions this API answers to at ``/`` (Octavia's list, to the one whose
 #: features it has: the v2 API; later minor versions come with their features)
@@ -191,6 +191,89 @@ MEMBER_FIELDS = _fields(
     weight=Field(integer(0, 256), default=1), backup=Field(boolean, default=False),
     subnet_id=Field(optional_uuid, put=False), monitor_address=Field(optional_ip),
     monitor_port=Field(optional_port))
+HM_TYPES = ("HTTP", "HTTPS", "PING", "TCP", "TLS-HELLO", "UDP-CONNECT", "SCTP")
+HTTP_METHODS = ("CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT",
+                "TRACE")
+RETRIES = integer(1, 10)
+
+
+def pattern(regex: str, limit: int = 255) -> Check:
+    def check(name: str, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, str) or len(value) > limit or \
+                not re.fullmatch(regex, value):
+            raise _bad(name, value, f"Value should match the pattern {regex}")
+        return value
+    return check
+
+
+def http_version(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool) or value not in (1.0, 1.1):
+        raise _bad(name, value, "Value should be one of: 1.0, 1.1")
+    return str(float(value))
+
+
+HM_FIELDS = {
+    "name": Field(text(), default=""), "admin_state_up": Field(boolean, default=True),
+    "tags": Field(tags, default=[]),
+    "project_id": Field(text(), put=False), "tenant_id": Field(text(), put=False),
+    "pool_id": Field(an_uuid, put=False, required=True),
+    "type": Field(one_of(*HM_TYPES), put=False, required=True),
+    "delay": Field(integer(0, 2**31 - 1), required=True),
+    "timeout": Field(integer(0, 2**31 - 1), required=True),
+    "max_retries": Field(RETRIES, required=True),
+    "max_retries_down": Field(RETRIES, default=3),
+    "http_method": Field(lambda n, v: None if v is None else one_of(*HTTP_METHODS)(n, v)),
+    "url_path": Field(pattern(r"/[\x21-\x7e]*", 2048)),
+    "expected_codes": Field(pattern(r"^(\d{3}(\s*,\s*\d{3})*)$|^(\d{3}-\d{3})$", 64)),
+    "http_version": Field(http_version),
+    "domain_name": Field(pattern(r"(?=.{1,255}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62}"
+                                 r"[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}"
+                                 r"[A-Za-z0-9])?)*")),
+}
+HTTP_ONLY = ("http_method", "url_path", "expected_codes")
+
+
+def hm_suits(data: dict[str, Any]) -> Callable[[Any], None]:
+    """What Octavia checks of a monitor against its pool (or, on update, its
+    stored self): the HTTP options only for HTTP(S) monitors, the UDP and SCTP
+    types only on such pools."""
+
+    def check(row: Any) -> None:
+        kind = data.get("type") or row.type
+        if kind not in ("HTTP", "HTTPS"):
+            for name in HTTP_ONLY:
+                if data.get(name):
+                    raise errors.InvalidOption(value=name,
+                                               option=f"health monitors of type {kind}")
+        if "type" in data:  # a create: row is the pool
+            if row.protocol in ("UDP", "SCTP"):
+                if kind not in ("UDP-CONNECT", "SCTP", "TCP", "HTTP"):
+                    raise errors.Validation(detail=(
+                        f"The associated pool protocol is {row.protocol}, so only a "
+                        "UDP-CONNECT/SCTP/TCP/HTTP health monitor is supported."))
+            elif kind in ("UDP-CONNECT", "SCTP"):
+                raise errors.Validation(detail=f"The {kind} type is only supported for "
+                                               "pools of type UDP/SCTP.")
+            if kind in ("HTTP", "HTTPS"):
+                data["http_method"] = data.get("http_method") or "GET"
+                data["url_path"] = data.get("url_path") or "/"
+                data["expected_codes"] = data.get("expected_codes") or "200"
+        version = data.get("http_version", getattr(row, "http_version", None))
+        if data.get("domain_name") and not version:
+            raise errors.Validation(detail="'http_version' must be specified when "
+                                           "'domain_name' is provided.")
+        if data.get("domain_name") and version and float(version) < 1.1:
+            raise errors.InvalidOption(
+                value=f"http_version {float(version)}",
+                option="health monitors HTTP 1.1 domain name health check")
+
+    return check
+
+
 #: what is accepted in a body but not stored as a column
 NOT_STORED = ("project_id", "tenant_id")
 
@@ -247,6 +330,11 @@ class OctaviaRouter:
             ("GET", r"/v2(?:\.0)?/lbaas/pools/([^/]+)", self.show_pool),
             ("PUT", r"/v2(?:\.0)?/lbaas/pools/([^/]+)", self.update_pool),
             ("DELETE", r"/v2(?:\.0)?/lbaas/pools/([^/]+)", self.delete_pool),
+            ("GET", r"/v2(?:\.0)?/lbaas/healthmonitors", self.list_hms),
+            ("POST", r"/v2(?:\.0)?/lbaas/healthmonitors", self.create_hm),
+            ("GET", r"/v2(?:\.0)?/lbaas/healthmonitors/([^/]+)", self.show_hm),
+            ("PUT", r"/v2(?:\.0)?/lbaas/healthmonitors/([^/]+)", self.update_hm),
+            ("DELETE", r"/v2(?:\.0)?/lbaas/healthmonitors/([^/]+)", self.delete_hm),
             ("GET", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members", self.list_members),
             ("POST", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members", self.create_member),
             ("PUT", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members", self.batch_members),
@@ -497,6 +585,37 @@ class OctaviaRouter:
     def delete_pool(self, req: Request, pool_id: str) -> Response:
         octavia_policy.check_write(req.context, self._owner_of(PO, "Pool", pool_id))
         self.plugin.delete_pool(pool_id)
+        return Response(204)
+
+    # --- health monitors ----------------------------------------------------------------
+
+    def list_hms(self, req: Request) -> Response:
+        return self._list(req, HM, "healthmonitors", self.plugin.hm_view)
+
+    def show_hm(self, req: Request, hm_id: str) -> Response:
+        return self._show(req, HM, "Health Monitor", "healthmonitor", hm_id,
+                          self.plugin.hm_view)
+
+    def create_hm(self, req: Request) -> Response:
+        data = parse_body(req, "healthmonitor", HM_FIELDS, creating=True)
+        for key in NOT_STORED:
+            data.pop(key, None)
+        try:
+            project = self._owner_of(PO, "Pool", data["pool_id"])
+        except errors.NotFound:
+            raise errors.BadRequest(f"Pool {data['pool_id']} not found.") from None
+        octavia_policy.check_write(req.context, project)
+        return Response(201, {"healthmonitor": self.plugin.create_hm(data, hm_suits(data))})
+
+    def update_hm(self, req: Request, hm_id: str) -> Response:
+        data = parse_body(req, "healthmonitor", HM_FIELDS, creating=False)
+        octavia_policy.check_write(req.context, self._owner_of(HM, "Health Monitor", hm_id))
+        return Response(200, {"healthmonitor": self.plugin.update_hm(hm_id, data,
+                                                                     hm_suits(data))})
+
+    def delete_hm(self, req: Request, hm_id: str) -> Response:
+        octavia_policy.check_write(req.context, self._owner_of(HM, "Health Monitor", hm_id))
+        self.plugin.delete_hm(hm_id)
         return Response(204)
 
     # --- members --------------------------------------------------------------------------

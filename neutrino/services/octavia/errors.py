@@ -63,6 +63,16 @@ class DuplicatePool(OctaviaError):
     message = "This listener already has a default pool"
 
 
+class DuplicateHealthMonitor(OctaviaError):
+    status = 409
+    message = "This pool already has a health monitor"
+
+
+class InvalidOption(OctaviaError):
+    status = 400
+    message = "%(value)s is not a valid option for %(option)s"
+
+
 class Unauthorized(OctaviaError):
     status = 401
     message = "The request you have made requires authentication."

@@ -1,5 +1,6 @@
 """Load balancing as Octavia's v2 API has it: load balancers (each with a VIP
-port made on the Networking API's side), their listeners, pools and members.
+port made on the Networking API's side), their listeners, pools, members and
+health monitors.
 
 Every change to a load balancer's tree marks the changed objects PENDING_*
 and the load balancer PENDING_UPDATE, in one transaction with the load
@@ -39,6 +40,7 @@ LB = models.lbaas_loadbalancers
 LI = models.lbaas_listeners
 PO = models.lbaas_pools
 ME = models.lbaas_members
+HM = models.lbaas_healthmonitors
 
 ACTIVE, ERROR = "ACTIVE", "ERROR"
 PENDING_CREATE, PENDING_UPDATE, PENDING_DELETE = (
@@ -141,13 +143,15 @@ class OctaviaPlugin(Plugin):
             return
         stamp = now()
         members = select(PO.c.id).where(PO.c.loadbalancer_id == lb.id)
-        conn.execute(delete(ME).where(ME.c.pool_id.in_(members),
-                                      ME.c.provisioning_status == PENDING_DELETE))
+        for child in (ME, HM):
+            conn.execute(delete(child).where(child.c.pool_id.in_(members),
+                                             child.c.provisioning_status == PENDING_DELETE))
         gone_pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb.id,
                                            PO.c.provisioning_status == PENDING_DELETE)
         conn.execute(update(LI).where(LI.c.default_pool_id.in_(gone_pools))
                      .values(default_pool_id=None))
         conn.execute(delete(ME).where(ME.c.pool_id.in_(gone_pools)))
+        conn.execute(delete(HM).where(HM.c.pool_id.in_(gone_pools)))
         conn.execute(delete(LI).where(LI.c.loadbalancer_id == lb.id,
                                       LI.c.provisioning_status == PENDING_DELETE))
         conn.execute(delete(PO).where(PO.c.loadbalancer_id == lb.id,
@@ -158,6 +162,7 @@ class OctaviaPlugin(Plugin):
             self._remove_lb(conn, lb, after)
             return
         for table, scope in ((ME, ME.c.pool_id.in_(members)),
+                             (HM, HM.c.pool_id.in_(members)),
                              (LI, LI.c.loadbalancer_id == lb.id),
                              (PO, PO.c.loadbalancer_id == lb.id), (LB, LB.c.id == lb.id)):
             for enabled, status in ((True, ONLINE), (False, OFFLINE)):
@@ -169,6 +174,7 @@ class OctaviaPlugin(Plugin):
     def _remove_lb(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
         pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb.id)
         conn.execute(delete(ME).where(ME.c.pool_id.in_(pools)))
+        conn.execute(delete(HM).where(HM.c.pool_id.in_(pools)))
         conn.execute(delete(LI).where(LI.c.loadbalancer_id == lb.id))
         conn.execute(delete(PO).where(PO.c.loadbalancer_id == lb.id))
         conn.execute(delete(LB).where(LB.c.id == lb.id))
@@ -290,6 +296,7 @@ class OctaviaPlugin(Plugin):
                     detail=f"Cannot delete Load Balancer {lb_id} - it has children")
             pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb_id)
             for table, scope in ((ME, ME.c.pool_id.in_(pools)),
+                                 (HM, HM.c.pool_id.in_(pools)),
                                  (LI, LI.c.loadbalancer_id == lb_id),
                                  (PO, PO.c.loadbalancer_id == lb_id), (LB, LB.c.id == lb_id)):
                 conn.execute(update(table).where(scope).values(
@@ -395,9 +402,10 @@ class OctaviaPlugin(Plugin):
             members=[{"id": i} for i in conn.execute(
                 select(ME.c.id).where(ME.c.pool_id == row.id)
                 .order_by(ME.c.created_at, ME.c.id)).scalars()],
-            healthmonitor_id=None, tls_enabled=False, tls_ciphers=None, tls_versions=None,
-            alpn_protocols=None, ca_tls_container_ref=None, crl_container_ref=None,
-            tls_container_ref=None)
+            healthmonitor_id=conn.execute(select(HM.c.id).where(
+                HM.c.pool_id == row.id)).scalar(), tls_enabled=False, tls_ciphers=None,
+            tls_versions=None, alpn_protocols=None, ca_tls_container_ref=None,
+            crl_container_ref=None, tls_container_ref=None)
         return view
 
     def create_pool(self, data: dict[str, Any]) -> dict[str, Any]:
@@ -454,8 +462,9 @@ class OctaviaPlugin(Plugin):
             row = self.get_row(conn, PO, "Pool", pool_id)
             lb = self._lock_lb(conn, row.loadbalancer_id)
             self._mark(conn, PO, pool_id, PENDING_DELETE)
-            conn.execute(update(ME).where(ME.c.pool_id == pool_id).values(
-                provisioning_status=PENDING_DELETE))
+            for child in (ME, HM):
+                conn.execute(update(child).where(child.c.pool_id == pool_id).values(
+                    provisioning_status=PENDING_DELETE))
             self._touch_lb(conn, lb.id)
             self._settle(conn, lb, after)
 
@@ -571,6 +580,73 @@ class OctaviaPlugin(Plugin):
                 if key not in seen:
                     self._mark(conn, ME, row.id, PENDING_DELETE)
             self._mark(conn, PO, pool_id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            self._settle(conn, lb, after)
+
+        self._write(work)
+
+    # --- health monitors --------------------------------------------------------------
+
+    @staticmethod
+    def hm_view(_conn: Connection | None, row: Row) -> dict[str, Any]:
+        view = _standard(row)
+        del view["description"]
+        view.update(
+            tenant_id=row.project_id, pools=[{"id": row.pool_id}], type=row.type,
+            delay=row.delay, timeout=row.timeout, max_retries=row.max_retries,
+            max_retries_down=row.max_retries_down, http_method=row.http_method,
+            url_path=row.url_path, expected_codes=row.expected_codes,
+            http_version=float(row.http_version) if row.http_version else None,
+            domain_name=row.domain_name)
+        return view
+
+    def create_hm(self, data: dict[str, Any], check: Callable[[Row], None]
+                  ) -> dict[str, Any]:
+        """``check(pool)``: what the monitor's type must suit in its pool."""
+
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            pool = self.get_row(conn, PO, "Pool", data["pool_id"])
+            lb = self._lock_lb(conn, pool.loadbalancer_id)
+            check(pool)
+            if conn.execute(select(HM.c.id).where(HM.c.pool_id == pool.id)).first():
+                raise errors.DuplicateHealthMonitor()
+            hm_id = new_uuid()
+            stamp = now()
+            conn.execute(insert(HM).values(
+                id=hm_id, project_id=pool.project_id, created_at=stamp, updated_at=stamp,
+                revision_number=0, provisioning_status=PENDING_CREATE,
+                operating_status=OFFLINE, description="", **data))
+            self._mark(conn, PO, pool.id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            view = self.hm_view(conn, self.get_row(conn, HM, "Health Monitor", hm_id))
+            self._settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def update_hm(self, hm_id: str, data: dict[str, Any], check: Callable[[Row], None]
+                  ) -> dict[str, Any]:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            row = self.get_row(conn, HM, "Health Monitor", hm_id)
+            pool = self.get_row(conn, PO, "Pool", row.pool_id)
+            lb = self._lock_lb(conn, pool.loadbalancer_id)
+            check(row)
+            self._mark(conn, HM, hm_id, PENDING_UPDATE, data)
+            self._mark(conn, PO, pool.id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            view = self.hm_view(conn, self.get_row(conn, HM, "Health Monitor", hm_id))
+            self._settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def delete_hm(self, hm_id: str) -> None:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> None:
+            row = self.get_row(conn, HM, "Health Monitor", hm_id)
+            pool = self.get_row(conn, PO, "Pool", row.pool_id)
+            lb = self._lock_lb(conn, pool.loadbalancer_id)
+            self._mark(conn, HM, hm_id, PENDING_DELETE)
+            self._mark(conn, PO, pool.id, PENDING_UPDATE)
             self._touch_lb(conn, lb.id)
             self._settle(conn, lb, after)
 

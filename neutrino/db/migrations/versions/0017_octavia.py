@@ -1,4 +1,4 @@
-"""octavia: load balancers, listeners, pools and members
+"""octavia: load balancers, listeners, pools, members and health monitors
 
 Revision ID: 0017
 Revises: 0016
@@ -93,8 +93,25 @@ def upgrade() -> None:
                             name="uq_lbaas_members_pool_id_address_port"),
     )
     _index("lbaas_members", "project_id", "pool_id")
+    op.create_table(
+        "lbaas_healthmonitors", *_common("lbaas_healthmonitors"),
+        sa.Column("pool_id", sa.String(36), nullable=False),
+        sa.Column("type", sa.String(36), nullable=False),
+        sa.Column("delay", sa.Integer(), nullable=False),
+        sa.Column("timeout", sa.Integer(), nullable=False),
+        sa.Column("max_retries", sa.Integer(), nullable=False),
+        sa.Column("max_retries_down", sa.Integer(), nullable=False),
+        sa.Column("http_method", sa.String(16), nullable=True),
+        sa.Column("url_path", sa.String(2048), nullable=True),
+        sa.Column("expected_codes", sa.String(64), nullable=True),
+        sa.Column("http_version", sa.String(8), nullable=True),
+        sa.Column("domain_name", sa.String(255), nullable=True),
+        _fk("lbaas_healthmonitors", "pool_id", "lbaas_pools", ondelete="CASCADE"),
+        sa.UniqueConstraint("pool_id", name=op.f("uq_lbaas_healthmonitors_pool_id")),
+    )
+    _index("lbaas_healthmonitors", "project_id")
 
 
 def downgrade() -> None:
-    for table in ("lbaas_members", "lbaas_listeners", "lbaas_pools", "lbaas_loadbalancers"):
+    for table in ("lbaas_healthmonitors", "lbaas_members", "lbaas_listeners", "lbaas_pools", "lbaas_loadbalancers"):
         op.drop_table(table)
