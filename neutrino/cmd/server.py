@@ -25,6 +25,7 @@ from neutrino.api.app import ApiApp
 from neutrino.api.auth import make_authenticator
 from neutrino.api.controller import ResourceController
 from neutrino.api.extensions import ExtensionError, api_resources, claimed
+from neutrino.api.octavia import OctaviaRouter, neutron_fault
 from neutrino.api.quotas import QuotasController
 from neutrino.api.router import Router
 from neutrino.api.tags import TagsController
@@ -44,7 +45,6 @@ from neutrino.plugins.tagging import TagService
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.service import RpcService
 from neutrino.rpc.transport import TransportURLError, get_transport
-from neutrino.services.octavia.api import OctaviaRouter, neutron_fault
 from neutrino.services.octavia.plugin import OctaviaPlugin
 from neutrino.services.servicetype import ServiceTypePlugin
 

@@ -19,13 +19,13 @@ from sqlalchemy import delete, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
-from neutrino.config import Opt, OptGroup, parse_host
+from neutrino.config import Opt, OptGroup, parse_host, parse_list
 from neutrino.context import Context
 from neutrino.db import models
 from neutrino.db.util import now, timestamp
 from neutrino.definitions.validators import new_uuid
-from neutrino.plugins import loader
 from neutrino.plugins.base import Plugin
+from neutrino.plugins.loader import find
 from neutrino.services.octavia import errors
 from neutrino.services.octavia.providers import Provider
 
@@ -49,12 +49,12 @@ PENDING = (PENDING_CREATE, PENDING_UPDATE, PENDING_DELETE)
 ONLINE, OFFLINE = "ONLINE", "OFFLINE"
 
 
-def _parse_drivers(text: str) -> dict[str, str]:
+def _drivers(entries: list[str]) -> dict[str, str]:
+    """``enabled_provider_drivers``' ``name:description`` entries, by name."""
     drivers = {}
-    for item in text.split(","):
-        if item.strip():
-            name, _, description = item.partition(":")
-            drivers[name.strip()] = description.strip()
+    for entry in entries:
+        name, _, description = entry.partition(":")
+        drivers[name.strip()] = description.strip()
     return drivers
 
 
@@ -70,8 +70,8 @@ OPTIONS = OptGroup("api_settings", [
         "Address the load-balancer API (Octavia v2) listens on, when the octavia service "
         "plugin is loaded."),
     Opt("bind_port", _port, 9876, "Port the load-balancer API (Octavia v2) listens on."),
-    Opt("enabled_provider_drivers", _parse_drivers,
-        _parse_drivers("noop:The no-op driver: everything ACTIVE at once (no dataplane)."),
+    Opt("enabled_provider_drivers", parse_list,
+        ["noop:The no-op driver: everything ACTIVE at once (no dataplane)."],
         "Provider drivers load balancers may name, as name:description pairs separated "
         "by commas; each name an entry point (neutrino.octavia.providers) or a dotted "
         "class path."),
@@ -100,14 +100,14 @@ class OctaviaPlugin(Plugin):
         super().__init__(env)
         self.core = env.core
         opts = self.conf.api_settings
-        self.enabled: dict[str, str] = dict(opts.enabled_provider_drivers)
+        self.enabled: dict[str, str] = _drivers(opts.enabled_provider_drivers)
         self.default_provider: str = opts.default_provider_driver
         if self.default_provider not in self.enabled:
             raise exc.NeutronException(
                 f"default_provider_driver {self.default_provider} is not one of "
                 f"enabled_provider_drivers ({', '.join(self.enabled)})")
         self.providers: dict[str, Provider] = {
-            name: loader.find(PROVIDERS_GROUP, name)() for name in self.enabled}
+            name: find(PROVIDERS_GROUP, name)() for name in self.enabled}
 
     # --- transactions -----------------------------------------------------------------
 
