@@ -184,13 +184,13 @@ POOL_FIELDS = _fields(
     protocol=Field(one_of(*POOL_PROTOCOLS), put=False, required=True),
     lb_algorithm=Field(one_of(*ALGORITHMS), required=True),
     session_persistence=Field(persistence))
-MEMBER_FIELDS = _fields(
+MEMBER_FIELDS = {key: spec for key, spec in _fields(
     project_id=Field(text(), put=False), tenant_id=Field(text(), put=False),
     address=Field(ip_address, put=False, required=True),
     protocol_port=Field(integer(1, 65535), put=False, required=True),
     weight=Field(integer(0, 256), default=1), backup=Field(boolean, default=False),
     subnet_id=Field(optional_uuid, put=False), monitor_address=Field(optional_ip),
-    monitor_port=Field(optional_port))
+    monitor_port=Field(optional_port)).items() if key != "description"}  # none in Octavia
 HM_TYPES = ("HTTP", "HTTPS", "PING", "TCP", "TLS-HELLO", "UDP-CONNECT", "SCTP")
 HTTP_METHODS = ("CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT",
                 "TRACE")

@@ -158,6 +158,7 @@ def test_listener_pool_member_crud(lbapi: ApiClient, subnet: dict):
     member = make(lbapi, members, "member", address="10.20.0.9", protocol_port=8080,
                   subnet_id=subnet["id"], weight=5)
     assert (member["weight"], member["backup"]) == (5, False)
+    assert "description" not in member  # none in Octavia
     fault(lbapi.post(members, json={"member": {"address": "10.20.0.9",
                                                "protocol_port": 8080}}), 409,
           "Another member on this pool is already using ip 10.20.0.9 on protocol_port 8080")

@@ -475,6 +475,7 @@ class OctaviaPlugin(Plugin):
     @staticmethod
     def member_view(row: Row) -> dict[str, Any]:
         view = _standard(row)
+        del view["description"]  # Octavia's members have none
         view.update(
             tenant_id=row.project_id, address=row.address, protocol_port=row.protocol_port,
             weight=row.weight, backup=row.backup, subnet_id=row.subnet_id,
@@ -506,7 +507,7 @@ class OctaviaPlugin(Plugin):
             conn.execute(insert(ME).values(
                 id=member_id, project_id=pool.project_id, created_at=stamp,
                 updated_at=stamp, revision_number=0, provisioning_status=PENDING_CREATE,
-                operating_status=OFFLINE, pool_id=pool_id, **data))
+                operating_status=OFFLINE, pool_id=pool_id, description="", **data))
             self._mark(conn, PO, pool_id, PENDING_UPDATE)
             self._touch_lb(conn, lb.id)
             view = self.member_view(self.get_row(conn, ME, "Member", member_id))
@@ -575,7 +576,7 @@ class OctaviaPlugin(Plugin):
                         id=new_uuid(), project_id=pool.project_id, created_at=stamp,
                         updated_at=stamp, revision_number=0,
                         provisioning_status=PENDING_CREATE, operating_status=OFFLINE,
-                        pool_id=pool_id, **{**MEMBER_DEFAULTS, **data}))
+                        pool_id=pool_id, description="", **{**MEMBER_DEFAULTS, **data}))
             for key, row in have.items():
                 if key not in seen:
                     self._mark(conn, ME, row.id, PENDING_DELETE)
@@ -670,5 +671,5 @@ POOL_PROTOCOLS_OF = {
 }
 
 MEMBER_DEFAULTS: dict[str, Any] = {
-    "name": "", "description": "", "admin_state_up": True, "tags": [], "weight": 1,
+    "name": "", "admin_state_up": True, "tags": [], "weight": 1,
     "backup": False, "subnet_id": None, "monitor_address": None, "monitor_port": None}
