@@ -164,7 +164,8 @@ LB_FIELDS = _fields(
     vip_network_id=Field(optional_uuid, put=False),
     vip_port_id=Field(optional_uuid, put=False),
     vip_address=Field(optional_ip, put=False), provider=Field(text(64), put=False),
-    availability_zone=Field(text(), put=False), flavor_id=Field(optional_uuid, put=False))
+    availability_zone=Field(text(), put=False), flavor_id=Field(optional_uuid, put=False),
+    vip_sg_ids=Field(lambda n, v: [an_uuid(n, i) for i in tags(n, v)], put=False))
 TIMEOUT = integer(0, MAX_TIMEOUT)
 LISTENER_FIELDS = _fields(
     project_id=Field(text(), put=False), tenant_id=Field(text(), put=False),

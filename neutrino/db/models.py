@@ -658,6 +658,8 @@ lbaas_loadbalancers = Table(
     Column("vip_port_id", UUID, nullable=True),
     Column("vip_subnet_id", UUID, nullable=True),
     Column("vip_network_id", UUID, nullable=True),
+    # the security groups asked for on the VIP port (Octavia's vip_sg_ids)
+    Column("vip_sg_ids", JSON, nullable=False),
     Column("availability_zone", String(255), nullable=True),
     Column("flavor_id", UUID, nullable=True),
 )

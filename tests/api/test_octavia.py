@@ -380,3 +380,20 @@ def test_health_monitor_crud_and_checks(lbapi: ApiClient, subnet: dict):
     hm = make(lbapi, hms, "healthmonitor", **tcp)
     assert lbapi.delete(f"{LBS}/{lb['id']}", params={"cascade": "true"}).status_code == 204
     fault(lbapi.get(f"{hms}/{hm['id']}"), 404)
+
+
+def test_security_groups_on_the_vip_port(lbapi: ApiClient, net: ApiClient, subnet: dict):
+    group = net.post("/v2.0/security-groups", json={"security_group": {"name": "web"}}).json()[
+        "security_group"]
+    lb = make_lb(lbapi, subnet, vip_sg_ids=[group["id"]])
+    assert lb["vip_sg_ids"] == [group["id"]]
+    assert net.show("ports", lb["vip_port_id"])["security_groups"] == [group["id"]]
+    # another project's group cannot be used, and nothing is left of the attempt
+    foreign = ApiClient(net.base_url, {"X-Project-Id": uuid.uuid4().hex, "X-Roles": "member",
+                                       "X-User-Id": "someone"})
+    theirs = foreign.post("/v2.0/security-groups", json={
+        "security_group": {"name": "theirs"}}).json()["security_group"]
+    resp = lbapi.post(LBS, json={"loadbalancer": {"vip_subnet_id": subnet["id"],
+                                                  "vip_sg_ids": [theirs["id"]]}})
+    fault(resp, 404, f"Security group {theirs['id']} does not exist")
+    assert [i["id"] for i in lbapi.get(LBS).json()["loadbalancers"]] == [lb["id"]]

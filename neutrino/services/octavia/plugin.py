@@ -204,7 +204,7 @@ class OctaviaPlugin(Plugin):
             vip_port_id=row.vip_port_id, vip_subnet_id=row.vip_subnet_id,
             vip_network_id=row.vip_network_id, vip_qos_policy_id=None,
             flavor_id=row.flavor_id, availability_zone=row.availability_zone,
-            vip_vnic_type="normal", additional_vips=[], vip_sg_ids=[],
+            vip_vnic_type="normal", additional_vips=[], vip_sg_ids=list(row.vip_sg_ids),
             listeners=[{"id": i} for i in conn.execute(
                 select(LI.c.id).where(LI.c.loadbalancer_id == row.id)
                 .order_by(LI.c.created_at, LI.c.id)).scalars()],
@@ -255,7 +255,8 @@ class OctaviaPlugin(Plugin):
                 "name": f"octavia-lb-{lb_id}", "admin_state_up": False,
                 "project_id": data["project_id"], "network_id": network_id,
                 "device_owner": VIP_OWNER, "device_id": f"lb-{lb_id}",
-                "fixed_ips": [wanted] if wanted else None})
+                "fixed_ips": [wanted] if wanted else None,
+                **({"security_groups": data["vip_sg_ids"]} if data.get("vip_sg_ids") else {})})
             after.append(lambda: self.core.port_created(ADMIN, port))
             fixed = port["fixed_ips"][0] if port["fixed_ips"] else {}
             stamp = now()
@@ -267,6 +268,7 @@ class OctaviaPlugin(Plugin):
                 tags=data.get("tags") or [], provider=data["provider"],
                 vip_address=fixed.get("ip_address"), vip_port_id=port["id"],
                 vip_subnet_id=fixed.get("subnet_id"), vip_network_id=network_id,
+                vip_sg_ids=data.get("vip_sg_ids") or [],
                 availability_zone=data.get("availability_zone"), flavor_id=None))
             row = self.get_lb_row(conn, lb_id)
             view = self.lb_view(conn, row)

@@ -48,6 +48,7 @@ def upgrade() -> None:
         sa.Column("vip_port_id", sa.String(36), nullable=True),
         sa.Column("vip_subnet_id", sa.String(36), nullable=True),
         sa.Column("vip_network_id", sa.String(36), nullable=True),
+        sa.Column("vip_sg_ids", sa.JSON(), nullable=False),
         sa.Column("availability_zone", sa.String(255), nullable=True),
         sa.Column("flavor_id", sa.String(36), nullable=True),
     )
