@@ -301,11 +301,9 @@ def set_up_database(conf: config.Config) -> None:
         raise StartupError(str(error)) from None
 
 
-def prepare(files: list[str], extra_groups: Iterable[config.OptGroup] = ()
-            ) -> tuple[config.Config, list[socket.socket]]:
-    """``check``, the API's sockets bound (a port in use stops the command here,
-    before any work), then the database set up; the configuration and sockets."""
-    conf = check(files, extra_groups)
+def api_sockets(conf: config.Config) -> list[socket.socket]:
+    """The Networking API's listening sockets, and the load-balancer API's
+    when it is served (a port in use is a StartupError, nothing left open)."""
     sockets = listen(conf)
     if serves_octavia(conf):
         try:
@@ -314,6 +312,15 @@ def prepare(files: list[str], extra_groups: Iterable[config.OptGroup] = ()
             for sock in sockets:
                 sock.close()
             raise
+    return sockets
+
+
+def prepare(files: list[str], extra_groups: Iterable[config.OptGroup] = ()
+            ) -> tuple[config.Config, list[socket.socket]]:
+    """``check``, the API's sockets bound (a port in use stops the command here,
+    before any work), then the database set up; the configuration and sockets."""
+    conf = check(files, extra_groups)
+    sockets = api_sockets(conf)
     try:
         set_up_database(conf)
     except StartupError:
