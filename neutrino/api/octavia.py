@@ -314,7 +314,7 @@ class OctaviaRouter:
         self.max_limit = max_limit
         patterns: list[tuple[str, str, Handler]] = [
             ("GET", r"", self.versions),
-            ("GET", r"/v2(?:\.0)?", self.v2),
+            ("GET", r"/v2(?:\.0)?(?:/lbaas)?", self.v2),
             ("GET", r"/v2(?:\.0)?/lbaas/providers", self.list_providers),
             ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers", self.list_lbs),
             ("POST", r"/v2(?:\.0)?/lbaas/loadbalancers", self.create_lb),
@@ -377,7 +377,7 @@ class OctaviaRouter:
         return Response(200, {"versions": versions})
 
     def v2(self, req: Request) -> Response:
-        return Response(200, {"links": [{"href": req.url("/v2/lbaas"), "rel": "self"}]})
+        return Response(200, "v2")  # Octavia's answer at its version's root
 
     def list_providers(self, req: Request) -> Response:
         octavia_policy.check_read(req.context, req.context.project_id)

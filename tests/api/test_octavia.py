@@ -85,6 +85,9 @@ def test_root_is_the_version_document_without_auth(lb_server: Server):
     assert versions[0]["id"] == "v2.0"
     assert [v["status"] for v in versions].count("CURRENT") == 1
     assert versions[-1]["links"] == [{"href": lb_server.octavia_url + "/v2", "rel": "self"}]
+    assert httpx.get(lb_server.octavia_url + "/v2",
+                     headers={"X-User-Id": "u", "X-Roles": "reader",
+                              "X-Project-Id": "p"}).json() == "v2"
     # the API itself wants an identity, in Octavia's fault body
     fault(httpx.get(lb_server.octavia_url + LBS), 401)
 
