@@ -175,6 +175,8 @@ class Server:
         self.conf = conf
         self.db_url = db_url
         self.backend = ""
+        #: the load-balancer API's root, when the server serves it (``octavia_port``)
+        self.octavia_url = ""
         # A test that makes the server fail on purpose says so; any other traceback
         # in the log fails the test that stops the server.
         self.tracebacks_expected = False
@@ -185,6 +187,13 @@ class Server:
         if project is not None:
             headers["X-Project-Id"] = project
         return ApiClient(self.url, headers)
+
+    def octavia(self, project: str | None = None, roles: tuple[str, ...] = ("member",),
+                user: str | None = None) -> ApiClient:
+        """A client of the load-balancer API, as ``client`` is of the Networking API."""
+        assert self.octavia_url, "started without octavia_port"
+        client = self.client(project, roles, user)
+        return ApiClient(self.octavia_url, dict(client.http.headers))
 
     def stop(self) -> None:
         terminate(self.proc)
@@ -230,12 +239,15 @@ def write_config(tmp: Path, db_url: str, port: int, auth: str = "noauth", worker
 
 def start_server(tmp: Path, db_url: str, auth: str = "noauth", workers: int = 1,
                  extra: str = "", config_text: str | None = None,
-                 port: int | None = None) -> Server:
+                 port: int | None = None, octavia_port: int | None = None) -> Server:
     """Start ``neutrino-server`` and wait until it answers; fail with its log if not.
 
     ``port``: the one it listens on (a free one if None), so that a server can
-    be started again where a load balancer expects it."""
+    be started again where a load balancer expects it. ``octavia_port``: where
+    the load-balancer API listens (``extra`` loads the octavia plugin)."""
     port = port or free_port()
+    if octavia_port:
+        extra += f"\n[api_settings]\nbind_port = {octavia_port}\n"
     conf = write_config(tmp, db_url, port, auth, workers, extra)
     if config_text is not None:
         conf.write_text(config_text)
@@ -252,7 +264,10 @@ def start_server(tmp: Path, db_url: str, auth: str = "noauth", workers: int = 1,
             raise RuntimeError(f"server exited {proc.returncode}:\n{log.read_text()}")
         try:
             if httpx.get(url + "/", timeout=1).status_code < 500:
-                return Server(url, proc, log, conf, db_url)
+                server = Server(url, proc, log, conf, db_url)
+                if octavia_port:
+                    server.octavia_url = f"http://127.0.0.1:{octavia_port}"
+                return server
         except httpx.HTTPError:
             pass
         time.sleep(0.1)

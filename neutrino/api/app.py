@@ -12,7 +12,7 @@ import gc
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Protocol
 from urllib.parse import parse_qsl, quote
@@ -38,6 +38,21 @@ def error_body(error: exc.NeutronException) -> dict[str, Any]:
     return {"NeutronError": {"type": error.type, "message": error.msg, "detail": ""}}
 
 
+class HTTPInternalServerError(exc.NeutronException):
+    status = 500
+    message = "Request Failed: internal server error while processing your request."
+
+
+INTERNAL_ERROR = HTTPInternalServerError()
+
+
+class Dispatcher(Protocol):
+    """What answers an authenticated request (the Networking API's Router, or
+    another API's own)."""
+
+    def dispatch(self, req: Request) -> Response: ...
+
+
 class Background(Protocol):
     """Something that runs on the server's event loop beside the API (the RPC
     servers): started before the first request, stopped after the last."""
@@ -47,10 +62,17 @@ class Background(Protocol):
 
 
 class ApiApp:
-    def __init__(self, router: Router, authenticator: Authenticator, threads: int = 16,
-                 on_shutdown: Any = None, background: Sequence[Background] = (),
-                 keep_alive: bool = True):
+    def __init__(self, router: Router | Dispatcher, authenticator: Authenticator,
+                 threads: int = 16, on_shutdown: Any = None,
+                 background: Sequence[Background] = (), keep_alive: bool = True,
+                 errors: Callable[[exc.NeutronException], dict[str, Any]] = error_body,
+                 by_port: Mapping[int, ApiApp] | None = None):
         self.router = router
+        #: the body of an error raised before dispatch (authentication, a 500)
+        self.errors = errors
+        #: other APIs served by this process, each on its own listening port
+        #: (the load-balancer API): requests that came in on one go to it
+        self.by_port = dict(by_port or {})
         self.keep_alive = keep_alive  # wsgi_keep_alive: false closes after each answer
         self.authenticator = authenticator
         self.threads = threads  # requests handled at once
@@ -63,6 +85,10 @@ class ApiApp:
             await self._lifespan(receive, send)
             return
         if scope["type"] != "http":
+            return
+        other = self.by_port.get((scope.get("server") or ("", 0))[1])
+        if other is not None:
+            await other(scope, receive, send)
             return
         started = time.perf_counter()
         body = await _whole_body(receive)
@@ -108,6 +134,8 @@ class ApiApp:
                 for service in reversed(self.background):
                     await service.stop()
                 self.executor.shutdown(wait=False)
+                for other in self.by_port.values():
+                    other.executor.shutdown(wait=False)
                 if self.on_shutdown is not None:
                     self.on_shutdown()
                 await send({"type": "lifespan.shutdown.complete"})
@@ -130,13 +158,10 @@ class ApiApp:
                 req.context = self.authenticator.authenticate(headers, request_id)
             response = self.router.dispatch(req)
         except exc.NeutronException as error:
-            response = Response(error.status, error_body(error))
+            response = Response(error.status, self.errors(error))
         except Exception:
             LOG.exception("request %s %s failed", scope.get("method"), scope.get("path"))
-            response = Response(500, {"NeutronError": {
-                "type": "HTTPInternalServerError",
-                "message": "Request Failed: internal server error while processing your "
-                           "request.", "detail": ""}})
+            response = Response(500, self.errors(INTERNAL_ERROR))
         payload = response.encoded()
         out = [(b"x-openstack-request-id", request_id.encode()),
                (b"content-length", str(len(payload)).encode())]

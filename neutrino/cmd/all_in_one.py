@@ -23,13 +23,14 @@ from neutrino.agents.metadata import MetadataAgent
 from neutrino.cmd import background
 from neutrino.cmd.server import (
     StartupError,
+    api_sockets,
     build_app,
     check,
     pass_logging_options,
     set_up_database,
     uvicorn_options,
 )
-from neutrino.cmd.startup import listen, serve
+from neutrino.cmd.startup import serve
 from neutrino.linux.errors import HostError
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.transport import get_transport
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> None:
             raise StartupError("the all-in-one mode runs in one process: api_workers = 1 "
                                "and rpc_workers = 0")
         agents = make_agents(conf)
-        sockets = listen(conf)
+        sockets = api_sockets(conf)
         set_up_database(conf)
     except (StartupError, config.ConfigError, HostError, ValueError) as error:
         print(f"neutrino-all-in-one: {error}", file=sys.stderr)

@@ -25,6 +25,7 @@ from neutrino.api.app import ApiApp
 from neutrino.api.auth import make_authenticator
 from neutrino.api.controller import ResourceController
 from neutrino.api.extensions import ExtensionError, api_resources, claimed
+from neutrino.api.octavia import OctaviaRouter, neutron_fault
 from neutrino.api.quotas import QuotasController
 from neutrino.api.router import Router
 from neutrino.api.tags import TagsController
@@ -44,6 +45,7 @@ from neutrino.plugins.tagging import TagService
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.service import RpcService
 from neutrino.rpc.transport import TransportURLError, get_transport
+from neutrino.services.octavia.plugin import OctaviaPlugin
 from neutrino.services.servicetype import ServiceTypePlugin
 
 LOG = logging.getLogger("neutrino.server")
@@ -158,10 +160,24 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     if not serve_rpc:
         endpoints, periodic = {}, []
     rpc = RpcService(bus, endpoints, config.host_name(conf))
+    threads = conf.DEFAULT.wsgi_default_pool_size or default_pool_size(db)
+    # The load-balancer API: its own app, answering on its own socket
+    others = {}
+    for plugin in plugins:
+        if isinstance(plugin, OctaviaPlugin):
+            others[conf.api_settings.bind_port] = ApiApp(
+                OctaviaRouter(plugin, max_limit if max_limit > 0 else None), authenticator,
+                keep_alive=conf.DEFAULT.wsgi_keep_alive, threads=threads,
+                errors=neutron_fault)
     return ApiApp(router, authenticator, on_shutdown=db.dispose,
                   background=[rpc, PeriodicTasks(periodic)],
-                  keep_alive=conf.DEFAULT.wsgi_keep_alive,
-                  threads=conf.DEFAULT.wsgi_default_pool_size or default_pool_size(db))
+                  keep_alive=conf.DEFAULT.wsgi_keep_alive, threads=threads, by_port=others)
+
+
+def serves_octavia(conf: config.Config) -> bool:
+    """Whether the load-balancer API is served beside the Networking API."""
+    return any(loader.find(loader.SERVICE_GROUP, name) is OctaviaPlugin
+               for name in conf.DEFAULT.service_plugins)
 
 
 def worker_app() -> ApiApp:
@@ -285,12 +301,26 @@ def set_up_database(conf: config.Config) -> None:
         raise StartupError(str(error)) from None
 
 
+def api_sockets(conf: config.Config) -> list[socket.socket]:
+    """The Networking API's listening sockets, and the load-balancer API's
+    when it is served (a port in use is a StartupError, nothing left open)."""
+    sockets = listen(conf)
+    if serves_octavia(conf):
+        try:
+            sockets += listen(conf, "api_settings")
+        except StartupError:
+            for sock in sockets:
+                sock.close()
+            raise
+    return sockets
+
+
 def prepare(files: list[str], extra_groups: Iterable[config.OptGroup] = ()
             ) -> tuple[config.Config, list[socket.socket]]:
     """``check``, the API's sockets bound (a port in use stops the command here,
     before any work), then the database set up; the configuration and sockets."""
     conf = check(files, extra_groups)
-    sockets = listen(conf)
+    sockets = api_sockets(conf)
     try:
         set_up_database(conf)
     except StartupError:
@@ -327,6 +357,9 @@ def main(argv: list[str] | None = None) -> None:
     opts = conf.DEFAULT
     LOG.info("serving the Networking API on http://%s:%s with %d worker(s)",
              opts.bind_host, opts.bind_port, opts.api_workers)
+    if serves_octavia(conf):
+        LOG.info("serving the load-balancer API on http://%s:%s",
+                 conf.api_settings.bind_host, conf.api_settings.bind_port)
     common = uvicorn_options(conf)
     files = [os.path.abspath(f) for f in args.config_file]
     rpc_workers = start_rpc_workers(opts.rpc_workers, files)

@@ -46,11 +46,12 @@ class StartupError(Exception):
     there is one)."""
 
 
-def listen(conf: config.Config) -> list[socket.socket]:
-    """Listening sockets on ``bind_host``:``bind_port`` (every address a host
-    name has), as uvicorn would make them."""
-    host, port = conf.DEFAULT.bind_host, conf.DEFAULT.bind_port
-    where = f"{conf.source('DEFAULT', 'bind_host')} and {conf.source('DEFAULT', 'bind_port')}"
+def listen(conf: config.Config, group: str = "DEFAULT") -> list[socket.socket]:
+    """Listening sockets on ``group``'s ``bind_host``:``bind_port`` (every address
+    a host name has), as uvicorn would make them."""
+    opts = getattr(conf, group)
+    host, port = opts.bind_host, opts.bind_port
+    where = f"{conf.source(group, 'bind_host')} and {conf.source(group, 'bind_port')}"
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     try:
         found = socket.getaddrinfo(host or None, port, type=socket.SOCK_STREAM,
@@ -91,7 +92,16 @@ def serve(app: Any, sockets: list[socket.socket], workers: int = 1,
     """uvicorn on the bound ``sockets``: ``app`` in this process; or (``workers``
     > 1) an import string of an app factory in that many worker processes, for
     which uvicorn binds again (its supervisor's API changes between versions),
-    before any worker starts, the moment after ``sockets`` are closed."""
+    before any worker starts, the moment after ``sockets`` are closed; unless
+    ``sockets`` are on more than one port (a second API), which uvicorn.run
+    cannot bind: then its supervisor serves them as bound."""
+    if workers > 1 and len({sock.getsockname()[1] for sock in sockets}) > 1:
+        # more than one API (the load-balancer API's port): uvicorn.run binds
+        # only one address, so its supervisor is given the sockets bound here
+        from uvicorn.supervisors import Multiprocess
+
+        Multiprocess(uvicorn.Config(app, workers=workers, **options), sockets=sockets).run()
+        return
     if workers > 1:
         for sock in sockets:
             sock.close()

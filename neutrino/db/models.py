@@ -637,3 +637,90 @@ ipsecpeercidrs = Table(
     Column("cidr", String(64), primary_key=True),
     Column("position", Integer, nullable=False),
 )
+
+# --- load balancing (the Octavia v2 API): load balancers, their listeners, pools
+# and the pools' members. Each carries Octavia's two statuses: provisioning (what
+# the provider has done) and operating (what it observes).
+
+
+def _lbaas_common() -> list[Column]:
+    return [*_standard(),
+            Column("provisioning_status", String(16), nullable=False),
+            Column("operating_status", String(16), nullable=False),
+            Column("admin_state_up", Boolean, nullable=False),
+            Column("tags", JSON, nullable=False)]
+
+
+lbaas_loadbalancers = Table(
+    "lbaas_loadbalancers", metadata, *_lbaas_common(),
+    Column("provider", String(255), nullable=False),
+    Column("vip_address", String(64), nullable=True),
+    Column("vip_port_id", UUID, nullable=True),
+    Column("vip_subnet_id", UUID, nullable=True),
+    Column("vip_network_id", UUID, nullable=True),
+    # the security groups asked for on the VIP port (Octavia's vip_sg_ids)
+    Column("vip_sg_ids", JSON, nullable=False),
+    Column("availability_zone", String(255), nullable=True),
+    Column("flavor_id", UUID, nullable=True),
+)
+
+lbaas_pools = Table(
+    "lbaas_pools", metadata, *_lbaas_common(),
+    Column("loadbalancer_id", UUID,
+           ForeignKey("lbaas_loadbalancers.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("protocol", String(16), nullable=False),
+    Column("lb_algorithm", String(32), nullable=False),
+    Column("session_persistence", JSON, nullable=True),
+)
+
+lbaas_listeners = Table(
+    "lbaas_listeners", metadata, *_lbaas_common(),
+    Column("loadbalancer_id", UUID,
+           ForeignKey("lbaas_loadbalancers.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("protocol", String(32), nullable=False),
+    Column("protocol_port", Integer, nullable=False),
+    Column("connection_limit", Integer, nullable=False),
+    Column("default_pool_id", UUID, ForeignKey("lbaas_pools.id"), nullable=True,
+           index=True),
+    Column("timeout_client_data", Integer, nullable=False),
+    Column("timeout_member_connect", Integer, nullable=False),
+    Column("timeout_member_data", Integer, nullable=False),
+    Column("timeout_tcp_inspect", Integer, nullable=False),
+    # a port serves one protocol of a load balancer once (Octavia's constraint)
+    UniqueConstraint("loadbalancer_id", "protocol", "protocol_port",
+                     name="uq_lbaas_listeners_loadbalancer_id_protocol_port"),
+)
+
+lbaas_members = Table(
+    "lbaas_members", metadata, *_lbaas_common(),
+    Column("pool_id", UUID, ForeignKey("lbaas_pools.id", ondelete="CASCADE"),
+           nullable=False, index=True),
+    Column("address", String(64), nullable=False),
+    Column("protocol_port", Integer, nullable=False),
+    Column("weight", Integer, nullable=False),
+    Column("backup", Boolean, nullable=False),
+    Column("subnet_id", UUID, nullable=True),
+    Column("monitor_address", String(64), nullable=True),
+    Column("monitor_port", Integer, nullable=True),
+    UniqueConstraint("pool_id", "address", "protocol_port",
+                     name="uq_lbaas_members_pool_id_address_port"),
+)
+
+# A pool's one health monitor.
+lbaas_healthmonitors = Table(
+    "lbaas_healthmonitors", metadata, *_lbaas_common(),
+    Column("pool_id", UUID, ForeignKey("lbaas_pools.id", ondelete="CASCADE"),
+           nullable=False, unique=True),
+    Column("type", String(36), nullable=False),
+    Column("delay", Integer, nullable=False),
+    Column("timeout", Integer, nullable=False),
+    Column("max_retries", Integer, nullable=False),
+    Column("max_retries_down", Integer, nullable=False),
+    Column("http_method", String(16), nullable=True),
+    Column("url_path", String(2048), nullable=True),
+    Column("expected_codes", String(64), nullable=True),
+    Column("http_version", String(8), nullable=True),
+    Column("domain_name", String(255), nullable=True),
+)

@@ -442,6 +442,23 @@ def test_port_in_use(tmp_path, program):
 
 
 @pytest.mark.parametrize("program", ["neutrino-server", "neutrino-all-in-one"])
+def test_load_balancer_api_port_in_use(tmp_path, program):
+    """The second API's socket is secured as the first: before any work."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        conf = write(tmp_path / "port.conf",
+                     f"{quiet(program, tmp_path)}[DEFAULT]\nbind_port = {closed_port()}\n"
+                     f"service_plugins = octavia\n[api_settings]\nbind_port = {port}\n")
+        line = refused(program, tmp_path, *config_args(base(tmp_path), conf))
+    assert line == (f"{program}: cannot listen on 127.0.0.1:{port}: Address already in use, "
+                    f"set by bind_host in [api_settings] (default) and bind_port in "
+                    f"[api_settings] of {conf}")
+    assert not (tmp_path / "state" / "neutrino.db").exists(), "refused before migrations"
+
+
+@pytest.mark.parametrize("program", ["neutrino-server", "neutrino-all-in-one"])
 def test_bind_address_not_on_this_host(tmp_path, program):
     conf = write(tmp_path / "bind.conf",
                  f"{quiet(program, tmp_path)}[DEFAULT]\nbind_host = {FOREIGN_ADDRESS}\n")

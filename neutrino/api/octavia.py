@@ -1,0 +1,684 @@
+"""The load-balancer API's routes, bodies and checks (Octavia v2 at /v2/lbaas).
+
+Octavia's bodies are not Neutron's (faults, status fields, 204 on delete,
+``cascade``), so this is a small router of its own rather than the generic
+ResourceController; it shares the server's authentication.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
+
+from neutrino import exceptions as exc
+from neutrino.api.request import Request, Response
+from neutrino.context import Context
+from neutrino.services.octavia import errors
+from neutrino.services.octavia import policy as octavia_policy
+from neutrino.services.octavia.plugin import HM, LB, LI, ME, PO, OctaviaPlugin
+
+#: the versions this API answers to at ``/`` (Octavia's list, to the one whose
+#: features it has: the v2 API; later minor versions come with their features)
+VERSIONS = (("v2.0", "2016-12-11T00:00:00Z"), ("v2.1", "2018-04-20T00:00:00Z"),
+            ("v2.2", "2018-07-31T00:00:00Z"), ("v2.3", "2018-12-18T00:00:00Z"))
+LISTENER_PROTOCOLS = ("HTTP", "HTTPS", "TCP", "TERMINATED_HTTPS", "UDP", "SCTP",
+                      "PROMETHEUS")
+POOL_PROTOCOLS = ("HTTP", "HTTPS", "PROXY", "PROXYV2", "TCP", "UDP", "SCTP")
+ALGORITHMS = ("ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP", "SOURCE_IP_PORT")
+PERSISTENCE = ("SOURCE_IP", "HTTP_COOKIE", "APP_COOKIE")
+#: timeouts are milliseconds, up to 24 days as in Octavia
+MAX_TIMEOUT = 24 * 24 * 60 * 60 * 1000
+
+
+# --- attribute checks: each returns the value to store or raises InvalidInput ---------
+
+Check = Callable[[str, Any], Any]
+
+
+def _bad(name: str, value: Any, reason: str) -> errors.InvalidInput:
+    return errors.InvalidInput(name=name, value=value, reason=reason)
+
+
+def text(limit: int = 255) -> Check:
+    def check(name: str, value: Any) -> Any:
+        if value is None:
+            return ""
+        if not isinstance(value, str):
+            raise _bad(name, value, f"Wrong type. Expected '{str}', got '{type(value)}'")
+        if len(value) > limit:
+            raise _bad(name, value, f"Value should have a maximum character requirement "
+                                    f"of {limit}")
+        return value
+    return check
+
+
+def boolean(name: str, value: Any) -> Any:
+    if not isinstance(value, bool):
+        raise _bad(name, value, f"Wrong type. Expected '{bool}', got '{type(value)}'")
+    return value
+
+
+def integer(low: int, high: int) -> Check:
+    def check(name: str, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise _bad(name, value, f"Wrong type. Expected '{int}', got '{type(value)}'")
+        if value < low:
+            raise _bad(name, value, f"Value should be greater or equal to {low}")
+        if value > high:
+            raise _bad(name, value, f"Value should be lower or equal to {high}")
+        return value
+    return check
+
+
+def one_of(*choices: str) -> Check:
+    def check(name: str, value: Any) -> Any:
+        if value not in choices:
+            raise _bad(name, value, f"Value should be one of: {', '.join(choices)}")
+        return value
+    return check
+
+
+def an_uuid(name: str, value: Any) -> Any:
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        raise _bad(name, value, "Value should be UUID format") from None
+    if not isinstance(value, str):
+        raise _bad(name, value, f"Wrong type. Expected '{str}', got '{type(value)}'")
+    return value
+
+
+def optional_uuid(name: str, value: Any) -> Any:
+    return None if value is None else an_uuid(name, value)
+
+
+def ip_address(name: str, value: Any) -> Any:
+    try:
+        return str(ipaddress.ip_address(value))
+    except ValueError:
+        raise _bad(name, value, "Value should be IPv4 or IPv6 format") from None
+
+
+def optional_ip(name: str, value: Any) -> Any:
+    return None if value is None else ip_address(name, value)
+
+
+def optional_port(name: str, value: Any) -> Any:
+    return None if value is None else integer(1, 65535)(name, value)
+
+
+def tags(name: str, value: Any) -> Any:
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise _bad(name, value, f"Wrong type. Expected '{list}', got '{type(value)}'")
+    return list(dict.fromkeys(value))
+
+
+def persistence(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - {"type", "cookie_name",
+                                                   "persistence_timeout",
+                                                   "persistence_granularity"}:
+        raise _bad(name, value, "Value should be a session persistence object")
+    kind = one_of(*PERSISTENCE)("type", value.get("type"))
+    cookie = value.get("cookie_name")
+    if kind == "APP_COOKIE" and not cookie:
+        raise errors.Validation(detail="Field cookie_name is required for APP_COOKIE "
+                                       "session persistence type.")
+    if kind != "APP_COOKIE" and cookie:
+        raise errors.Validation(detail="Field cookie_name can only be specified when "
+                                       "session persistence type is APP_COOKIE.")
+    if cookie is not None and not re.fullmatch(r"[\x21-\x7e]+", str(cookie)):
+        raise _bad("cookie_name", cookie, "Value should be a cookie name")
+    return {"type": kind, "cookie_name": cookie, "persistence_timeout": None,
+            "persistence_granularity": None}
+
+
+@dataclass(frozen=True)
+class Field:
+    check: Check
+    post: bool = True
+    put: bool = True
+    required: bool = False
+    default: Any = None
+
+
+def _fields(**fields: Field) -> dict[str, Field]:
+    common = {"name": Field(text(), default=""), "description": Field(text(), default=""),
+              "admin_state_up": Field(boolean, default=True),
+              "tags": Field(tags, default=[])}
+    return {**common, **fields}
+
+
+LB_FIELDS = _fields(
+    project_id=Field(text(), put=False), tenant_id=Field(text(), put=False),
+    vip_subnet_id=Field(optional_uuid, put=False),
+    vip_network_id=Field(optional_uuid, put=False),
+    vip_port_id=Field(optional_uuid, put=False),
+    vip_address=Field(optional_ip, put=False), provider=Field(text(64), put=False),
+    availability_zone=Field(text(), put=False), flavor_id=Field(optional_uuid, put=False),
+    vip_sg_ids=Field(lambda n, v: [an_uuid(n, i) for i in tags(n, v)], put=False))
+TIMEOUT = integer(0, MAX_TIMEOUT)
+LISTENER_FIELDS = _fields(
+    project_id=Field(text(), put=False), tenant_id=Field(text(), put=False),
+    loadbalancer_id=Field(an_uuid, put=False, required=True),
+    protocol=Field(one_of(*LISTENER_PROTOCOLS), put=False, required=True),
+    protocol_port=Field(integer(1, 65535), put=False, required=True),
+    connection_limit=Field(integer(-1, 2**31 - 1), default=-1),
+    default_pool_id=Field(optional_uuid),
+    timeout_client_data=Field(TIMEOUT, default=50000),
+    timeout_member_connect=Field(TIMEOUT, default=5000),
+    timeout_member_data=Field(TIMEOUT, default=50000),
+    timeout_tcp_inspect=Field(TIMEOUT, default=0))
+POOL_FIELDS = _fields(
+    project_id=Field(text(), put=False), tenant_id=Field(text(), put=False),
+    loadbalancer_id=Field(optional_uuid, put=False),
+    listener_id=Field(optional_uuid, put=False),
+    protocol=Field(one_of(*POOL_PROTOCOLS), put=False, required=True),
+    lb_algorithm=Field(one_of(*ALGORITHMS), required=True),
+    session_persistence=Field(persistence))
+MEMBER_FIELDS = {key: spec for key, spec in _fields(
+    project_id=Field(text(), put=False), tenant_id=Field(text(), put=False),
+    address=Field(ip_address, put=False, required=True),
+    protocol_port=Field(integer(1, 65535), put=False, required=True),
+    weight=Field(integer(0, 256), default=1), backup=Field(boolean, default=False),
+    subnet_id=Field(optional_uuid, put=False), monitor_address=Field(optional_ip),
+    monitor_port=Field(optional_port)).items() if key != "description"}  # none in Octavia
+HM_TYPES = ("HTTP", "HTTPS", "PING", "TCP", "TLS-HELLO", "UDP-CONNECT", "SCTP")
+HTTP_METHODS = ("CONNECT", "DELETE", "GET", "HEAD", "OPTIONS", "PATCH", "POST", "PUT",
+                "TRACE")
+RETRIES = integer(1, 10)
+
+
+def pattern(regex: str, limit: int = 255) -> Check:
+    def check(name: str, value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, str) or len(value) > limit or \
+                not re.fullmatch(regex, value):
+            raise _bad(name, value, f"Value should match the pattern {regex}")
+        return value
+    return check
+
+
+def http_version(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool) or value not in (1.0, 1.1):
+        raise _bad(name, value, "Value should be one of: 1.0, 1.1")
+    return str(float(value))
+
+
+HM_FIELDS = {
+    "name": Field(text(), default=""), "admin_state_up": Field(boolean, default=True),
+    "tags": Field(tags, default=[]),
+    "project_id": Field(text(), put=False), "tenant_id": Field(text(), put=False),
+    "pool_id": Field(an_uuid, put=False, required=True),
+    "type": Field(one_of(*HM_TYPES), put=False, required=True),
+    "delay": Field(integer(0, 2**31 - 1), required=True),
+    "timeout": Field(integer(0, 2**31 - 1), required=True),
+    "max_retries": Field(RETRIES, required=True),
+    "max_retries_down": Field(RETRIES, default=3),
+    "http_method": Field(lambda n, v: None if v is None else one_of(*HTTP_METHODS)(n, v)),
+    "url_path": Field(pattern(r"/[\x21-\x7e]*", 2048)),
+    "expected_codes": Field(pattern(r"^(\d{3}(\s*,\s*\d{3})*)$|^(\d{3}-\d{3})$", 64)),
+    "http_version": Field(http_version),
+    "domain_name": Field(pattern(r"(?=.{1,255}$)[A-Za-z0-9]([A-Za-z0-9-]{0,62}"
+                                 r"[A-Za-z0-9])?(\.[A-Za-z0-9]([A-Za-z0-9-]{0,62}"
+                                 r"[A-Za-z0-9])?)*")),
+}
+HTTP_ONLY = ("http_method", "url_path", "expected_codes")
+
+
+def hm_suits(data: dict[str, Any]) -> Callable[[Any], None]:
+    """What Octavia checks of a monitor against its pool (or, on update, its
+    stored self): the HTTP options only for HTTP(S) monitors, the UDP and SCTP
+    types only on such pools."""
+
+    def check(row: Any) -> None:
+        kind = data.get("type") or row.type
+        if kind not in ("HTTP", "HTTPS"):
+            for name in HTTP_ONLY:
+                if data.get(name):
+                    raise errors.InvalidOption(value=name,
+                                               option=f"health monitors of type {kind}")
+        if "type" in data:  # a create: row is the pool
+            if row.protocol in ("UDP", "SCTP"):
+                if kind not in ("UDP-CONNECT", "SCTP", "TCP", "HTTP"):
+                    raise errors.Validation(detail=(
+                        f"The associated pool protocol is {row.protocol}, so only a "
+                        "UDP-CONNECT/SCTP/TCP/HTTP health monitor is supported."))
+            elif kind in ("UDP-CONNECT", "SCTP"):
+                raise errors.Validation(detail=f"The {kind} type is only supported for "
+                                               "pools of type UDP/SCTP.")
+            if kind in ("HTTP", "HTTPS"):
+                data["http_method"] = data.get("http_method") or "GET"
+                data["url_path"] = data.get("url_path") or "/"
+                data["expected_codes"] = data.get("expected_codes") or "200"
+        version = data.get("http_version", getattr(row, "http_version", None))
+        if data.get("domain_name") and not version:
+            raise errors.Validation(detail="'http_version' must be specified when "
+                                           "'domain_name' is provided.")
+        if data.get("domain_name") and version and float(version) < 1.1:
+            raise errors.InvalidOption(
+                value=f"http_version {float(version)}",
+                option="health monitors HTTP 1.1 domain name health check")
+
+    return check
+
+
+#: what is accepted in a body but not stored as a column
+NOT_STORED = ("project_id", "tenant_id")
+
+
+def parse_body(req: Request, key: str, fields: dict[str, Field], creating: bool
+               ) -> dict[str, Any]:
+    """The ``key`` object of the body checked against ``fields``: on create with
+    defaults filled in, on update only what it changes."""
+    body = req.json()
+    obj = body.get(key)
+    if not isinstance(obj, dict):
+        raise errors.BadRequest(f"Missing argument: \"{key}\"")
+    unknown = sorted(name for name in obj
+                     if name not in fields or not (fields[name].post if creating
+                                                   else fields[name].put))
+    if unknown:
+        raise _bad(key, obj, f"Unknown attribute for argument {key}: {', '.join(unknown)}")
+    out: dict[str, Any] = {}
+    for name, spec in fields.items():
+        if name in obj:
+            out[name] = spec.check(name, obj[name])
+        elif creating and spec.required:
+            raise _bad(name, None, "Mandatory field missing.")
+        elif creating and spec.post and name not in NOT_STORED:
+            out[name] = spec.default
+    return out
+
+
+# --- the router -------------------------------------------------------------------------
+
+Handler = Callable[..., Response]
+
+
+class OctaviaRouter:
+    def __init__(self, plugin: OctaviaPlugin, max_limit: int | None = None):
+        self.plugin = plugin
+        self.max_limit = max_limit
+        patterns: list[tuple[str, str, Handler]] = [
+            ("GET", r"", self.versions),
+            ("GET", r"/v2(?:\.0)?(?:/lbaas)?", self.v2),
+            ("GET", r"/v2(?:\.0)?/lbaas/providers", self.list_providers),
+            ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers", self.list_lbs),
+            ("POST", r"/v2(?:\.0)?/lbaas/loadbalancers", self.create_lb),
+            ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.show_lb),
+            ("PUT", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.update_lb),
+            ("DELETE", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.delete_lb),
+            ("GET", r"/v2(?:\.0)?/lbaas/listeners", self.list_listeners),
+            ("POST", r"/v2(?:\.0)?/lbaas/listeners", self.create_listener),
+            ("GET", r"/v2(?:\.0)?/lbaas/listeners/([^/]+)", self.show_listener),
+            ("PUT", r"/v2(?:\.0)?/lbaas/listeners/([^/]+)", self.update_listener),
+            ("DELETE", r"/v2(?:\.0)?/lbaas/listeners/([^/]+)", self.delete_listener),
+            ("GET", r"/v2(?:\.0)?/lbaas/pools", self.list_pools),
+            ("POST", r"/v2(?:\.0)?/lbaas/pools", self.create_pool),
+            ("GET", r"/v2(?:\.0)?/lbaas/pools/([^/]+)", self.show_pool),
+            ("PUT", r"/v2(?:\.0)?/lbaas/pools/([^/]+)", self.update_pool),
+            ("DELETE", r"/v2(?:\.0)?/lbaas/pools/([^/]+)", self.delete_pool),
+            ("GET", r"/v2(?:\.0)?/lbaas/healthmonitors", self.list_hms),
+            ("POST", r"/v2(?:\.0)?/lbaas/healthmonitors", self.create_hm),
+            ("GET", r"/v2(?:\.0)?/lbaas/healthmonitors/([^/]+)", self.show_hm),
+            ("PUT", r"/v2(?:\.0)?/lbaas/healthmonitors/([^/]+)", self.update_hm),
+            ("DELETE", r"/v2(?:\.0)?/lbaas/healthmonitors/([^/]+)", self.delete_hm),
+            ("GET", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members", self.list_members),
+            ("POST", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members", self.create_member),
+            ("PUT", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members", self.batch_members),
+            ("GET", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members/([^/]+)", self.show_member),
+            ("PUT", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members/([^/]+)", self.update_member),
+            ("DELETE", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members/([^/]+)",
+             self.delete_member),
+        ]
+        self.routes = [(method, re.compile(pattern + "/?"), handler)
+                       for method, pattern, handler in patterns]
+
+    def dispatch(self, req: Request) -> Response:
+        try:
+            allowed = []
+            for method, pattern, handler in self.routes:
+                match = pattern.fullmatch(req.path)
+                if match is None:
+                    continue
+                if method == req.method:
+                    return handler(req, *match.groups())
+                allowed.append(method)
+            if allowed:
+                return Response(405, errors.fault(405, "The method is not allowed for the "
+                                                       "requested URL."),
+                                {"allow": ", ".join(allowed)})
+            return Response(404, errors.fault(404, "The resource could not be found."))
+        except errors.OctaviaError as error:
+            return Response(error.status, errors.fault(error.status, error.msg))
+        except exc.NeutronException as error:  # from the Networking side (the VIP port)
+            return Response(error.status, errors.fault(error.status, error.msg))
+
+    # --- versions and providers ---------------------------------------------------------
+
+    def versions(self, req: Request) -> Response:
+        href = req.url("/v2")
+        versions = [{"id": vid, "status": "SUPPORTED", "updated": when,
+                     "links": [{"href": href, "rel": "self"}]} for vid, when in VERSIONS]
+        versions[-1]["status"] = "CURRENT"
+        return Response(200, {"versions": versions})
+
+    def v2(self, req: Request) -> Response:
+        return Response(200, "v2")  # Octavia's answer at its version's root
+
+    def list_providers(self, req: Request) -> Response:
+        octavia_policy.check_read(req.context, req.context.project_id)
+        return Response(200, {"providers": [
+            {"name": name, "description": text}
+            for name, text in self.plugin.enabled.items()]})
+
+    # --- collections ----------------------------------------------------------------------
+
+    def _list(self, req: Request, table: Any, collection: str,
+              view: Callable[[Connection, Any], dict[str, Any]],
+              scope: list | None = None, project_check: bool = True) -> Response:
+        ctx = req.context
+        query = [(k, v) for k, v in req.query]
+        filters = [(k, v) for k, v in query
+                   if k not in ("fields", "limit", "marker", "sort", "page_reverse")]
+        if project_check:
+            if not octavia_policy.can_read(ctx, ctx.project_id) and \
+                    not octavia_policy.global_observer(ctx):
+                raise errors.Forbidden()
+        limit = None
+        for key, value in query:
+            if key == "limit":
+                try:
+                    limit = int(value)
+                except ValueError:
+                    raise errors.BadRequest("Invalid limit") from None
+        if self.max_limit and (limit is None or limit > self.max_limit):
+            limit = self.max_limit
+        marker = next((v for k, v in query if k == "marker"), None)
+
+        def work(conn: Connection) -> tuple[list[dict[str, Any]], bool]:
+            stmt = select(table).where(*(scope or []))
+            if not octavia_policy.global_observer(ctx):
+                stmt = stmt.where(table.c.project_id == ctx.project_id)
+            for key, value in filters:
+                name = "project_id" if key == "tenant_id" else key
+                column = table.c.get(name)
+                if column is None or name == "tags":
+                    continue  # Octavia ignores what it cannot filter on
+                if isinstance(column.type.python_type, type) and \
+                        column.type.python_type is bool:
+                    stmt = stmt.where(column == (value.lower() == "true"))
+                elif column.type.python_type is int:
+                    try:
+                        stmt = stmt.where(column == int(value))
+                    except ValueError:
+                        raise errors.BadRequest(
+                            "One or more arguments are either duplicate or invalid") from None
+                else:
+                    stmt = stmt.where(column == value)
+            stmt = stmt.order_by(table.c.created_at, table.c.id)
+            rows = list(conn.execute(stmt))
+            if marker is not None:
+                ids = [r.id for r in rows]
+                if marker not in ids:
+                    raise errors.NotFound(resource="Marker", id=marker)
+                rows = rows[ids.index(marker) + 1:]
+            more = limit is not None and len(rows) > limit
+            if limit is not None:
+                rows = rows[:limit]
+            return [view(conn, r) for r in rows], more
+
+        items, more = self.plugin.read(work)
+        fields = req.fields()
+        if fields:
+            items = [{k: v for k, v in item.items() if k in fields} for item in items]
+        links = []
+        if more and items:
+            params = [(k, v) for k, v in query if k != "marker"] + [
+                ("marker", items[-1].get("id", ""))]
+            links.append({"href": req.url(req.path, params), "rel": "next"})
+        return Response(200, {collection: items, f"{collection}_links": links})
+
+    def _show(self, req: Request, table: Any, resource: str, key: str, row_id: str,
+              view: Callable[[Connection, Any], dict[str, Any]]) -> Response:
+        def work(conn: Connection) -> dict[str, Any]:
+            row = self.plugin.get_row(conn, table, resource, row_id)
+            octavia_policy.check_read(req.context, row.project_id)
+            return view(conn, row)
+
+        item = self.plugin.read(work)
+        fields = req.fields()
+        if fields:
+            item = {k: v for k, v in item.items() if k in fields}
+        return Response(200, {key: item})
+
+    def _owner_of(self, table: Any, resource: str, row_id: str) -> str | None:
+        """The project of the object; a 404 if there is none."""
+        return self.plugin.read(
+            lambda conn: self.plugin.get_row(conn, table, resource, row_id).project_id)
+
+    def _project_for_create(self, ctx: Context, data: dict[str, Any]) -> str:
+        project = data.pop("project_id", None) or data.pop("tenant_id", None)
+        data.pop("tenant_id", None)
+        project = project or ctx.project_id
+        if not project:
+            raise errors.Validation(detail="Missing project ID")
+        octavia_policy.check_write(ctx, project)
+        return project
+
+    # --- load balancers -------------------------------------------------------------------
+
+    def list_lbs(self, req: Request) -> Response:
+        return self._list(req, LB, "loadbalancers", self.plugin.lb_view)
+
+    def show_lb(self, req: Request, lb_id: str) -> Response:
+        return self._show(req, LB, "Load Balancer", "loadbalancer", lb_id, self.plugin.lb_view)
+
+    def create_lb(self, req: Request) -> Response:
+        ctx = req.context
+        data = parse_body(req, "loadbalancer", LB_FIELDS, creating=True)
+        data["project_id"] = self._project_for_create(ctx, data)
+        if data.pop("vip_port_id", None):
+            raise errors.Validation(detail="vip_port_id is not supported yet: give "
+                                           "vip_subnet_id or vip_network_id.")
+        if not data.get("vip_subnet_id") and not data.get("vip_network_id"):
+            raise errors.BadRequest("Validation failure: VIP must contain one of: "
+                                    "vip_port_id, vip_network_id, vip_subnet_id.")
+        if data.get("flavor_id"):
+            raise errors.BadRequest(f"Flavor {data['flavor_id']} not found.")
+        data["provider"] = self.plugin.provider_of(data.get("provider"))
+        return Response(201, {"loadbalancer": self.plugin.create_lb(ctx, data)})
+
+    def update_lb(self, req: Request, lb_id: str) -> Response:
+        data = parse_body(req, "loadbalancer", LB_FIELDS, creating=False)
+        octavia_policy.check_write(req.context, self._owner_of(LB, "Load Balancer", lb_id))
+        return Response(200, {"loadbalancer": self.plugin.update_lb(lb_id, data)})
+
+    def delete_lb(self, req: Request, lb_id: str) -> Response:
+        octavia_policy.check_write(req.context, self._owner_of(LB, "Load Balancer", lb_id))
+        cascade = any(k == "cascade" and v.lower() in ("true", "1", "yes")
+                      for k, v in req.query)
+        self.plugin.delete_lb(lb_id, cascade)
+        return Response(204)
+
+    # --- listeners ------------------------------------------------------------------------
+
+    def list_listeners(self, req: Request) -> Response:
+        return self._list(req, LI, "listeners", self.plugin.listener_view)
+
+    def show_listener(self, req: Request, listener_id: str) -> Response:
+        return self._show(req, LI, "Listener", "listener", listener_id,
+                          self.plugin.listener_view)
+
+    def _parent_lb(self, ctx: Context, lb_id: str) -> None:
+        """The load balancer a create names: there (a 400 if not, as Octavia) and
+        the caller's to change."""
+        try:
+            project = self._owner_of(LB, "Load Balancer", lb_id)
+        except errors.NotFound:
+            raise errors.BadRequest(f"Load Balancer {lb_id} not found.") from None
+        octavia_policy.check_write(ctx, project)
+
+    def create_listener(self, req: Request) -> Response:
+        data = parse_body(req, "listener", LISTENER_FIELDS, creating=True)
+        for key in NOT_STORED:
+            data.pop(key, None)
+        self._parent_lb(req.context, data["loadbalancer_id"])
+        if data["protocol"] == "TERMINATED_HTTPS":
+            raise errors.Validation(detail="An SNI or default certificate container reference "
+                                           "must be provided for TERMINATED_HTTPS listeners.")
+        if data["protocol"] == "PROMETHEUS":
+            raise errors.Validation(detail="PROMETHEUS listeners are not supported yet.")
+        return Response(201, {"listener": self.plugin.create_listener(data)})
+
+    def update_listener(self, req: Request, listener_id: str) -> Response:
+        data = parse_body(req, "listener", LISTENER_FIELDS, creating=False)
+        octavia_policy.check_write(req.context, self._owner_of(LI, "Listener", listener_id))
+        return Response(200, {"listener": self.plugin.update_listener(listener_id, data)})
+
+    def delete_listener(self, req: Request, listener_id: str) -> Response:
+        octavia_policy.check_write(req.context, self._owner_of(LI, "Listener", listener_id))
+        self.plugin.delete_listener(listener_id)
+        return Response(204)
+
+    # --- pools ----------------------------------------------------------------------------
+
+    def list_pools(self, req: Request) -> Response:
+        return self._list(req, PO, "pools", self.plugin.pool_view)
+
+    def show_pool(self, req: Request, pool_id: str) -> Response:
+        return self._show(req, PO, "Pool", "pool", pool_id, self.plugin.pool_view)
+
+    def create_pool(self, req: Request) -> Response:
+        data = parse_body(req, "pool", POOL_FIELDS, creating=True)
+        for key in NOT_STORED:
+            data.pop(key, None)
+        if data.get("listener_id"):
+            try:
+                project = self._owner_of(LI, "Listener", data["listener_id"])
+            except errors.NotFound:
+                raise errors.BadRequest(f"Listener {data['listener_id']} not found.") from None
+            octavia_policy.check_write(req.context, project)
+        elif data.get("loadbalancer_id"):
+            self._parent_lb(req.context, data["loadbalancer_id"])
+        else:
+            raise errors.Validation(detail="loadbalancer_id or listener_id must be specified.")
+        return Response(201, {"pool": self.plugin.create_pool(data)})
+
+    def update_pool(self, req: Request, pool_id: str) -> Response:
+        data = parse_body(req, "pool", POOL_FIELDS, creating=False)
+        octavia_policy.check_write(req.context, self._owner_of(PO, "Pool", pool_id))
+        return Response(200, {"pool": self.plugin.update_pool(pool_id, data)})
+
+    def delete_pool(self, req: Request, pool_id: str) -> Response:
+        octavia_policy.check_write(req.context, self._owner_of(PO, "Pool", pool_id))
+        self.plugin.delete_pool(pool_id)
+        return Response(204)
+
+    # --- health monitors ----------------------------------------------------------------
+
+    def list_hms(self, req: Request) -> Response:
+        return self._list(req, HM, "healthmonitors", self.plugin.hm_view)
+
+    def show_hm(self, req: Request, hm_id: str) -> Response:
+        return self._show(req, HM, "Health Monitor", "healthmonitor", hm_id,
+                          self.plugin.hm_view)
+
+    def create_hm(self, req: Request) -> Response:
+        data = parse_body(req, "healthmonitor", HM_FIELDS, creating=True)
+        for key in NOT_STORED:
+            data.pop(key, None)
+        try:
+            project = self._owner_of(PO, "Pool", data["pool_id"])
+        except errors.NotFound:
+            raise errors.BadRequest(f"Pool {data['pool_id']} not found.") from None
+        octavia_policy.check_write(req.context, project)
+        return Response(201, {"healthmonitor": self.plugin.create_hm(data, hm_suits(data))})
+
+    def update_hm(self, req: Request, hm_id: str) -> Response:
+        data = parse_body(req, "healthmonitor", HM_FIELDS, creating=False)
+        octavia_policy.check_write(req.context, self._owner_of(HM, "Health Monitor", hm_id))
+        return Response(200, {"healthmonitor": self.plugin.update_hm(hm_id, data,
+                                                                     hm_suits(data))})
+
+    def delete_hm(self, req: Request, hm_id: str) -> Response:
+        octavia_policy.check_write(req.context, self._owner_of(HM, "Health Monitor", hm_id))
+        self.plugin.delete_hm(hm_id)
+        return Response(204)
+
+    # --- members --------------------------------------------------------------------------
+
+    def _pool_project(self, req: Request, pool_id: str, write: bool) -> None:
+        project = self._owner_of(PO, "Pool", pool_id)
+        (octavia_policy.check_write if write else octavia_policy.check_read)(
+            req.context, project)
+
+    def list_members(self, req: Request, pool_id: str) -> Response:
+        self._pool_project(req, pool_id, write=False)
+        return self._list(req, ME, "members", lambda _conn, row: self.plugin.member_view(row),
+                          scope=[ME.c.pool_id == pool_id])
+
+    def show_member(self, req: Request, pool_id: str, member_id: str) -> Response:
+        self._pool_project(req, pool_id, write=False)
+        item = self.plugin.read(lambda conn: self.plugin.member_view(
+            self.plugin.member_row(conn, pool_id, member_id)))
+        fields = req.fields()
+        if fields:
+            item = {k: v for k, v in item.items() if k in fields}
+        return Response(200, {"member": item})
+
+    def create_member(self, req: Request, pool_id: str) -> Response:
+        data = parse_body(req, "member", MEMBER_FIELDS, creating=True)
+        for key in NOT_STORED:
+            data.pop(key, None)
+        self._pool_project(req, pool_id, write=True)
+        return Response(201, {"member": self.plugin.create_member(req.context, pool_id,
+                                                                  data)})
+
+    def update_member(self, req: Request, pool_id: str, member_id: str) -> Response:
+        data = parse_body(req, "member", MEMBER_FIELDS, creating=False)
+        self._pool_project(req, pool_id, write=True)
+        return Response(200, {"member": self.plugin.update_member(pool_id, member_id, data)})
+
+    def delete_member(self, req: Request, pool_id: str, member_id: str) -> Response:
+        self._pool_project(req, pool_id, write=True)
+        self.plugin.delete_member(pool_id, member_id)
+        return Response(204)
+
+    def batch_members(self, req: Request, pool_id: str) -> Response:
+        body = req.json()
+        members = body.get("members")
+        if not isinstance(members, list):
+            raise errors.BadRequest("Missing argument: \"members\"")
+        wanted = []
+        for member in members:
+            if not isinstance(member, dict):
+                raise _bad("members", members, "Value should be a list of members")
+            fake = Request(req.method, req.path, [], {}, orjson.dumps({"member": member}),
+                           req.base_url, req.request_id)
+            data = parse_body(fake, "member", MEMBER_FIELDS, creating=True)
+            for key in NOT_STORED:
+                data.pop(key, None)
+            wanted.append(data)
+        self._pool_project(req, pool_id, write=True)
+        self.plugin.batch_members(req.context, pool_id, wanted)
+        return Response(202)
+
+
+
+def neutron_fault(error: exc.NeutronException) -> dict[str, Any]:
+    """An error raised before the router (authentication), in Octavia's body."""
+    return errors.fault(error.status, error.msg)

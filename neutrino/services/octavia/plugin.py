@@ -1,0 +1,677 @@
+"""Load balancing as Octavia's v2 API has it: load balancers (each with a VIP
+port made on the Networking API's side), their listeners, pools, members and
+health monitors.
+
+Every change to a load balancer's tree marks the changed objects PENDING_*
+and the load balancer PENDING_UPDATE, in one transaction with the load
+balancer's row locked; a load balancer that is PENDING_* refuses further
+changes (409), as Octavia's does. The load balancer's provider then says
+whether the work completes at once (``noop``) or stays pending.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from sqlalchemy import delete, insert, select, update
+from sqlalchemy.engine import Connection, Row
+
+from neutrino import exceptions as exc
+from neutrino.config import Opt, OptGroup, parse_host, parse_list
+from neutrino.context import Context
+from neutrino.db import models
+from neutrino.db.util import now, timestamp
+from neutrino.definitions.validators import new_uuid
+from neutrino.plugins.base import Plugin
+from neutrino.plugins.loader import find
+from neutrino.services.octavia import errors
+from neutrino.services.octavia.providers import Provider
+
+LOG = logging.getLogger(__name__)
+T = TypeVar("T")
+ADMIN = Context.admin()
+PROVIDERS_GROUP = "neutrino.octavia.providers"
+#: the VIP port's device_owner, as Octavia sets it
+VIP_OWNER = "Octavia"
+
+LB = models.lbaas_loadbalancers
+LI = models.lbaas_listeners
+PO = models.lbaas_pools
+ME = models.lbaas_members
+HM = models.lbaas_healthmonitors
+
+ACTIVE, ERROR = "ACTIVE", "ERROR"
+PENDING_CREATE, PENDING_UPDATE, PENDING_DELETE = (
+    "PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
+PENDING = (PENDING_CREATE, PENDING_UPDATE, PENDING_DELETE)
+ONLINE, OFFLINE = "ONLINE", "OFFLINE"
+
+
+def _drivers(entries: list[str]) -> dict[str, str]:
+    """``enabled_provider_drivers``' ``name:description`` entries, by name."""
+    drivers = {}
+    for entry in entries:
+        name, _, description = entry.partition(":")
+        drivers[name.strip()] = description.strip()
+    return drivers
+
+
+def _port(text: str) -> int:
+    value = int(text)
+    if not 1 <= value <= 65535:
+        raise ValueError(f"{value} is not a port (1-65535)")
+    return value
+
+
+OPTIONS = OptGroup("api_settings", [
+    Opt("bind_host", parse_host, "127.0.0.1",
+        "Address the load-balancer API (Octavia v2) listens on, when the octavia service "
+        "plugin is loaded."),
+    Opt("bind_port", _port, 9876, "Port the load-balancer API (Octavia v2) listens on."),
+    Opt("enabled_provider_drivers", parse_list,
+        ["noop:The no-op driver: everything ACTIVE at once (no dataplane)."],
+        "Provider drivers load balancers may name, as name:description pairs separated "
+        "by commas; each name an entry point (neutrino.octavia.providers) or a dotted "
+        "class path."),
+    Opt("default_provider_driver", str, "noop",
+        "The provider of a load balancer created without one."),
+])
+
+STANDARD = ("id", "name", "description", "project_id", "provisioning_status",
+            "operating_status", "admin_state_up", "tags")
+
+
+def _standard(row: Row) -> dict[str, Any]:
+    view = {key: getattr(row, key) for key in STANDARD}
+    view["tags"] = list(row.tags or [])
+    view["created_at"] = timestamp(row.created_at)
+    view["updated_at"] = timestamp(row.updated_at)
+    return view
+
+
+class OctaviaPlugin(Plugin):
+    """The ``octavia`` service plugin: the state behind the load-balancer API."""
+
+    option_groups = (OPTIONS,)
+
+    def __init__(self, env: Any):
+        super().__init__(env)
+        self.core = env.core
+        opts = self.conf.api_settings
+        self.enabled: dict[str, str] = _drivers(opts.enabled_provider_drivers)
+        self.default_provider: str = opts.default_provider_driver
+        if self.default_provider not in self.enabled:
+            raise exc.NeutronException(
+                f"default_provider_driver {self.default_provider} is not one of "
+                f"enabled_provider_drivers ({', '.join(self.enabled)})")
+        self.providers: dict[str, Provider] = {
+            name: find(PROVIDERS_GROUP, name)() for name in self.enabled}
+
+    # --- transactions -----------------------------------------------------------------
+
+    def _write(self, work: Callable[[Connection, list[Callable[[], None]]], T]) -> T:
+        """``work(conn, after)`` in one write transaction; ``after``'s calls run
+        once it has committed (the VIP ports' drivers' postcommit)."""
+        after: list[Callable[[], None]] = []
+
+        def attempt(conn: Connection) -> T:
+            after.clear()
+            return work(conn, after)
+
+        result = self.db.write(attempt)
+        for call in after:
+            call()
+        return result
+
+    def _lock_lb(self, conn: Connection, lb_id: str, what: str = "Load Balancer",
+                 deleting: bool = False) -> Row:
+        stmt = select(LB).where(LB.c.id == lb_id)
+        if conn.dialect.name != "sqlite":
+            stmt = stmt.with_for_update()
+        row = conn.execute(stmt).first()
+        if row is None:
+            raise errors.NotFound(resource="Load Balancer", id=lb_id)
+        if row.provisioning_status in PENDING:
+            raise errors.Immutable(resource="Load Balancer", id=lb_id)
+        return row
+
+    def _settle(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
+        """The provider's turn: a completing one finishes the tree's pending work."""
+        if not self.providers[lb.provider].completes:
+            return
+        stamp = now()
+        members = select(PO.c.id).where(PO.c.loadbalancer_id == lb.id)
+        for child in (ME, HM):
+            conn.execute(delete(child).where(child.c.pool_id.in_(members),
+                                             child.c.provisioning_status == PENDING_DELETE))
+        gone_pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb.id,
+                                           PO.c.provisioning_status == PENDING_DELETE)
+        conn.execute(update(LI).where(LI.c.default_pool_id.in_(gone_pools))
+                     .values(default_pool_id=None))
+        conn.execute(delete(ME).where(ME.c.pool_id.in_(gone_pools)))
+        conn.execute(delete(HM).where(HM.c.pool_id.in_(gone_pools)))
+        conn.execute(delete(LI).where(LI.c.loadbalancer_id == lb.id,
+                                      LI.c.provisioning_status == PENDING_DELETE))
+        conn.execute(delete(PO).where(PO.c.loadbalancer_id == lb.id,
+                                      PO.c.provisioning_status == PENDING_DELETE))
+        current = conn.execute(select(LB.c.provisioning_status).where(
+            LB.c.id == lb.id)).scalar_one()
+        if current == PENDING_DELETE:
+            self._remove_lb(conn, lb, after)
+            return
+        for table, scope in ((ME, ME.c.pool_id.in_(members)),
+                             (HM, HM.c.pool_id.in_(members)),
+                             (LI, LI.c.loadbalancer_id == lb.id),
+                             (PO, PO.c.loadbalancer_id == lb.id), (LB, LB.c.id == lb.id)):
+            for enabled, status in ((True, ONLINE), (False, OFFLINE)):
+                conn.execute(update(table).where(
+                    scope, table.c.provisioning_status.in_(PENDING),
+                    table.c.admin_state_up == enabled).values(
+                    provisioning_status=ACTIVE, operating_status=status, updated_at=stamp))
+
+    def _remove_lb(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
+        pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb.id)
+        conn.execute(delete(ME).where(ME.c.pool_id.in_(pools)))
+        conn.execute(delete(HM).where(HM.c.pool_id.in_(pools)))
+        conn.execute(delete(LI).where(LI.c.loadbalancer_id == lb.id))
+        conn.execute(delete(PO).where(PO.c.loadbalancer_id == lb.id))
+        conn.execute(delete(LB).where(LB.c.id == lb.id))
+        if lb.vip_port_id:
+            try:
+                context = self.core.delete_port_in(conn, ADMIN, lb.vip_port_id)
+            except exc.NotFound:
+                return  # someone removed it on the Networking API
+            after.append(lambda: self.core.port_deleted(context))
+
+    @staticmethod
+    def _mark(conn: Connection, table: Any, row_id: str, status: str,
+              values: dict[str, Any] | None = None) -> None:
+        conn.execute(update(table).where(table.c.id == row_id).values(
+            provisioning_status=status, updated_at=now(),
+            revision_number=table.c.revision_number + 1, **(values or {})))
+
+    def _touch_lb(self, conn: Connection, lb_id: str) -> None:
+        self._mark(conn, LB, lb_id, PENDING_UPDATE)
+
+    # --- load balancers ---------------------------------------------------------------
+
+    def lb_view(self, conn: Connection, row: Row) -> dict[str, Any]:
+        view = _standard(row)
+        view.update(
+            tenant_id=row.project_id, provider=row.provider, vip_address=row.vip_address,
+            vip_port_id=row.vip_port_id, vip_subnet_id=row.vip_subnet_id,
+            vip_network_id=row.vip_network_id, vip_qos_policy_id=None,
+            flavor_id=row.flavor_id, availability_zone=row.availability_zone,
+            vip_vnic_type="normal", additional_vips=[], vip_sg_ids=list(row.vip_sg_ids),
+            listeners=[{"id": i} for i in conn.execute(
+                select(LI.c.id).where(LI.c.loadbalancer_id == row.id)
+                .order_by(LI.c.created_at, LI.c.id)).scalars()],
+            pools=[{"id": i} for i in conn.execute(
+                select(PO.c.id).where(PO.c.loadbalancer_id == row.id)
+                .order_by(PO.c.created_at, PO.c.id)).scalars()])
+        return view
+
+    def get_lb_row(self, conn: Connection, lb_id: str) -> Row:
+        row = conn.execute(select(LB).where(LB.c.id == lb_id)).first()
+        if row is None:
+            raise errors.NotFound(resource="Load Balancer", id=lb_id)
+        return row
+
+    def provider_of(self, name: str | None) -> str:
+        name = name or self.default_provider
+        if name not in self.providers:
+            raise errors.BadRequest(f"Provider '{name}' is not enabled.")
+        return name
+
+    def create_lb(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+        """``data``: validated, with ``project_id`` and ``provider`` decided."""
+
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            network_id = data.get("vip_network_id")
+            subnet_id = data.get("vip_subnet_id")
+            if subnet_id:
+                try:
+                    subnet = self.core.subnet_in(conn, ctx, subnet_id)
+                except exc.NotFound:
+                    raise errors.BadRequest(f"Subnet {subnet_id} not found.") from None
+                if network_id and subnet["network_id"] != network_id:
+                    raise errors.Validation(detail=f"Subnet {subnet_id} is not on network "
+                                                   f"{network_id}.")
+                network_id = subnet["network_id"]
+            else:
+                try:
+                    self.core.network_row_in(conn, ctx, network_id)
+                except exc.NotFound:
+                    raise errors.BadRequest(f"Network {network_id} not found.") from None
+            lb_id = new_uuid()
+            wanted: dict[str, Any] = {}
+            if subnet_id:
+                wanted["subnet_id"] = subnet_id
+            if data.get("vip_address"):
+                wanted["ip_address"] = data["vip_address"]
+            port = self.core.create_port_in(conn, ADMIN, {
+                "name": f"octavia-lb-{lb_id}", "admin_state_up": False,
+                "project_id": data["project_id"], "network_id": network_id,
+                "device_owner": VIP_OWNER, "device_id": f"lb-{lb_id}",
+                "fixed_ips": [wanted] if wanted else None,
+                **({"security_groups": data["vip_sg_ids"]} if data.get("vip_sg_ids") else {})})
+            after.append(lambda: self.core.port_created(ADMIN, port))
+            fixed = port["fixed_ips"][0] if port["fixed_ips"] else {}
+            stamp = now()
+            conn.execute(insert(LB).values(
+                id=lb_id, project_id=data["project_id"], name=data.get("name") or "",
+                description=data.get("description") or "", created_at=stamp,
+                updated_at=stamp, revision_number=0, provisioning_status=PENDING_CREATE,
+                operating_status=OFFLINE, admin_state_up=data.get("admin_state_up", True),
+                tags=data.get("tags") or [], provider=data["provider"],
+                vip_address=fixed.get("ip_address"), vip_port_id=port["id"],
+                vip_subnet_id=fixed.get("subnet_id"), vip_network_id=network_id,
+                vip_sg_ids=data.get("vip_sg_ids") or [],
+                availability_zone=data.get("availability_zone"), flavor_id=None))
+            row = self.get_lb_row(conn, lb_id)
+            view = self.lb_view(conn, row)
+            self._settle(conn, row, after)
+            return view
+
+        return self._write(work)
+
+    def update_lb(self, lb_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            row = self._lock_lb(conn, lb_id)
+            self._mark(conn, LB, lb_id, PENDING_UPDATE, data)
+            view = self.lb_view(conn, self.get_lb_row(conn, lb_id))
+            self._settle(conn, row, after)
+            return view
+
+        return self._write(work)
+
+    def delete_lb(self, lb_id: str, cascade: bool) -> None:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> None:
+            row = self._lock_lb(conn, lb_id)
+            children = conn.execute(select(LI.c.id).where(LI.c.loadbalancer_id == lb_id)
+                                    .union_all(select(PO.c.id).where(
+                                        PO.c.loadbalancer_id == lb_id))).first()
+            if children is not None and not cascade:
+                raise errors.Validation(
+                    detail=f"Cannot delete Load Balancer {lb_id} - it has children")
+            pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb_id)
+            for table, scope in ((ME, ME.c.pool_id.in_(pools)),
+                                 (HM, HM.c.pool_id.in_(pools)),
+                                 (LI, LI.c.loadbalancer_id == lb_id),
+                                 (PO, PO.c.loadbalancer_id == lb_id), (LB, LB.c.id == lb_id)):
+                conn.execute(update(table).where(scope).values(
+                    provisioning_status=PENDING_DELETE, updated_at=now()))
+            self._settle(conn, row, after)
+
+        self._write(work)
+
+    # --- listeners --------------------------------------------------------------------
+
+    def listener_view(self, conn: Connection, row: Row) -> dict[str, Any]:
+        view = _standard(row)
+        view.update(
+            tenant_id=row.project_id, protocol=row.protocol,
+            protocol_port=row.protocol_port, connection_limit=row.connection_limit,
+            default_pool_id=row.default_pool_id, loadbalancers=[{"id": row.loadbalancer_id}],
+            l7policies=[], insert_headers={}, default_tls_container_ref=None,
+            sni_container_refs=[], client_ca_tls_container_ref=None,
+            client_authentication="NONE", client_crl_container_ref=None,
+            allowed_cidrs=None, tls_ciphers=None, tls_versions=None, alpn_protocols=None,
+            timeout_client_data=row.timeout_client_data,
+            timeout_member_connect=row.timeout_member_connect,
+            timeout_member_data=row.timeout_member_data,
+            timeout_tcp_inspect=row.timeout_tcp_inspect,
+            hsts_max_age=None, hsts_include_subdomains=False, hsts_preload=False)
+        return view
+
+    def get_row(self, conn: Connection, table: Any, resource: str, row_id: str) -> Row:
+        row = conn.execute(select(table).where(table.c.id == row_id)).first()
+        if row is None:
+            raise errors.NotFound(resource=resource, id=row_id)
+        return row
+
+    def _pool_for_listener(self, conn: Connection, pool_id: str, lb_id: str,
+                           protocol: str) -> None:
+        pool = conn.execute(select(PO).where(PO.c.id == pool_id)).first()
+        if pool is None or pool.loadbalancer_id != lb_id:
+            raise errors.NotFound(resource="Pool", id=pool_id)
+        if pool.protocol not in POOL_PROTOCOLS_OF[protocol]:
+            raise errors.Validation(
+                detail=f"The pool protocol '{pool.protocol}' is invalid while the listener "
+                       f"protocol is '{protocol}'.")
+
+    def create_listener(self, data: dict[str, Any]) -> dict[str, Any]:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            lb = self._lock_lb(conn, data["loadbalancer_id"])
+            clash = conn.execute(select(LI.c.id).where(
+                LI.c.loadbalancer_id == lb.id, LI.c.protocol == data["protocol"],
+                LI.c.protocol_port == data["protocol_port"])).first()
+            if clash is not None:
+                raise errors.DuplicateListener(protocol=data["protocol"],
+                                               port=data["protocol_port"])
+            if data.get("default_pool_id"):
+                self._pool_for_listener(conn, data["default_pool_id"], lb.id,
+                                        data["protocol"])
+            listener_id = new_uuid()
+            stamp = now()
+            conn.execute(insert(LI).values(
+                id=listener_id, project_id=lb.project_id, created_at=stamp,
+                updated_at=stamp, revision_number=0, provisioning_status=PENDING_CREATE,
+                operating_status=OFFLINE, **data))
+            self._touch_lb(conn, lb.id)
+            view = self.listener_view(conn, self.get_row(conn, LI, "Listener", listener_id))
+            self._settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def update_listener(self, listener_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            row = self.get_row(conn, LI, "Listener", listener_id)
+            lb = self._lock_lb(conn, row.loadbalancer_id)
+            if data.get("default_pool_id"):
+                self._pool_for_listener(conn, data["default_pool_id"], lb.id, row.protocol)
+            self._mark(conn, LI, listener_id, PENDING_UPDATE, data)
+            self._touch_lb(conn, lb.id)
+            view = self.listener_view(conn, self.get_row(conn, LI, "Listener", listener_id))
+            self._settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def delete_listener(self, listener_id: str) -> None:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> None:
+            row = self.get_row(conn, LI, "Listener", listener_id)
+            lb = self._lock_lb(conn, row.loadbalancer_id)
+            self._mark(conn, LI, listener_id, PENDING_DELETE)
+            self._touch_lb(conn, lb.id)
+            self._settle(conn, lb, after)
+
+        self._write(work)
+
+    # --- pools ------------------------------------------------------------------------
+
+    def pool_view(self, conn: Connection, row: Row) -> dict[str, Any]:
+        view = _standard(row)
+        view.update(
+            tenant_id=row.project_id, protocol=row.protocol, lb_algorithm=row.lb_algorithm,
+            session_persistence=row.session_persistence,
+            loadbalancers=[{"id": row.loadbalancer_id}],
+            listeners=[{"id": i} for i in conn.execute(
+                select(LI.c.id).where(LI.c.default_pool_id == row.id)).scalars()],
+            members=[{"id": i} for i in conn.execute(
+                select(ME.c.id).where(ME.c.pool_id == row.id)
+                .order_by(ME.c.created_at, ME.c.id)).scalars()],
+            healthmonitor_id=conn.execute(select(HM.c.id).where(
+                HM.c.pool_id == row.id)).scalar(), tls_enabled=False, tls_ciphers=None,
+            tls_versions=None, alpn_protocols=None, ca_tls_container_ref=None,
+            crl_container_ref=None, tls_container_ref=None)
+        return view
+
+    def create_pool(self, data: dict[str, Any]) -> dict[str, Any]:
+        data = dict(data)
+        listener_id = data.pop("listener_id", None)
+
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            listener = None
+            lb_id = data.get("loadbalancer_id")
+            if listener_id:
+                listener = self.get_row(conn, LI, "Listener", listener_id)
+                if lb_id and lb_id != listener.loadbalancer_id:
+                    raise errors.Validation(detail="The listener is not on load balancer "
+                                                   f"{lb_id}.")
+                lb_id = listener.loadbalancer_id
+                if listener.default_pool_id:
+                    raise errors.DuplicatePool()
+                if data["protocol"] not in POOL_PROTOCOLS_OF[listener.protocol]:
+                    raise errors.Validation(
+                        detail=f"The pool protocol '{data['protocol']}' is invalid while "
+                               f"the listener protocol is '{listener.protocol}'.")
+            assert lb_id is not None
+            lb = self._lock_lb(conn, lb_id)
+            pool_id = new_uuid()
+            stamp = now()
+            conn.execute(insert(PO).values(
+                id=pool_id, project_id=lb.project_id, created_at=stamp, updated_at=stamp,
+                revision_number=0, provisioning_status=PENDING_CREATE,
+                operating_status=OFFLINE, **{**data, "loadbalancer_id": lb_id}))
+            if listener is not None:
+                self._mark(conn, LI, listener.id, PENDING_UPDATE,
+                           {"default_pool_id": pool_id})
+            self._touch_lb(conn, lb_id)
+            view = self.pool_view(conn, self.get_row(conn, PO, "Pool", pool_id))
+            self._settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def update_pool(self, pool_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            row = self.get_row(conn, PO, "Pool", pool_id)
+            lb = self._lock_lb(conn, row.loadbalancer_id)
+            self._mark(conn, PO, pool_id, PENDING_UPDATE, data)
+            self._touch_lb(conn, lb.id)
+            view = self.pool_view(conn, self.get_row(conn, PO, "Pool", pool_id))
+            self._settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def delete_pool(self, pool_id: str) -> None:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> None:
+            row = self.get_row(conn, PO, "Pool", pool_id)
+            lb = self._lock_lb(conn, row.loadbalancer_id)
+            self._mark(conn, PO, pool_id, PENDING_DELETE)
+            for child in (ME, HM):
+                conn.execute(update(child).where(child.c.pool_id == pool_id).values(
+                    provisioning_status=PENDING_DELETE))
+            self._touch_lb(conn, lb.id)
+            self._settle(conn, lb, after)
+
+        self._write(work)
+
+    # --- members ----------------------------------------------------------------------
+
+    @staticmethod
+    def member_view(row: Row) -> dict[str, Any]:
+        view = _standard(row)
+        del view["description"]  # Octavia's members have none
+        view.update(
+            tenant_id=row.project_id, address=row.address, protocol_port=row.protocol_port,
+            weight=row.weight, backup=row.backup, subnet_id=row.subnet_id,
+            monitor_address=row.monitor_address, monitor_port=row.monitor_port,
+            vnic_type="normal")
+        return view
+
+    def _member_subnet(self, conn: Connection, ctx: Context, subnet_id: str | None) -> None:
+        if subnet_id:
+            try:
+                self.core.subnet_in(conn, ctx, subnet_id)
+            except exc.NotFound:
+                raise errors.BadRequest(f"Subnet {subnet_id} not found.") from None
+
+    def create_member(self, ctx: Context, pool_id: str, data: dict[str, Any]
+                      ) -> dict[str, Any]:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            pool = self.get_row(conn, PO, "Pool", pool_id)
+            lb = self._lock_lb(conn, pool.loadbalancer_id)
+            self._member_subnet(conn, ctx, data.get("subnet_id"))
+            clash = conn.execute(select(ME.c.id).where(
+                ME.c.pool_id == pool_id, ME.c.address == data["address"],
+                ME.c.protocol_port == data["protocol_port"])).first()
+            if clash is not None:
+                raise errors.DuplicateMember(ip_address=data["address"],
+                                             port=data["protocol_port"])
+            member_id = new_uuid()
+            stamp = now()
+            conn.execute(insert(ME).values(
+                id=member_id, project_id=pool.project_id, created_at=stamp,
+                updated_at=stamp, revision_number=0, provisioning_status=PENDING_CREATE,
+                operating_status=OFFLINE, pool_id=pool_id, description="", **data))
+            self._mark(conn, PO, pool_id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            view = self.member_view(self.get_row(conn, ME, "Member", member_id))
+            self._settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def member_row(self, conn: Connection, pool_id: str, member_id: str) -> Row:
+        row = conn.execute(select(ME).where(ME.c.id == member_id,
+                                            ME.c.pool_id == pool_id)).first()
+        if row is None:
+            raise errors.NotFound(resource="Member", id=member_id)
+        return row
+
+    def update_member(self, pool_id: str, member_id: str, data: dict[str, Any]
+                      ) -> dict[str, Any]:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            self.member_row(conn, pool_id, member_id)
+            pool = self.get_row(conn, PO, "Pool", pool_id)
+            lb = self._lock_lb(conn, pool.loadbalancer_id)
+            self._mark(conn, ME, member_id, PENDING_UPDATE, data)
+            self._mark(conn, PO, pool_id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            view = self.member_view(self.member_row(conn, pool_id, member_id))
+            self._settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def delete_member(self, pool_id: str, member_id: str) -> None:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> None:
+            self.member_row(conn, pool_id, member_id)
+            pool = self.get_row(conn, PO, "Pool", pool_id)
+            lb = self._lock_lb(conn, pool.loadbalancer_id)
+            self._mark(conn, ME, member_id, PENDING_DELETE)
+            self._mark(conn, PO, pool_id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            self._settle(conn, lb, after)
+
+        self._write(work)
+
+    def batch_members(self, ctx: Context, pool_id: str, wanted: list[dict[str, Any]]) -> None:
+        """The pool's members become ``wanted`` (matched by address and port):
+        new ones made, listed ones updated, the rest deleted."""
+
+        def work(conn: Connection, after: list[Callable[[], None]]) -> None:
+            pool = self.get_row(conn, PO, "Pool", pool_id)
+            lb = self._lock_lb(conn, pool.loadbalancer_id)
+            have = {(r.address, r.protocol_port): r for r in conn.execute(
+                select(ME).where(ME.c.pool_id == pool_id))}
+            seen = set()
+            stamp = now()
+            for data in wanted:
+                key = (data["address"], data["protocol_port"])
+                if key in seen:
+                    raise errors.DuplicateMember(ip_address=key[0], port=key[1])
+                seen.add(key)
+                self._member_subnet(conn, ctx, data.get("subnet_id"))
+                if key in have:
+                    changes = {k: v for k, v in data.items()
+                               if k not in ("address", "protocol_port", "subnet_id")}
+                    self._mark(conn, ME, have[key].id, PENDING_UPDATE, changes)
+                else:
+                    conn.execute(insert(ME).values(
+                        id=new_uuid(), project_id=pool.project_id, created_at=stamp,
+                        updated_at=stamp, revision_number=0,
+                        provisioning_status=PENDING_CREATE, operating_status=OFFLINE,
+                        pool_id=pool_id, description="", **{**MEMBER_DEFAULTS, **data}))
+            for key, row in have.items():
+                if key not in seen:
+                    self._mark(conn, ME, row.id, PENDING_DELETE)
+            self._mark(conn, PO, pool_id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            self._settle(conn, lb, after)
+
+        self._write(work)
+
+    # --- health monitors --------------------------------------------------------------
+
+    @staticmethod
+    def hm_view(_conn: Connection | None, row: Row) -> dict[str, Any]:
+        view = _standard(row)
+        del view["description"]
+        view.update(
+            tenant_id=row.project_id, pools=[{"id": row.pool_id}], type=row.type,
+            delay=row.delay, timeout=row.timeout, max_retries=row.max_retries,
+            max_retries_down=row.max_retries_down, http_method=row.http_method,
+            url_path=row.url_path, expected_codes=row.expected_codes,
+            http_version=float(row.http_version) if row.http_version else None,
+            domain_name=row.domain_name)
+        return view
+
+    def create_hm(self, data: dict[str, Any], check: Callable[[Row], None]
+                  ) -> dict[str, Any]:
+        """``check(pool)``: what the monitor's type must suit in its pool."""
+
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            pool = self.get_row(conn, PO, "Pool", data["pool_id"])
+            lb = self._lock_lb(conn, pool.loadbalancer_id)
+            check(pool)
+            if conn.execute(select(HM.c.id).where(HM.c.pool_id == pool.id)).first():
+                raise errors.DuplicateHealthMonitor()
+            hm_id = new_uuid()
+            stamp = now()
+            conn.execute(insert(HM).values(
+                id=hm_id, project_id=pool.project_id, created_at=stamp, updated_at=stamp,
+                revision_number=0, provisioning_status=PENDING_CREATE,
+                operating_status=OFFLINE, description="", **data))
+            self._mark(conn, PO, pool.id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            view = self.hm_view(conn, self.get_row(conn, HM, "Health Monitor", hm_id))
+            self._settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def update_hm(self, hm_id: str, data: dict[str, Any], check: Callable[[Row], None]
+                  ) -> dict[str, Any]:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            row = self.get_row(conn, HM, "Health Monitor", hm_id)
+            pool = self.get_row(conn, PO, "Pool", row.pool_id)
+            lb = self._lock_lb(conn, pool.loadbalancer_id)
+            check(row)
+            self._mark(conn, HM, hm_id, PENDING_UPDATE, data)
+            self._mark(conn, PO, pool.id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            view = self.hm_view(conn, self.get_row(conn, HM, "Health Monitor", hm_id))
+            self._settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def delete_hm(self, hm_id: str) -> None:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> None:
+            row = self.get_row(conn, HM, "Health Monitor", hm_id)
+            pool = self.get_row(conn, PO, "Pool", row.pool_id)
+            lb = self._lock_lb(conn, pool.loadbalancer_id)
+            self._mark(conn, HM, hm_id, PENDING_DELETE)
+            self._mark(conn, PO, pool.id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            self._settle(conn, lb, after)
+
+        self._write(work)
+
+    # --- reads ------------------------------------------------------------------------
+
+    def read(self, work: Callable[[Connection], T]) -> T:
+        return self._read(work)
+
+
+#: the pool protocols a listener's protocol can send to (Octavia's map)
+POOL_PROTOCOLS_OF = {
+    "HTTP": ("HTTP", "PROXY", "PROXYV2"),
+    "HTTPS": ("HTTPS", "PROXY", "PROXYV2", "TCP"),
+    "TCP": ("HTTP", "HTTPS", "PROXY", "PROXYV2", "TCP"),
+    "TERMINATED_HTTPS": ("HTTP", "PROXY", "PROXYV2"),
+    "UDP": ("UDP",),
+    "SCTP": ("SCTP",),
+    "PROMETHEUS": (),
+}
+
+MEMBER_DEFAULTS: dict[str, Any] = {
+    "name": "", "admin_state_up": True, "tags": [], "weight": 1,
+    "backup": False, "subnet_id": None, "monitor_address": None, "monitor_port": None}

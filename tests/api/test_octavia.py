@@ -1,0 +1,402 @@
+"""The load-balancer API (Octavia v2), served on its own port by a server with
+the ``octavia`` service plugin, on each database: Octavia's bodies, faults,
+status machine and policy, and the VIP as a real port on the Networking API."""
+
+from __future__ import annotations
+
+import uuid
+
+import httpx
+import pytest
+
+from tests.conftest import BACKENDS
+from tests.harness import ApiClient, Server, create_database, free_port, start_server
+
+EXTRA = ("service_plugins = router,octavia\n"
+         "[api_settings]\n"
+         "enabled_provider_drivers = noop:Done at once,pending:Never done\n")
+LBS = "/v2/lbaas/loadbalancers"
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def lb_server(request, tmp_path_factory) -> Server:
+    tmp = tmp_path_factory.mktemp(f"octavia-{request.param}")
+    url, drop = create_database(request.param, tmp)
+    srv = start_server(tmp, url, auth="trusted_headers", extra=EXTRA,
+                       octavia_port=free_port())
+    yield srv
+    srv.stop()
+    drop()
+
+
+@pytest.fixture
+def project() -> str:
+    return uuid.uuid4().hex
+
+
+@pytest.fixture
+def net(lb_server: Server, project: str) -> ApiClient:
+    return lb_server.client(project)
+
+
+@pytest.fixture
+def lbapi(lb_server: Server, project: str) -> ApiClient:
+    return lb_server.octavia(project)
+
+
+@pytest.fixture
+def subnet(net: ApiClient) -> dict:
+    return net.subnet(net.network(name="vip")["id"], "10.20.0.0/24")
+
+
+def fault(resp: httpx.Response, status: int, message: str | None = None) -> str:
+    """Octavia's fault body; its faultstring."""
+    assert resp.status_code == status, resp.text
+    body = resp.json()
+    assert set(body) == {"faultcode", "faultstring", "debuginfo"}, body
+    assert body["faultcode"] == "Client" and body["debuginfo"] is None
+    if message is not None:
+        assert body["faultstring"] == message, body
+    return body["faultstring"]
+
+
+def make_lb(api: ApiClient, subnet: dict, **attrs) -> dict:
+    resp = api.post(LBS, json={"loadbalancer": {"vip_subnet_id": subnet["id"], **attrs}})
+    assert resp.status_code == 201, resp.text
+    return resp.json()["loadbalancer"]
+
+
+def show(api: ApiClient, path: str, key: str) -> dict:
+    resp = api.get(path)
+    assert resp.status_code == 200, resp.text
+    return resp.json()[key]
+
+
+def make(api: ApiClient, path: str, key: str, **attrs) -> dict:
+    resp = api.post(path, json={key: attrs})
+    assert resp.status_code == 201, resp.text
+    return resp.json()[key]
+
+
+def test_root_is_the_version_document_without_auth(lb_server: Server):
+    resp = httpx.get(lb_server.octavia_url + "/")
+    assert resp.status_code == 200
+    versions = resp.json()["versions"]
+    assert versions[0]["id"] == "v2.0"
+    assert [v["status"] for v in versions].count("CURRENT") == 1
+    assert versions[-1]["links"] == [{"href": lb_server.octavia_url + "/v2", "rel": "self"}]
+    assert httpx.get(lb_server.octavia_url + "/v2",
+                     headers={"X-User-Id": "u", "X-Roles": "reader",
+                              "X-Project-Id": "p"}).json() == "v2"
+    # the API itself wants an identity, in Octavia's fault body
+    fault(httpx.get(lb_server.octavia_url + LBS), 401)
+
+
+def test_load_balancer_crud_with_a_real_vip_port(lbapi: ApiClient, net: ApiClient,
+                                                 subnet: dict, project: str):
+    lb = make_lb(lbapi, subnet, name="web", description="front")
+    assert lb["provisioning_status"] == "PENDING_CREATE"
+    assert lb["operating_status"] == "OFFLINE"
+    assert lb["project_id"] == project and lb["provider"] == "noop"
+    assert lb["vip_subnet_id"] == subnet["id"]
+    assert lb["vip_network_id"] == subnet["network_id"]
+    port = net.show("ports", lb["vip_port_id"])
+    assert port["device_owner"] == "Octavia"
+    assert port["fixed_ips"] == [{"subnet_id": subnet["id"], "ip_address": lb["vip_address"]}]
+    shown = show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")
+    assert (shown["provisioning_status"], shown["operating_status"]) == ("ACTIVE", "ONLINE")
+    listed = lbapi.get(LBS).json()
+    assert [item["id"] for item in listed["loadbalancers"]] == [lb["id"]]
+    assert listed["loadbalancers_links"] == []
+    assert lbapi.get(LBS, params={"name": "nope"}).json()["loadbalancers"] == []
+    resp = lbapi.put(f"{LBS}/{lb['id']}", json={"loadbalancer": {"name": "web2",
+                                                                 "admin_state_up": False}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["loadbalancer"]["provisioning_status"] == "PENDING_UPDATE"
+    shown = show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")
+    assert (shown["name"], shown["operating_status"]) == ("web2", "OFFLINE")
+    resp = lbapi.delete(f"{LBS}/{lb['id']}")
+    assert resp.status_code == 204 and resp.content == b""
+    fault(lbapi.get(f"{LBS}/{lb['id']}"), 404, f"Load Balancer {lb['id']} not found.")
+    assert net.get(f"/v2.0/ports/{lb['vip_port_id']}").status_code == 404
+
+
+def test_vip_on_a_network_and_at_a_chosen_address(lbapi: ApiClient, subnet: dict,
+                                                  net: ApiClient):
+    resp = lbapi.post(LBS, json={"loadbalancer": {"vip_network_id": subnet["network_id"]}})
+    assert resp.status_code == 201, resp.text
+    assert resp.json()["loadbalancer"]["vip_subnet_id"] == subnet["id"]
+    lb = make_lb(lbapi, subnet, vip_address="10.20.0.50")
+    assert lb["vip_address"] == "10.20.0.50"
+    # the address is taken now: Networking's conflict, in Octavia's body, nothing made
+    before = len(lbapi.get(LBS).json()["loadbalancers"])
+    ports = len(net.get("/v2.0/ports").json()["ports"])
+    resp = lbapi.post(LBS, json={"loadbalancer": {"vip_subnet_id": subnet["id"],
+                                                  "vip_address": "10.20.0.50"}})
+    fault(resp, 409)
+    assert len(lbapi.get(LBS).json()["loadbalancers"]) == before
+    assert len(net.get("/v2.0/ports").json()["ports"]) == ports
+
+
+def test_listener_pool_member_crud(lbapi: ApiClient, subnet: dict):
+    lb = make_lb(lbapi, subnet)
+    listener = make(lbapi, "/v2/lbaas/listeners", "listener", loadbalancer_id=lb["id"],
+                    protocol="HTTP", protocol_port=80, name="http")
+    assert listener["provisioning_status"] == "PENDING_CREATE"
+    assert listener["loadbalancers"] == [{"id": lb["id"]}]
+    assert listener["connection_limit"] == -1 and listener["timeout_client_data"] == 50000
+    fault(lbapi.post("/v2/lbaas/listeners", json={"listener": {
+        "loadbalancer_id": lb["id"], "protocol": "HTTP", "protocol_port": 80}}), 409,
+        "Another Listener on this Load Balancer is already using protocol HTTP and "
+        "protocol_port 80")
+    pool = make(lbapi, "/v2/lbaas/pools", "pool", listener_id=listener["id"],
+                protocol="HTTP", lb_algorithm="ROUND_ROBIN",
+                session_persistence={"type": "HTTP_COOKIE"})
+    assert pool["listeners"] == [{"id": listener["id"]}]
+    assert pool["loadbalancers"] == [{"id": lb["id"]}]
+    shown = show(lbapi, f"/v2/lbaas/listeners/{listener['id']}", "listener")
+    assert shown["default_pool_id"] == pool["id"]
+    assert shown["provisioning_status"] == "ACTIVE"
+    members = f"/v2/lbaas/pools/{pool['id']}/members"
+    member = make(lbapi, members, "member", address="10.20.0.9", protocol_port=8080,
+                  subnet_id=subnet["id"], weight=5)
+    assert (member["weight"], member["backup"]) == (5, False)
+    assert "description" not in member  # none in Octavia
+    fault(lbapi.post(members, json={"member": {"address": "10.20.0.9",
+                                               "protocol_port": 8080}}), 409,
+          "Another member on this pool is already using ip 10.20.0.9 on protocol_port 8080")
+    resp = lbapi.put(f"{members}/{member['id']}", json={"member": {"weight": 0}})
+    assert resp.status_code == 200, resp.text
+    shown = show(lbapi, f"{members}/{member['id']}", "member")
+    assert (shown["weight"], shown["provisioning_status"], shown["operating_status"]) == (
+        0, "ACTIVE", "ONLINE")
+    assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["listeners"] == [
+        {"id": listener["id"]}]
+    # batch update: one kept (updated), one new, the rest removed
+    resp = lbapi.put(members, json={"members": [
+        {"address": "10.20.0.9", "protocol_port": 8080, "weight": 7},
+        {"address": "10.20.0.10", "protocol_port": 8080}]})
+    assert resp.status_code == 202, resp.text
+    got = {(m["address"], m["weight"]) for m in lbapi.get(members).json()["members"]}
+    assert got == {("10.20.0.9", 7), ("10.20.0.10", 1)}
+    resp = lbapi.put(members, json={"members": []})
+    assert resp.status_code == 202
+    assert lbapi.get(members).json()["members"] == []
+    resp = lbapi.put(f"/v2/lbaas/pools/{pool['id']}", json={"pool": {
+        "lb_algorithm": "LEAST_CONNECTIONS"}})
+    assert resp.status_code == 200, resp.text
+    assert lbapi.delete(f"/v2/lbaas/pools/{pool['id']}").status_code == 204
+    assert show(lbapi, f"/v2/lbaas/listeners/{listener['id']}",
+                "listener")["default_pool_id"] is None
+    assert lbapi.delete(f"/v2/lbaas/listeners/{listener['id']}").status_code == 204
+    fault(lbapi.get(f"/v2/lbaas/listeners/{listener['id']}"), 404)
+    assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == "ACTIVE"
+
+
+def test_cascade_delete_removes_the_tree_and_the_vip_port(lbapi: ApiClient, net: ApiClient,
+                                                          subnet: dict):
+    lb = make_lb(lbapi, subnet)
+    listener = make(lbapi, "/v2/lbaas/listeners", "listener", loadbalancer_id=lb["id"],
+                    protocol="TCP", protocol_port=443)
+    pool = make(lbapi, "/v2/lbaas/pools", "pool", loadbalancer_id=lb["id"], protocol="TCP",
+                lb_algorithm="SOURCE_IP")
+    make(lbapi, f"/v2/lbaas/pools/{pool['id']}/members", "member", address="10.20.0.7",
+         protocol_port=443)
+    fault(lbapi.delete(f"{LBS}/{lb['id']}"), 400,
+          f"Validation failure: Cannot delete Load Balancer {lb['id']} - it has children")
+    assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == "ACTIVE"
+    assert lbapi.delete(f"{LBS}/{lb['id']}", params={"cascade": "true"}).status_code == 204
+    for path in (f"{LBS}/{lb['id']}", f"/v2/lbaas/listeners/{listener['id']}",
+                 f"/v2/lbaas/pools/{pool['id']}"):
+        fault(lbapi.get(path), 404)
+    assert net.get(f"/v2.0/ports/{lb['vip_port_id']}").status_code == 404
+
+
+def test_a_pending_load_balancer_is_immutable(lbapi: ApiClient, subnet: dict):
+    lb = make_lb(lbapi, subnet, provider="pending")
+    assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == \
+        "PENDING_CREATE"
+    immutable = f"Load Balancer {lb['id']} is immutable and cannot be updated."
+    fault(lbapi.put(f"{LBS}/{lb['id']}", json={"loadbalancer": {"name": "x"}}), 409,
+          immutable)
+    fault(lbapi.delete(f"{LBS}/{lb['id']}"), 409, immutable)
+    fault(lbapi.post("/v2/lbaas/listeners", json={"listener": {
+        "loadbalancer_id": lb["id"], "protocol": "HTTP", "protocol_port": 80}}), 409,
+        immutable)
+    assert lbapi.get("/v2/lbaas/listeners").json()["listeners"] == []
+    assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["name"] == ""
+    fault(lbapi.post(LBS, json={"loadbalancer": {"vip_subnet_id": subnet["id"],
+                                                 "provider": "amphora"}}), 400,
+          "Provider 'amphora' is not enabled.")
+    providers = lbapi.get("/v2/lbaas/providers").json()["providers"]
+    assert {p["name"] for p in providers} == {"noop", "pending"}
+
+
+@pytest.mark.parametrize(("path", "key", "attrs", "message"), [
+    (LBS, "loadbalancer", {}, "Validation failure: VIP must contain one of: vip_port_id, "
+                              "vip_network_id, vip_subnet_id."),
+    (LBS, "loadbalancer", {"vip_subnet_id": "x"}, None),
+    (LBS, "loadbalancer", {"bogus": 1}, None),
+    (LBS, "loadbalancer", {"admin_state_up": "yes"}, None),
+    ("/v2/lbaas/listeners", "listener", {"protocol": "FTP", "protocol_port": 21}, None),
+    ("/v2/lbaas/listeners", "listener", {"protocol": "HTTP", "protocol_port": 0},
+     "Invalid input for field/attribute protocol_port. Value: '0'. Value should be greater "
+     "or equal to 1"),
+    ("/v2/lbaas/listeners", "listener", {"protocol": "HTTP"},
+     "Invalid input for field/attribute protocol_port. Value: 'None'. Mandatory field "
+     "missing."),
+    ("/v2/lbaas/listeners", "listener", {"protocol": "TERMINATED_HTTPS",
+                                         "protocol_port": 443}, None),
+    ("/v2/lbaas/pools", "pool", {"protocol": "HTTP", "lb_algorithm": "RANDOM"}, None),
+    ("/v2/lbaas/pools", "pool", {"protocol": "UDP", "lb_algorithm": "ROUND_ROBIN"},
+     "Validation failure: The pool protocol 'UDP' is invalid while the listener protocol "
+     "is 'HTTP'."),
+    ("/v2/lbaas/pools", "pool", {"protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN",
+                                 "session_persistence": {"type": "APP_COOKIE"}}, None),
+])
+def test_bad_input_is_a_400_in_octavias_body(lbapi: ApiClient, subnet: dict, path: str,
+                                             key: str, attrs: dict, message: str | None):
+    lb = make_lb(lbapi, subnet)
+    listener = make(lbapi, "/v2/lbaas/listeners", "listener", loadbalancer_id=lb["id"],
+                    protocol="HTTP", protocol_port=8000)
+    parent = {"listener": {"loadbalancer_id": lb["id"]},
+              "pool": {"listener_id": listener["id"]}}.get(key, {})
+    fault(lbapi.post(path, json={key: {**parent, **attrs}}), 400, message)
+    assert len(lbapi.get(LBS).json()["loadbalancers"]) == 1
+    assert len(lbapi.get("/v2/lbaas/listeners").json()["listeners"]) == 1
+    assert lbapi.get("/v2/lbaas/pools").json()["pools"] == []
+
+
+def test_member_on_an_unknown_subnet_makes_nothing(lbapi: ApiClient, subnet: dict):
+    lb = make_lb(lbapi, subnet)
+    pool = make(lbapi, "/v2/lbaas/pools", "pool", loadbalancer_id=lb["id"], protocol="TCP",
+                lb_algorithm="ROUND_ROBIN")
+    members = f"/v2/lbaas/pools/{pool['id']}/members"
+    missing = str(uuid.uuid4())
+    fault(lbapi.post(members, json={"member": {"address": "10.20.0.5", "protocol_port": 80,
+                                               "subnet_id": missing}}), 400,
+          f"Subnet {missing} not found.")
+    assert lbapi.get(members).json()["members"] == []
+    assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == "ACTIVE"
+
+
+def test_policy_reader_member_other_project_admin(lb_server: Server, lbapi: ApiClient,
+                                                  subnet: dict, project: str):
+    lb = make_lb(lbapi, subnet)
+    path = f"{LBS}/{lb['id']}"
+    forbidden = "Policy does not allow this request to be performed."
+    reader = lb_server.octavia(project, roles=("reader",))
+    assert reader.get(path).status_code == 200
+    assert [i["id"] for i in reader.get(LBS).json()["loadbalancers"]] == [lb["id"]]
+    fault(reader.put(path, json={"loadbalancer": {"name": "r"}}), 403, forbidden)
+    fault(reader.delete(path), 403, forbidden)
+    fault(reader.post(LBS, json={"loadbalancer": {"vip_subnet_id": subnet["id"]}}), 403,
+          forbidden)
+    other = lb_server.octavia(uuid.uuid4().hex)
+    fault(other.get(path), 403, forbidden)
+    fault(other.put(path, json={"loadbalancer": {"name": "o"}}), 403, forbidden)
+    fault(other.delete(path), 403, forbidden)
+    assert other.get(LBS).json()["loadbalancers"] == []
+    # a member may not create in another project
+    fault(lbapi.post(LBS, json={"loadbalancer": {"vip_subnet_id": subnet["id"],
+                                                 "project_id": uuid.uuid4().hex}}), 403,
+          forbidden)
+    # Octavia's own roles serve as well as keystone's
+    lb_member = lb_server.octavia(project, roles=("load-balancer_member",))
+    resp = lb_member.put(path, json={"loadbalancer": {"name": "by-lb-member"}})
+    assert resp.status_code == 200, resp.text
+    nobody = lb_server.octavia(project, roles=())
+    fault(nobody.get(path), 403, forbidden)
+    admin = lb_server.octavia(uuid.uuid4().hex, roles=("admin",))
+    assert lb["id"] in {i["id"] for i in admin.get(LBS).json()["loadbalancers"]}
+    assert [i["id"] for i in admin.get(LBS, params={"project_id": project}).json()[
+        "loadbalancers"]] == [lb["id"]]
+    assert admin.delete(path).status_code == 204
+
+
+def test_pagination_links(lbapi: ApiClient, subnet: dict):
+    made = [make_lb(lbapi, subnet, name=f"lb{i}")["id"] for i in range(3)]
+    first = lbapi.get(LBS, params={"limit": 2}).json()
+    assert len(first["loadbalancers"]) == 2
+    (link,) = first["loadbalancers_links"]
+    assert link["rel"] == "next"
+    rest = lbapi.get(link["href"]).json()
+    assert len(rest["loadbalancers"]) == 1
+    assert {i["id"] for i in first["loadbalancers"] + rest["loadbalancers"]} == set(made)
+    assert rest["loadbalancers_links"] == []
+    fields = lbapi.get(LBS, params={"fields": "name"}).json()["loadbalancers"]
+    assert sorted(fields, key=lambda f: f["name"]) == [{"name": f"lb{i}"} for i in range(3)]
+
+
+def test_served_by_every_api_worker(tmp_path):
+    """With api_workers = 2 both APIs answer, each on its own port."""
+    url, drop = create_database("sqlite", tmp_path)
+    srv = start_server(tmp_path, url, auth="noauth", workers=2,
+                       extra="service_plugins = octavia\n", octavia_port=free_port())
+    try:
+        api = srv.octavia("p")
+        for _ in range(6):  # the connections land on either worker
+            with httpx.Client(base_url=srv.octavia_url, headers=dict(api.http.headers)) as c:
+                assert c.get(LBS).json() == {"loadbalancers": [], "loadbalancers_links": []}
+        headers = dict(api.http.headers)
+        assert httpx.get(srv.url + "/v2.0/networks", headers=headers).json() == {
+            "networks": []}
+        resp = httpx.get(srv.url + LBS, headers=headers)  # not on the Networking API
+        assert resp.status_code == 404 and "NeutronError" in resp.json()
+        fault(httpx.get(srv.octavia_url + "/v2/lbaas/nothing", headers=headers), 404)
+    finally:
+        srv.stop()
+        drop()
+
+
+def test_health_monitor_crud_and_checks(lbapi: ApiClient, subnet: dict):
+    lb = make_lb(lbapi, subnet)
+    pool = make(lbapi, "/v2/lbaas/pools", "pool", loadbalancer_id=lb["id"], protocol="HTTP",
+                lb_algorithm="ROUND_ROBIN")
+    hms = "/v2/lbaas/healthmonitors"
+    hm = make(lbapi, hms, "healthmonitor", pool_id=pool["id"], type="HTTP", delay=5,
+              timeout=3, max_retries=2)
+    assert (hm["http_method"], hm["url_path"], hm["expected_codes"]) == ("GET", "/", "200")
+    assert hm["max_retries_down"] == 3 and hm["pools"] == [{"id": pool["id"]}]
+    assert show(lbapi, f"/v2/lbaas/pools/{pool['id']}", "pool")["healthmonitor_id"] == hm["id"]
+    fault(lbapi.post(hms, json={"healthmonitor": {
+        "pool_id": pool["id"], "type": "TCP", "delay": 5, "timeout": 3, "max_retries": 2}}),
+        409, "This pool already has a health monitor")
+    resp = lbapi.put(f"{hms}/{hm['id']}", json={"healthmonitor": {
+        "url_path": "/healthz", "expected_codes": "200-204"}})
+    assert resp.status_code == 200, resp.text
+    shown = show(lbapi, f"{hms}/{hm['id']}", "healthmonitor")
+    assert (shown["url_path"], shown["provisioning_status"]) == ("/healthz", "ACTIVE")
+    fault(lbapi.put(f"{hms}/{hm['id']}", json={"healthmonitor": {
+        "expected_codes": "abc"}}), 400)
+    assert lbapi.delete(f"{hms}/{hm['id']}").status_code == 204
+    assert show(lbapi, f"/v2/lbaas/pools/{pool['id']}", "pool")["healthmonitor_id"] is None
+    tcp = {"pool_id": pool["id"], "type": "TCP", "delay": 5, "timeout": 3, "max_retries": 2}
+    fault(lbapi.post(hms, json={"healthmonitor": {**tcp, "url_path": "/x"}}), 400,
+          "url_path is not a valid option for health monitors of type TCP")
+    fault(lbapi.post(hms, json={"healthmonitor": {**tcp, "type": "UDP-CONNECT"}}), 400,
+          "Validation failure: The UDP-CONNECT type is only supported for pools of type "
+          "UDP/SCTP.")
+    fault(lbapi.post(hms, json={"healthmonitor": {**tcp, "max_retries": 11}}), 400)
+    assert lbapi.get(hms).json()["healthmonitors"] == []
+    # a cascade delete takes the monitor with the pool
+    hm = make(lbapi, hms, "healthmonitor", **tcp)
+    assert lbapi.delete(f"{LBS}/{lb['id']}", params={"cascade": "true"}).status_code == 204
+    fault(lbapi.get(f"{hms}/{hm['id']}"), 404)
+
+
+def test_security_groups_on_the_vip_port(lbapi: ApiClient, net: ApiClient, subnet: dict):
+    group = net.post("/v2.0/security-groups", json={"security_group": {"name": "web"}}).json()[
+        "security_group"]
+    lb = make_lb(lbapi, subnet, vip_sg_ids=[group["id"]])
+    assert lb["vip_sg_ids"] == [group["id"]]
+    assert net.show("ports", lb["vip_port_id"])["security_groups"] == [group["id"]]
+    # another project's group cannot be used, and nothing is left of the attempt
+    foreign = ApiClient(net.base_url, {"X-Project-Id": uuid.uuid4().hex, "X-Roles": "member",
+                                       "X-User-Id": "someone"})
+    theirs = foreign.post("/v2.0/security-groups", json={
+        "security_group": {"name": "theirs"}}).json()["security_group"]
+    resp = lbapi.post(LBS, json={"loadbalancer": {"vip_subnet_id": subnet["id"],
+                                                  "vip_sg_ids": [theirs["id"]]}})
+    fault(resp, 404, f"Security group {theirs['id']} does not exist")
+    assert [i["id"] for i in lbapi.get(LBS).json()["loadbalancers"]] == [lb["id"]]

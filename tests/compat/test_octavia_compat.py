@@ -1,0 +1,116 @@
+"""python-octaviaclient's ``openstack loadbalancer ...`` and openstacksdk's
+``load_balancer`` proxy against neutrino's load-balancer API, unchanged."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import openstack
+import pytest
+
+from tests.compat.cli import run_scenario
+from tests.compat.conftest import CLOUD
+from tests.harness import Server, create_database, free_port, start_server
+
+
+@pytest.fixture(scope="module")
+def lb_server(tmp_path_factory) -> Server:
+    tmp = tmp_path_factory.mktemp("compat-octavia")
+    url, drop = create_database("sqlite", tmp)
+    srv = start_server(tmp, url, auth="noauth", extra="service_plugins = router,octavia\n",
+                       octavia_port=free_port())
+    yield srv
+    srv.stop()
+    drop()
+
+
+def clouds_yaml(directory: Path, server: Server) -> Path:
+    """The README's clouds.yaml with the load-balancer endpoint beside the network's."""
+    path = directory / "clouds.yaml"
+    path.write_text(
+        "clouds:\n"
+        f"  {CLOUD}:\n"
+        "    auth_type: none\n"
+        f"    network_endpoint_override: {server.url}\n"
+        f"    load_balancer_endpoint_override: {server.octavia_url}\n")
+    return path
+
+
+def test_openstack_loadbalancer_cli(lb_server: Server, tmp_path: Path):
+    session = run_scenario([
+        ("net", "network create lbnet -f json"),
+        ("subnet", "subnet create lbsub --network lbnet --subnet-range 10.90.0.0/24 -f json"),
+        ("lb", "loadbalancer create --name web --vip-subnet-id lbsub -f json"),
+        ("lb-show", "loadbalancer show web -f json"),
+        ("lb-set", "loadbalancer set web --description front"),
+        ("lb-list", "loadbalancer list -f json"),
+        ("listener", "loadbalancer listener create web --name http --protocol HTTP "
+                     "--protocol-port 80 -f json"),
+        ("dup", "loadbalancer listener create web --name again --protocol HTTP "
+                "--protocol-port 80 -f json"),
+        ("pool", "loadbalancer pool create --name p --listener http --protocol HTTP "
+                 "--lb-algorithm ROUND_ROBIN -f json"),
+        ("member", "loadbalancer member create p --name m1 --address 10.90.0.9 "
+                   "--protocol-port 8080 --subnet-id lbsub -f json"),
+        ("member-list", "loadbalancer member list p -f json"),
+        ("hm", "loadbalancer healthmonitor create --name hm --delay 5 --timeout 3 "
+               "--max-retries 2 --type HTTP --url-path /healthz p -f json"),
+        ("listener-list", "loadbalancer listener list -f json"),
+        ("pool-show", "loadbalancer pool show p -f json"),
+        ("delete", "loadbalancer delete web --cascade"),
+        ("after", "loadbalancer list -f json"),
+    ], clouds_yaml(tmp_path, lb_server), tmp_path)
+    subnet = session.json("subnet")
+    lb = session.json("lb")
+    assert lb["name"] == "web" and lb["vip_subnet_id"] == subnet["id"]
+    shown = session.json("lb-show")
+    assert shown["provisioning_status"] == "ACTIVE" and shown["operating_status"] == "ONLINE"
+    session.quiet("lb-set")
+    assert [row["name"] for row in session.json("lb-list")] == ["web"]
+    listener = session.json("listener")
+    assert (listener["protocol"], listener["protocol_port"]) == ("HTTP", 80)
+    assert "already using protocol HTTP and protocol_port 80" in session.text("dup")
+    pool = session.json("pool")
+    assert pool["lb_algorithm"] == "ROUND_ROBIN"
+    member = session.json("member")
+    assert member["address"] == "10.90.0.9"
+    assert [row["name"] for row in session.json("member-list")] == ["m1"]
+    hm = session.json("hm")
+    assert (hm["type"], hm["url_path"], hm["http_method"]) == ("HTTP", "/healthz", "GET")
+    assert [row["name"] for row in session.json("listener-list")] == ["http"]
+    assert session.json("pool-show")["provisioning_status"] == "ACTIVE"
+    session.quiet("delete")
+    assert session.json("after") == []
+
+
+def test_openstacksdk_load_balancer(lb_server: Server):
+    conn = openstack.connection.Connection(
+        auth_type="none", network_endpoint_override=lb_server.url,
+        load_balancer_endpoint_override=lb_server.octavia_url)
+    try:
+        net = conn.network.create_network(name="sdk-lb")
+        subnet = conn.network.create_subnet(network_id=net.id, cidr="10.91.0.0/24",
+                                            ip_version=4)
+        lb = conn.load_balancer.create_load_balancer(name="sdk", vip_subnet_id=subnet.id)
+        lb = conn.load_balancer.wait_for_load_balancer(lb.id, wait=30)
+        assert lb.provisioning_status == "ACTIVE"
+        port = conn.network.get_port(lb.vip_port_id)
+        assert port.device_owner == "Octavia"
+        listener = conn.load_balancer.create_listener(
+            load_balancer_id=lb.id, protocol="TCP", protocol_port=22, name="ssh")
+        pool = conn.load_balancer.create_pool(listener_id=listener.id, protocol="TCP",
+                                              lb_algorithm="SOURCE_IP")
+        member = conn.load_balancer.create_member(pool, address="10.91.0.5",
+                                                  protocol_port=22)
+        assert [m.id for m in conn.load_balancer.members(pool)] == [member.id]
+        hm = conn.load_balancer.create_health_monitor(pool_id=pool.id, type="TCP", delay=5,
+                                                      timeout=3, max_retries=3)
+        assert conn.load_balancer.get_pool(pool.id).health_monitor_id == hm.id
+        conn.load_balancer.update_load_balancer(lb, description="sdk made")
+        assert conn.load_balancer.get_load_balancer(lb.id).description == "sdk made"
+        assert [x.name for x in conn.load_balancer.load_balancers()] == ["sdk"]
+        conn.load_balancer.delete_load_balancer(lb, cascade=True)
+        assert list(conn.load_balancer.load_balancers()) == []
+        assert conn.network.find_port(lb.vip_port_id) is None
+    finally:
+        conn.close()
