@@ -94,7 +94,10 @@ class FirewallExtension(L3AgentExtension):
         if table is None:
             table = self.tables[router_id] = RouterFirewall(router.namespace_name(router_id))
         groups = groups_of(data)
+        logs = {g["id"]: g["logs"] for g in data.get(FIREWALL_GROUPS, ()) if g.get("logs")}
         try:
+            if logs:  # listening before the NFLOG rules exist: no first packet lost
+                self._read(router_id, logs)
             written = await self.handles.run(table.apply, groups, self.limits)
         except Exception as error:
             LOG.error("router %s: its firewall could not be applied: %s", router_id, error)
@@ -104,8 +107,8 @@ class FirewallExtension(L3AgentExtension):
             return
         if written:
             LOG.info("router %s: firewall chains written: %s", router_id, ", ".join(written))
-        self._read(router_id, {g["id"]: g["logs"] for g in data.get(FIREWALL_GROUPS, ())
-                               if g.get("logs")})
+        if not logs:  # stopped only once the rules that fed it are gone
+            self._read(router_id, logs)
         await self._report(data, None)
 
     def _read(self, router_id: str, logs: dict[str, list[LogInfo]]) -> None:
