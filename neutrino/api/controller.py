@@ -59,15 +59,21 @@ class ResourceController:
 
     def view(self, item: dict[str, Any], ctx: Context, fields: list[str] | None
              ) -> dict[str, Any]:
-        """What the caller may see of ``item``, which it may change (a plugin's
-        view is made for the one answer): a list of thousands copies none."""
+        return self.views([item], ctx, fields)[0]
+
+    def views(self, items: list[dict[str, Any]], ctx: Context, fields: list[str] | None
+              ) -> list[dict[str, Any]]:
+        """What the caller may see of ``items``, which it may change (a plugin's
+        views are made for the one answer): a list of thousands copies none."""
         if fields:
             allowed = self.visible if ctx.is_admin else self.visible - self.hidden
-            return {f: item[f] for f in fields if f in allowed and f in item}
+            shown = [f for f in dict.fromkeys(fields) if f in allowed]
+            return [{f: item[f] for f in shown if f in item} for item in items]
         if not ctx.is_admin:
-            for name in self.hidden:
-                item.pop(name, None)
-        return item
+            for item in items:
+                for name in self.hidden:
+                    item.pop(name, None)
+        return items
 
     # --- handlers ------------------------------------------------------------
 
@@ -93,8 +99,7 @@ class ResourceController:
         if not ctx.is_admin:  # the get_ rule, item by item, as Neutron filters lists
             items = [item for item in items
                      if self._readable(ctx, {**item, **owner} if owner else item)]
-        body: dict[str, Any] = {self.resource.collection: [
-            self.view(item, ctx, query.fields) for item in items]}
+        body: dict[str, Any] = {self.resource.collection: self.views(items, ctx, query.fields)}
         if query.limit is not None:
             body[f"{self.resource.collection}_links"] = self._links(
                 req, query, [item["id"] for item in items])

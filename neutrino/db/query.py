@@ -131,13 +131,14 @@ def filter_clauses(columns: Mapping[str, Any], filters: Mapping[str, list[Any]]
 
 
 def select_page(conn: Connection, table: Any, columns: Mapping[str, Any],
-                query: CollectionQuery, where: list[ColumnElement] | None = None
-                ) -> list[Row]:
+                query: CollectionQuery, where: list[ColumnElement] | None = None,
+                selected: Sequence[Any] = ()) -> list[Row]:
     """Rows of ``table`` matching the query, in its order, one page if limited.
 
     ``columns`` maps API attribute names to columns; ``query.filters`` must
     only hold names from it (plugins pop the others first). NULL sorts
     before any value on every database, so pages join up on all of them.
+    ``selected``: the columns to read, when not all of them are wanted.
     """
     unknown = [name for name in query.filters if name not in columns]
     if unknown:
@@ -158,7 +159,7 @@ def select_page(conn: Connection, table: Any, columns: Mapping[str, Any],
         order += [key.asc() if forward else key.desc() for key in keys]
     if query.marker is not None:
         clauses.append(_after_marker(conn, table, columns, sorts, query))
-    stmt: Select = select(table).where(*clauses).order_by(*order)
+    stmt: Select = select(*selected or [table]).where(*clauses).order_by(*order)
     if query.limit is not None:
         stmt = stmt.limit(min(query.limit, _MAX_SQL_LIMIT))
     rows = list(conn.execute(stmt).all())
@@ -168,16 +169,18 @@ def select_page(conn: Connection, table: Any, columns: Mapping[str, Any],
 
 
 def read_page(conn: Connection, table: Any, columns: Mapping[str, Any],
-              query: CollectionQuery, where: list[ColumnElement] | None = None
-              ) -> tuple[list[Row], Page]:
+              query: CollectionQuery, where: list[ColumnElement] | None = None,
+              selected: Sequence[Any] = ()) -> tuple[list[Row], Page]:
     """``select_page``'s rows, and their ``Page``: found again by the same
     condition when unlimited (a limited page is as long as its limit at most)."""
-    rows = select_page(conn, table, columns, query, where)
+    rows = select_page(conn, table, columns, query, where, selected)
+    at = rows[0]._fields.index("id") if rows else 0
+    ids = [row[at] for row in rows]  # by position: a row's attributes cost more
     if query.limit is not None:
-        return rows, Page.of([row.id for row in rows])
+        return rows, Page.of(ids)
     condition = [*(where or []), *filter_clauses(columns, query.filters),
                  *tag_clauses(table.c.id, query.tag_filters)]
-    return rows, Page.of([row.id for row in rows], select(table.c.id).where(*condition),
+    return rows, Page.of(ids, select(table.c.id).where(*condition),
                          every=not condition and query.marker is None)
 
 
