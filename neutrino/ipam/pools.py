@@ -8,6 +8,7 @@ tested on their own.
 from __future__ import annotations
 
 import ipaddress
+import socket
 from collections.abc import Iterable, Sequence
 
 from neutrino import exceptions as exc
@@ -69,7 +70,11 @@ def subtract(pools: Iterable[Range], address: int) -> list[Range]:
 
 
 def to_text(version: int, value: int) -> str:
-    return str(ipaddress.ip_address(value) if version == 4 else ipaddress.IPv6Address(value))
+    """An address's usual text; IPv4's made by the C library (several times faster
+    than ``ipaddress``, and allocation makes sixteen per port)."""
+    if version == 4:
+        return socket.inet_ntoa(value.to_bytes(4, "big"))
+    return str(ipaddress.IPv6Address(value))
 
 
 def as_dicts(version: int, pools: Sequence[Range]) -> list[dict[str, str]]:

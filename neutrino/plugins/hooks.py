@@ -53,13 +53,28 @@ RouterGatewayRemoval = Callable[[Connection, str], None]
 RouterInterfaceRemoval = Callable[[Connection, str, list[str]], None]
 
 
+@dataclass(frozen=True)
+class DhcpTargets:
+    """Whom a change's DHCP notification goes to: read inside the change's
+    transaction, it saves the notification a transaction of its own."""
+
+    hosts: list[str]
+    needs_agents: bool = False  # and scheduling could give the network one it lacks
+
+
 class DhcpNotifications(Protocol):
     """What the core plugin tells the DHCP agents' scheduler, and asks it."""
 
     def notify(self, method: str, payload: dict[str, Any], network_id: str,
-               hosts: list[str] | None = None) -> None:
+               hosts: list[str] | None = None, targets: DhcpTargets | None = None
+               ) -> None:
         """A committed change of the network (``hosts``: those serving it before a
-        delete took its bindings)."""
+        delete took its bindings; ``targets``: as ``targets`` read them)."""
+
+    def targets(self, conn: Connection, method: str, network_id: str) -> DhcpTargets | None:
+        """Whom ``notify`` would tell of ``method`` now, read in the caller's
+        transaction (None: ``notify`` reads it itself)."""
+        return None
 
     def hosts_of(self, network_id: str) -> list[str]:
         """The hosts whose DHCP agents serve the network now."""

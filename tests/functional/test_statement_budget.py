@@ -34,10 +34,10 @@ CONFIG = ("[DEFAULT]\nstate_path = {tmp}\nservice_plugins = router,port_forwardi
 BUDGET: dict[str, tuple[int, int]] = {
     "network create": (7, 1),
     "subnet create": (13, 2),
-    "port create": (15, 2),
+    "port create": (13, 1),
     "port show": (11, 1),
-    "port update": (19, 2),
-    "port delete": (21, 2),
+    "port update": (17, 1),
+    "port delete": (19, 1),
     "network list": (11, 1),
     "subnet list": (7, 1),
     "port list": (11, 1),

@@ -32,7 +32,7 @@ from neutrino.definitions.segment import SegmentNotFound
 from neutrino.plugins import loader
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import networks, ports, subnetpools, subnets
-from neutrino.plugins.hooks import DhcpNotifications
+from neutrino.plugins.hooks import DhcpNotifications, DhcpTargets
 from neutrino.plugins.ml2 import bindings, segments
 from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.config import OPTION_GROUPS
@@ -370,14 +370,22 @@ class Ml2Plugin(Plugin):
         return view
 
     def _port_creator(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
+        targets: dict[str, DhcpTargets | None] = {}  # by network, read once in the transaction
+
+        def make(conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
+            view = self._make_port(conn, ctx, data)
+            network_id = view["network_id"]
+            if network_id not in targets:
+                targets[network_id] = self.dhcp.targets(conn, "port_create_end", network_id)
+            return view
+
         created = self._create(
-            ctx, "port", items, lambda conn, d: self._make_port(conn, ctx, d),
-            postcommit=lambda view: PortContext(None, ctx, view),
+            ctx, "port", items, make, postcommit=lambda view: PortContext(None, ctx, view),
             undo=lambda view: self._undo(self.delete_port, view))
         for view in created:
             if view[HOST_ID]:
                 self._bind(ctx, view)
-            self._dhcp_port("port_create_end", view)
+            self._dhcp_port("port_create_end", view, targets.get(view["network_id"]))
             self._members_changed(None, view)
         return created
 
@@ -396,13 +404,15 @@ class Ml2Plugin(Plugin):
         if groups(before) != groups(after) or addresses(before) != addresses(after):
             self.notifier.security_groups_member_updated(groups(before) | groups(after))
 
-    def _dhcp_port(self, method: str, port: dict[str, Any]) -> None:
-        self.dhcp.notify(method, {"port": port}, port["network_id"])
+    def _dhcp_port(self, method: str, port: dict[str, Any],
+                   targets: DhcpTargets | None = None) -> None:
+        self.dhcp.notify(method, {"port": port}, port["network_id"], targets=targets)
 
-    def _dhcp_port_gone(self, port: dict[str, Any]) -> None:
+    def _dhcp_port_gone(self, port: dict[str, Any], targets: DhcpTargets | None = None
+                        ) -> None:
         self.dhcp.notify("port_delete_end", {"port_id": port["id"],
                                              "fixed_ips": port["fixed_ips"]},
-                         port["network_id"])
+                         port["network_id"], targets=targets)
 
     def _bind(self, ctx: Context, view: dict[str, Any]) -> None:
         """Ask the mechanism drivers to bind the port on its host; store the outcome.
@@ -506,22 +516,24 @@ class Ml2Plugin(Plugin):
 
     def update_port(self, ctx: Context, port_id: str, data: dict[str, Any],
                     if_revision: int | None = None) -> dict[str, Any]:
-        def work(conn: Connection) -> tuple[PortContext, bool, list]:
+        def work(conn: Connection) -> tuple[PortContext, bool, list, DhcpTargets | None]:
             context, rebind = self._change_port(conn, ctx, port_id, data, if_revision)
             network_id = context.current["network_id"]
-            return context, rebind, segments.of_networks(conn, [network_id]).get(network_id, [])
+            return (context, rebind, segments.of_networks(conn, [network_id]).get(network_id, []),
+                    self.dhcp.targets(conn, "port_update_end", network_id))
 
-        context, rebind, segs = self.db.write(work)
+        context, rebind, segs, targets = self.db.write(work)
         context.conn = None
         self.mechanisms.call("update_port_postcommit", context, keep_going=True)
         if rebind and context.current[HOST_ID]:
             self._bind(ctx, context.current)
-        self._tell_agents_of_update(context, segs)
+        self._tell_agents_of_update(context, segs, targets)
         return context.current
 
-    def _tell_agents_of_update(self, context: PortContext, segs: list[dict[str, Any]]) -> None:
+    def _tell_agents_of_update(self, context: PortContext, segs: list[dict[str, Any]],
+                               targets: DhcpTargets | None = None) -> None:
         self.notifier.port_update(context.current, segs[0] if segs else None)
-        self._dhcp_port("port_update_end", context.current)
+        self._dhcp_port("port_update_end", context.current, targets)
         self._members_changed(context.original, context.current)
 
     def _change_port(self, conn: Connection, ctx: Context, port_id: str,
@@ -562,13 +574,15 @@ class Ml2Plugin(Plugin):
         return current
 
     def delete_port(self, ctx: Context, port_id: str, if_revision: int | None = None) -> None:
-        def work(conn: Connection) -> PortContext:
+        def work(conn: Connection) -> tuple[PortContext, DhcpTargets | None]:
             # a retried attempt starts afresh
             then[:] = self.env.hooks.run(self.env.hooks.before_port_delete, conn, ctx, port_id)
-            return self._remove_port(conn, ctx, port_id, if_revision)
+            context = self._remove_port(conn, ctx, port_id, if_revision)
+            return context, self.dhcp.targets(conn, "port_delete_end",
+                                              context.current["network_id"])
 
         then: list[Callable[[], None]] = []
-        self.port_deleted(self.db.write(work))
+        self.port_deleted(*self.db.write(work))
         for after in then:  # the service plugins tell their agents (routers, say)
             after()
 
@@ -610,10 +624,10 @@ class Ml2Plugin(Plugin):
         """Delete a port its owner (a service plugin) no longer needs: no veto hooks."""
         return self._remove_port(conn, ctx, port_id, None)
 
-    def port_deleted(self, context: PortContext) -> None:
+    def port_deleted(self, context: PortContext, targets: DhcpTargets | None = None) -> None:
         context.conn = None
         self._postcommit_quietly("delete_port_postcommit", context)
-        self._dhcp_port_gone(context.current)
+        self._dhcp_port_gone(context.current, targets)
         self.notifier.port_delete(context.current["id"], context.current["network_id"])
         self._members_changed(context.current, None)
         if self.l2pop and context.current["status"] == "ACTIVE" and context.current[HOST_ID]:

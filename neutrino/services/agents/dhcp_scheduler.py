@@ -32,6 +32,7 @@ from neutrino.definitions.agent_scheduler import (
     NetworkNotHostedByDhcpAgent,
 )
 from neutrino.plugins.base import Environment, Plugin
+from neutrino.plugins.hooks import DhcpTargets
 from neutrino.rpc.contracts.dhcp import DHCP_OWNER, RESERVED_DHCP_PORT, DhcpAgentNotifier
 from neutrino.rpc.notifier import Notifier
 from neutrino.services.agents import db as agents_db
@@ -157,29 +158,31 @@ class DhcpSchedulerPlugin(Plugin):
     # --- scheduling and notifying --------------------------------------------------------
 
     def notify(self, method: str, payload: dict[str, Any], network_id: str,
-               hosts: list[str] | None = None) -> None:
+               hosts: list[str] | None = None, targets: DhcpTargets | None = None
+               ) -> None:
         """Tell the network's DHCP agents about a committed change (``hosts``: the
-        agents it had before a delete took its bindings), giving it agents first
-        when it needs them."""
-        since = self._alive_since()
+        agents it had before a delete took its bindings; ``targets``: read in the
+        change's transaction), giving it agents first when it needs them."""
         if hosts is None:
-            hosts, needs_agents = self._read(
-                lambda conn: self._hosts_and_need(conn, method, network_id, since))
-            if needs_agents:
+            if targets is None:
+                targets = self._read(lambda conn: self.targets(conn, method, network_id))
+            hosts = targets.hosts
+            if targets.needs_agents:
+                since = self._alive_since()
                 hosts = self.db.write(lambda conn: self._schedule(conn, network_id, since))
         self._cast(hosts, method, {**payload, "network_id": network_id})
 
-    def _hosts_and_need(self, conn: Connection, method: str, network_id: str,
-                        since: datetime.datetime) -> tuple[list[str], bool]:
+    def targets(self, conn: Connection, method: str, network_id: str) -> DhcpTargets:
         """The hosts of the network's alive agents, and whether scheduling could
         give it one it lacks (a statement each, the second only when it lacks one)."""
+        since = self._alive_since()
         params = {"network_id": network_id, "since": since}
         hosting = _HOSTING.rows(conn, params)
         hosts = [row.host for row in hosting
                  if row.admin_state_up and row.heartbeat_timestamp >= since]
         needs = (method in SCHEDULING_EVENTS and len(hosting) < self.per_network
                  and all(_SCHEDULABLE.first(conn, params)))
-        return hosts, needs
+        return DhcpTargets(hosts, needs)
 
     def _schedule(self, conn: Connection, network_id: str, since: datetime.datetime
                   ) -> list[str]:
