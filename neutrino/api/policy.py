@@ -137,6 +137,8 @@ DEFAULT_RULES: dict[str, str] = {
     # --- security groups
     **_crud("security_group", read=f"{ADMIN_OR_READER} or rule:shared_security_group"),
     **_crud("security_group_rule"),
+    # a template without a project: anyone with a role reads it, admins change it
+    **_crud("default_security_group_rule", read="role:reader", write=ADMIN),
     **_crud("address_group"),
     "add_addresses": ADMIN_OR_MEMBER,
     "remove_addresses": ADMIN_OR_MEMBER,

@@ -294,6 +294,24 @@ security_group_rules = Table(
     Column("revision_number", Integer, nullable=False, default=0),
 )
 
+# The template of every new group's first rules (security-groups-default-rules):
+# remote_group_id may be PARENT, the new group itself, so it names no group here.
+security_group_default_rules = Table(
+    "security_group_default_rules", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("description", String(255), nullable=False, default=""),
+    Column("direction", String(16), nullable=False),
+    Column("ethertype", String(40), nullable=False),
+    Column("protocol", String(40)),
+    Column("port_range_min", Integer),
+    Column("port_range_max", Integer),
+    Column("remote_ip_prefix", String(64)),
+    Column("remote_group_id", String(36)),
+    Column("remote_address_group_id", String(36)),
+    Column("used_in_default_sg", Boolean, nullable=False),
+    Column("used_in_non_default_sg", Boolean, nullable=False),
+)
+
 security_group_port_bindings = Table(
     "security_group_port_bindings", metadata,
     Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),

@@ -128,6 +128,18 @@ class SecurityGroupRulesNotSingleTenant(exc.InvalidInput):
     message = "Multiple tenant_ids in bulk security group rule create not allowed"
 
 
+class DefaultSecurityGroupRuleNotFound(exc.NotFound):
+    message = "Default Security Group rule %(id)s does not exist"
+
+
+class DefaultSecurityGroupRuleExists(exc.InUse):
+    message = "Default Security group rule already exists. Rule id is %(rule_id)s."
+
+
+class DuplicateDefaultSgRuleInPost(exc.InUse):
+    message = "Duplicate Default Security Group Rule in POST."
+
+
 class InvalidCIDR(exc.BadRequest):
     message = "Invalid CIDR %(input)s given as IP prefix."
 
@@ -241,6 +253,24 @@ GROUP = Resource(
     },
 )
 
+#: a default rule's remote_group_id meaning the group the rule is made for
+PARENT = "PARENT"
+
+_RULE_BODY = (
+    Attr("direction", allow_post=True, default=REQUIRED, validate=v.one_of(*DIRECTIONS),
+         sort=True),
+    Attr("ethertype", allow_post=True, default="IPv4", convert=to_ethertype,
+         validate=v.one_of(*ETHERTYPES), sort=True),
+    Attr("protocol", allow_post=True, default=None, convert=to_protocol, sort=True),
+    Attr("port_range_min", allow_post=True, default=None, convert=to_port, sort=True),
+    Attr("port_range_max", allow_post=True, default=None, convert=to_port, sort=True),
+    Attr("remote_ip_prefix", allow_post=True, default=None, convert=to_ip_prefix, sort=True),
+    Attr("remote_group_id", allow_post=True, default=None, validate=v.string_or_none(255),
+         sort=True),
+    Attr("remote_address_group_id", allow_post=True, default=None,
+         validate=v.string_or_none(255), sort=True),
+)
+
 _RULE_STANDARD = {k: a for k, a in standard_attrs(name=False).items() if k != "tags"}
 
 RULE = Resource(
@@ -254,22 +284,29 @@ RULE = Resource(
         **attrs(
             Attr("security_group_id", allow_post=True, default=REQUIRED,
                  validate=v.string(255), sort=True),
-            Attr("direction", allow_post=True, default=REQUIRED,
-                 validate=v.one_of(*DIRECTIONS), sort=True),
-            Attr("ethertype", allow_post=True, default="IPv4", convert=to_ethertype,
-                 validate=v.one_of(*ETHERTYPES), sort=True),
-            Attr("protocol", allow_post=True, default=None, convert=to_protocol, sort=True),
-            Attr("port_range_min", allow_post=True, default=None, convert=to_port, sort=True),
-            Attr("port_range_max", allow_post=True, default=None, convert=to_port, sort=True),
-            Attr("remote_ip_prefix", allow_post=True, default=None, convert=to_ip_prefix,
-                 sort=True),
+            *_RULE_BODY,
             Attr("normalized_cidr", sort=True),
-            Attr("remote_group_id", allow_post=True, default=None,
-                 validate=v.string_or_none(255), sort=True),
-            Attr("remote_address_group_id", allow_post=True, default=None,
-                 validate=v.string_or_none(255), sort=True),
         ),
     },
+)
+
+# No project, no update, no standard attributes beyond a description: a template
+# the admin keeps (as Neutron's); the remote groups it names are not checked.
+DEFAULT_RULE = Resource(
+    hyphenated=True,
+    name="default_security_group_rule",
+    collection="default_security_group_rules",
+    not_found=lambda default_security_group_rule_id: DefaultSecurityGroupRuleNotFound(
+        id=default_security_group_rule_id),
+    attrs=attrs(
+        Attr("id", validate=v.uuid, sort=True),
+        Attr("description", allow_post=True, default="", validate=v.string(255), sort=True),
+        *_RULE_BODY,
+        Attr("used_in_default_sg", allow_post=True, default=False, convert=v.to_boolean,
+             validate=v.boolean, sort=True),
+        Attr("used_in_non_default_sg", allow_post=True, default=True, convert=v.to_boolean,
+             validate=v.boolean, sort=True),
+    ),
 )
 
 PORT_ATTRS = attrs(Attr(SECURITY_GROUPS, allow_post=True, allow_put=True,
@@ -296,4 +333,16 @@ EXTENSIONS = (
     Extension("security-groups-shared-filtering", "Security group filtering on the shared "
               "field", "Support filtering security groups on the shared field",
               updated="2021-01-26T10:00:00-00:00", required=("security-group",)),
+    Extension("security-groups-default-rules", "Default rules for security groups",
+              "Configure set of security group rules used as default rules for every new "
+              "security group", updated="2022-12-19T10:00:00-00:00",
+              resources=(DEFAULT_RULE,),
+              required=("security-group", "standard-attr-description")),
+    Extension("security-groups-rules-belongs-to-default-sg",
+              "Security group rule belongs to the project's default security group",
+              "Flag to determine if the security group rule belongs to the project's "
+              "default security group", updated="2023-05-01T00:00:00-00:00",
+              attributes={"security-group-rules": attrs(
+                  Attr("belongs_to_default_sg", convert_filter=v.to_boolean))},
+              required=("security-group",)),
 )

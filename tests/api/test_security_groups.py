@@ -14,10 +14,11 @@ GROUP_KEYS = {"id", "name", "tenant_id", "project_id", "description", "security_
 RULE_KEYS = {"id", "tenant_id", "project_id", "security_group_id", "direction", "ethertype",
              "protocol", "port_range_min", "port_range_max", "remote_ip_prefix",
              "normalized_cidr", "remote_group_id", "remote_address_group_id", "description",
-             "created_at", "updated_at", "revision_number"}
+             "created_at", "updated_at", "revision_number", "belongs_to_default_sg"}
 ALIASES = {"security-group", "stateful-security-group", "security-groups-normalized-cidr",
            "security-groups-shared-filtering", "security-groups-remote-address-group",
-           "address-group"}
+           "address-group", "security-groups-default-rules",
+           "security-groups-rules-belongs-to-default-sg"}
 
 
 # --- helpers ---------------------------------------------------------------------------

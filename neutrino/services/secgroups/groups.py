@@ -16,7 +16,7 @@ from neutrino.db.quota import QuotaEngine
 from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.validators import new_uuid
-from neutrino.services.secgroups import bindings, rules
+from neutrino.services.secgroups import bindings, default_rules, rules
 
 G = models.security_groups
 D = models.default_security_groups
@@ -61,14 +61,11 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[s
     return [view(r, rule_map.get(r.id, []), tag_map.get(r.id, [])) for r in rows]
 
 
-def _egress(ethertype: str) -> dict[str, Any]:
-    return {"direction": "egress", "ethertype": ethertype}
-
-
 def insert(conn: Connection, project_id: str, name: str, description: str,
            stateful: bool = True, default: bool = False) -> dict[str, Any]:
-    """A new group with Neutron's first rules: all egress, and for a default group
-    also all ingress from its own members, for IPv4 and IPv6."""
+    """A new group with its first rules, as the template of default rules says
+    (unchanged, it allows all egress, and a default group all ingress from its
+    own members)."""
     when, group_id = now(), new_uuid()
     row = {"id": group_id, "project_id": project_id, "name": name,
            "description": description, "stateful": stateful, "created_at": when,
@@ -76,19 +73,15 @@ def insert(conn: Connection, project_id: str, name: str, description: str,
     conn.execute(G.insert().values(**row))
     if default:  # taken first: a concurrent first use waits here, then retries
         conn.execute(D.insert().values(project_id=project_id, security_group_id=group_id))
-    wanted = []
-    for ethertype in sg.ETHERTYPES:
-        if default:
-            wanted.append({"direction": "ingress", "ethertype": ethertype,
-                           "remote_group_id": group_id})
-        wanted.append(_egress(ethertype))
-    made = rules.insert(conn, [rules.row_of(group_id, project_id, r) for r in wanted])
+    wanted = default_rules.for_new_group(conn, group_id, default)
+    made = rules.insert(conn, [rules.row_of(group_id, project_id, r) for r in wanted],
+                        in_default_group=default)
     made.sort(key=lambda r: (r["created_at"], r["id"]))  # the order reads give
     return view(SimpleNamespace(**row), made, [])
 
 
-def initial_rule_count(default: bool) -> int:
-    return len(sg.ETHERTYPES) * (2 if default else 1)
+def initial_rule_count(conn: Connection, default: bool) -> int:
+    return default_rules.count_for_new_group(conn, default)
 
 
 def default_id(conn: Connection, project_id: str) -> str | None:
@@ -103,7 +96,7 @@ def ensure_default(conn: Connection, project_id: str, quota: QuotaEngine) -> str
     found = default_id(conn, project_id)
     if found is not None:
         return found
-    quota.check(conn, project_id, "security_group_rule", initial_rule_count(True))
+    quota.check(conn, project_id, "security_group_rule", initial_rule_count(conn, True))
     found = default_id(conn, project_id)  # made while we waited for the quota lock?
     if found is not None:
         return found

@@ -19,13 +19,14 @@ from neutrino.definitions import securitygroup as sg
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.rpc.contracts.l2 import L2AgentNotifier
 from neutrino.rpc.notifier import Notifier
-from neutrino.services.secgroups import address_groups, checks, groups, rules
+from neutrino.services.secgroups import address_groups, checks, default_rules, groups, rules
 
 
 class SecurityGroupPlugin(Plugin):
     supported_extension_aliases = (
         "security-group", "stateful-security-group", "security-groups-normalized-cidr",
         "security-groups-shared-filtering", "security-groups-remote-address-group",
+        "security-groups-default-rules", "security-groups-rules-belongs-to-default-sg",
     )
 
     def __init__(self, env: Environment):
@@ -66,7 +67,8 @@ class SecurityGroupPlugin(Plugin):
     def _insert_group(self, conn: Connection, item: dict[str, Any]) -> dict[str, Any]:
         """A new group, once its default rules fit in the rules' quota too."""
         project = item["project_id"]
-        self.quota.check(conn, project, "security_group_rule", groups.initial_rule_count(False))
+        self.quota.check(conn, project, "security_group_rule",
+                         groups.initial_rule_count(conn, False))
         return groups.insert(conn, project, item.get("name", ""), item.get("description", ""),
                              item.get("stateful", True))
 
@@ -128,7 +130,8 @@ class SecurityGroupPlugin(Plugin):
                     address_groups.get_row(conn, ctx, rule["remote_address_group_id"])
             group = groups.get_row(conn, ctx, group_id, for_update=True)
             self.quota.check(conn, group.project_id, "security_group_rule", len(wanted))
-            made = rules.add(conn, group.id, group.project_id, wanted)
+            made = rules.add(conn, group.id, group.project_id, wanted,
+                             groups.default_id(conn, group.project_id) == group.id)
             bump(conn, groups.G, group.id)  # a group's revision follows its rules
             return made
 
@@ -160,3 +163,33 @@ class SecurityGroupPlugin(Plugin):
             return group_id
 
         self.notifier.security_groups_rule_updated({self.db.write(work)})
+
+    # --- the template of new groups' rules ---------------------------------------------
+
+    def _make_default_rules(self, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        wanted = []
+        for item in items:
+            rule = checks.canonical(item)
+            checks.check(rule)
+            wanted.append(rule)
+        return self.db.write(lambda conn: default_rules.add(conn, wanted))
+
+    def create_default_security_group_rule(self, ctx: Context, data: dict[str, Any]
+                                           ) -> dict[str, Any]:
+        return self._make_default_rules([data])[0]
+
+    def create_default_security_group_rule_bulk(self, ctx: Context,
+                                                items: list[dict[str, Any]]
+                                                ) -> list[dict[str, Any]]:
+        return self._make_default_rules(items)
+
+    def get_default_security_group_rule(self, ctx: Context, rule_id: str) -> dict[str, Any]:
+        return self._read(lambda conn: default_rules.get(conn, rule_id))
+
+    def get_default_security_group_rules(self, ctx: Context, query: CollectionQuery
+                                         ) -> list[dict[str, Any]]:
+        return self._read(lambda conn: default_rules.list_(conn, query))
+
+    def delete_default_security_group_rule(self, ctx: Context, rule_id: str,
+                                           if_revision: int | None = None) -> None:
+        self.db.write(lambda conn: default_rules.delete_(conn, rule_id))

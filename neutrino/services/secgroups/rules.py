@@ -7,24 +7,29 @@ from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, exists, select
 from sqlalchemy.engine import Connection
 
 from neutrino.context import Context
 from neutrino.db import models
-from neutrino.db.query import CollectionQuery, find_row, owned, select_page
+from neutrino.db.query import CollectionQuery, owned, select_page
 from neutrino.db.util import check_revision, chunked, now, timestamp
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.validators import new_uuid
 from neutrino.services.secgroups import checks
 
 R = models.security_group_rules
+D = models.default_security_groups
 
 _FIELDS = ("id", "project_id", "security_group_id", "direction", "ethertype", "protocol",
            "port_range_min", "port_range_max", "remote_ip_prefix", "normalized_cidr",
            "remote_group_id", "remote_address_group_id", "description", "created_at",
            "updated_at", "revision_number")
-COLUMNS = {name: R.c[name] for name in _FIELDS} | {"tenant_id": R.c.project_id}
+#: whether the rule's group is its project's default group (read with each rule)
+IN_DEFAULT_GROUP = exists().where(D.c.security_group_id == R.c.security_group_id).label(
+    "belongs_to_default_sg")
+COLUMNS = ({name: R.c[name] for name in _FIELDS}
+           | {"tenant_id": R.c.project_id, "belongs_to_default_sg": IN_DEFAULT_GROUP})
 
 
 def visible(ctx: Context) -> list:
@@ -42,10 +47,11 @@ def view(row: Any) -> dict[str, Any]:
         "remote_address_group_id": row.remote_address_group_id,
         "description": row.description, "created_at": timestamp(row.created_at),
         "updated_at": timestamp(row.updated_at), "revision_number": row.revision_number,
+        "belongs_to_default_sg": bool(row.belongs_to_default_sg),
     }
 
 
-_OF_GROUPS = select(R).where(R.c.security_group_id.in_(
+_OF_GROUPS = select(R, IN_DEFAULT_GROUP).where(R.c.security_group_id.in_(
     bindparam("ids", expanding=True))).order_by(R.c.created_at, R.c.id)
 
 
@@ -59,12 +65,16 @@ def of_groups(conn: Connection, group_ids: list[str]) -> dict[str, list[dict[str
 
 
 def get(conn: Connection, ctx: Context, rule_id: str) -> dict[str, Any]:
-    return view(find_row(conn, R, rule_id, visible(ctx),
-                         lambda: sg.SecurityGroupRuleNotFound(id=rule_id)))
+    row = conn.execute(select(R, IN_DEFAULT_GROUP).where(R.c.id == rule_id,
+                                                         *visible(ctx))).first()
+    if row is None:
+        raise sg.SecurityGroupRuleNotFound(id=rule_id)
+    return view(row)
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-    return [view(row) for row in select_page(conn, R, COLUMNS, query, visible(ctx))]
+    return [view(row) for row in select_page(conn, R, COLUMNS, query, visible(ctx),
+                                             [R, IN_DEFAULT_GROUP])]
 
 
 def row_of(group_id: str, project_id: str | None, rule: dict[str, Any]) -> dict[str, Any]:
@@ -84,14 +94,16 @@ def row_of(group_id: str, project_id: str | None, rule: dict[str, Any]) -> dict[
     }
 
 
-def insert(conn: Connection, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def insert(conn: Connection, rows: list[dict[str, Any]], in_default_group: bool
+           ) -> list[dict[str, Any]]:
     if rows:
         conn.execute(R.insert(), rows)
-    return [view(SimpleNamespace(**row)) for row in rows]
+    return [view(SimpleNamespace(**row, belongs_to_default_sg=in_default_group))
+            for row in rows]
 
 
 def add(conn: Connection, group_id: str, project_id: str | None,
-        rules: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+        rules: Iterable[dict[str, Any]], in_default_group: bool) -> list[dict[str, Any]]:
     """Insert rules unless one repeats another, new or stored (the caller holds the
     group's row lock, so concurrent adds to a group are checked one after the other)."""
     rows = [row_of(group_id, project_id, rule) for rule in rules]
@@ -104,7 +116,7 @@ def add(conn: Connection, group_id: str, project_id: str | None,
     for stored in conn.execute(select(R).where(R.c.security_group_id == group_id)):
         if checks.key(stored._asdict()) in new_keys:
             raise sg.SecurityGroupRuleExists(rule_id=stored.id)
-    return insert(conn, rows)
+    return insert(conn, rows, in_default_group)
 
 
 def delete_(conn: Connection, ctx: Context, rule_id: str, if_revision: int | None) -> str:
