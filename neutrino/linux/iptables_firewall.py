@@ -40,9 +40,12 @@ then), and members leaving a set forget their connections with the ports whose
 rules still name it. A few of those are ``conntrack -D`` each; more are matched
 in Python against one ``conntrack -L`` and only the live ones deleted.
 
-Left out: stateless security groups (``stateful: False``; every group is
-filtered statefully) and conntrack zones (entries are not split per network;
-only overlapping addresses on two networks of one host would share them).
+A port of stateless groups (their rules come with ``stateful: False``) has
+no conntrack state rules in its chains: its rules alone decide, so a reply
+passes only by a rule of its own (as in Neutron; its packets are still seen
+by conntrack, which nothing here consults). Left out: conntrack zones
+(entries are not split per network; only overlapping addresses on two
+networks of one host would share them).
 Router advertisements are let in from anyone, not only the subnet's gateway.
 """
 
@@ -59,7 +62,14 @@ from neutrino.addresses import link_local
 from neutrino.linux import firewall_log, ipset
 from neutrino.linux.errors import HostError
 from neutrino.linux.iptables import Runner, namespace_runner, saved_lines
-from neutrino.linux.sg_rules import ICMPV6_IN, ICMPV6_OUT, filtered, protocol, rule_version
+from neutrino.linux.sg_rules import (
+    ICMPV6_IN,
+    ICMPV6_OUT,
+    filtered,
+    protocol,
+    rule_version,
+    stateless,
+)
 
 #: iptables' limit on a chain name (XT_EXTENSION_MAXNAMELEN 29, with the NUL)
 MAX_CHAIN = 28
@@ -213,13 +223,14 @@ def _chains(version: int, ports: list[Mapping[str, Any]], rules: _Rules,
         # not --physdev-is-bridged: a packet for the host is not being bridged
         to_host.append(f"-m physdev --physdev-in {tap} -j {o}")
         ingress, egress = rules.specs(port, version)
+        state = () if rules.stateless(port) else STATE_RULES
         port_id, log = port["port_id"], rules.logs.get(port["port_id"])
         accepting = functools.partial(firewall_log.accepting, port_id=port_id, log=log,
                                       limits=rules.limits)
-        chains[i] = firewall_log.dropping(_ingress(version, accepting(ingress), names),
+        chains[i] = firewall_log.dropping(_ingress(version, accepting(ingress), names, state),
                                           port_id, log, rules.limits)
-        chains[o] = firewall_log.dropping(_egress(version, accepting(egress), names, s),
-                                          port_id, log, rules.limits)
+        chains[o] = firewall_log.dropping(
+            _egress(version, accepting(egress), names, s, state), port_id, log, rules.limits)
         chains[s] = spoofing[port["port_id"]][version]
     chains[names.forward] = forward
     chains[names.sg_chain] = [*sg_chain, "-j ACCEPT"]
@@ -247,6 +258,9 @@ class _Rules:
     def of(self, port: Mapping[str, Any], version: int) -> list[Mapping[str, Any]]:
         return [r for g in _group_ids(port) for r in self.groups.get(g, [])
                 if rule_version(r) == version]
+
+    def stateless(self, port: Mapping[str, Any]) -> bool:
+        return stateless(r for g in _group_ids(port) for r in self.groups.get(g, []))
 
     def specs(self, port: Mapping[str, Any], version: int) -> tuple[list[str], list[str]]:
         """The port's ingress and egress rule specifications (its sets filled)."""
@@ -597,16 +611,18 @@ def _icmpv6(types: Iterable[int], target: str, match: str = "") -> list[str]:
     return [f"{lead}-p ipv6-icmp -m icmp6 --icmpv6-type {t} -j {target}" for t in types]
 
 
-def _ingress(version: int, specs: list[str], names: _Names) -> list[str]:
+def _ingress(version: int, specs: list[str], names: _Names, state: Iterable[str]
+             ) -> list[str]:
     if version == 4:
         fixed = ["-p udp -m udp --sport 67 --dport 68 -j RETURN"]  # DHCP replies
     else:
         fixed = [*_icmpv6(ICMPV6_IN, "RETURN"),
                  "-p udp -m udp --sport 547 --dport 546 -j RETURN"]  # DHCPv6 replies
-    return [*fixed, *STATE_RULES, *specs, f"-j {names.fallback}"]
+    return [*fixed, *state, *specs, f"-j {names.fallback}"]
 
 
-def _egress(version: int, specs: list[str], names: _Names, spoofing: str) -> list[str]:
+def _egress(version: int, specs: list[str], names: _Names, spoofing: str,
+            state: Iterable[str]) -> list[str]:
     if version == 4:
         before = ["-s 0.0.0.0/32 -d 255.255.255.255/32 -p udp -m udp --sport 68 --dport 67 "
                   "-j RETURN"]  # DHCP discover, before the instance has an address
@@ -618,7 +634,7 @@ def _egress(version: int, specs: list[str], names: _Names, spoofing: str) -> lis
         after = [*_icmpv6(ICMPV6_OUT, "RETURN"),
                  "-p udp -m udp --sport 546 --dport 547 -j RETURN",
                  "-p udp -m udp --sport 547 --dport 546 -j DROP"]  # no DHCPv6 server
-    return [*before, f"-j {spoofing}", *after, *STATE_RULES, *specs, f"-j {names.fallback}"]
+    return [*before, f"-j {spoofing}", *after, *state, *specs, f"-j {names.fallback}"]
 
 
 def _spoofing(port: Mapping[str, Any]) -> dict[int, list[str]]:

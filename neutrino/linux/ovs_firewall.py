@@ -26,9 +26,11 @@ one host passes the sender's egress and the receiver's ingress rules. Ports
 without port security, and the network's own ports (DHCP, routers), are not
 filtered, as in Neutron.
 
-Left out, as in the iptables driver: stateless groups are filtered statefully.
-Broadcast and multicast reach filtered ports by NORMAL, without their ingress
-rules (ARP and DHCP need it; IP broadcast is rare).
+A port of stateless groups (rules with ``stateful: False``) skips conntrack
+both ways: its untracked packets match none of the flows that pass replies,
+only its rules, which commit nothing. Broadcast and multicast reach filtered
+ports by NORMAL, without their ingress rules (ARP and DHCP need it; IP
+broadcast is rare).
 """
 
 from __future__ import annotations
@@ -41,7 +43,14 @@ from typing import Any
 
 from neutrino.addresses import link_local
 from neutrino.linux.ovs import cookie_of
-from neutrino.linux.sg_rules import ICMPV6_IN, ICMPV6_OUT, filtered, protocol, rule_version
+from neutrino.linux.sg_rules import (
+    ICMPV6_IN,
+    ICMPV6_OUT,
+    filtered,
+    protocol,
+    rule_version,
+    stateless,
+)
 
 CLASSIFY, LOCAL, EGRESS, EGRESS_RULES, INGRESS, INGRESS_RULES, NORMAL_OUT = (
     0, 60, 71, 72, 81, 82, 94)
@@ -106,11 +115,12 @@ def build(info: Mapping[str, Any], places: Mapping[str, Place]) -> list[str]:
         if place is None or not filtered(port):
             continue
         cookie = f"cookie={cookie_of(port_id):#x}"
-        flows += [f"{cookie},{line}" for line in _port_flows(port, place)]
         rules = [rule for group in sorted(set(port.get("security_groups") or ()))
                  for rule in groups.get(group, [])]
+        tracked = not stateless(rules)
+        flows += [f"{cookie},{line}" for line in _port_flows(port, place, tracked)]
         for rule in rules:
-            table, verdict = _verdict(rule)
+            table, verdict = _verdict(rule["direction"], tracked)
             at = f"table={table},reg5={place.ofport}"
             remote = remotes.named_by(rule)
             if remote is None:  # any address, or a prefix
@@ -118,12 +128,12 @@ def build(info: Mapping[str, Any], places: Mapping[str, Place]) -> list[str]:
                           for match in _rule_matches(rule, remotes.addresses(rule))]
             elif remotes.addresses(rule):
                 # the port's clause of a conjunction whose other clause is the members
-                key = (*remote, rule["direction"], rule_version(rule))
+                key = (*remote, rule["direction"], rule_version(rule), tracked)
                 conjunctions.add(key, 1, [f"{cookie},{at},priority={CONJUNCTION},{match}"
                                           for match in _rule_matches(rule, [""])])
     for key, conj_id in conjunctions.ids.items():
-        kind, remote_id, direction, version = key
-        table, verdict = _verdict({"direction": direction})
+        kind, remote_id, direction, version, tracked = key
+        table, verdict = _verdict(direction, tracked)
         ip, side = ("ipv6" if version == 6 else "ip"), _side(direction, version)
         at = f"table={table},priority={CONJUNCTION}"
         # a member's address is one flow whichever conjunctions name it: no own cookie
@@ -203,11 +213,13 @@ class Conjunctions:
         return self.ids[key]
 
 
-def _verdict(rule: Mapping[str, Any]) -> tuple[int, str]:
-    """The table of a rule's direction, and what a packet it allows gets."""
-    if rule["direction"] == "egress":
-        return EGRESS_RULES, f"ct(commit,{ZONE}),resubmit(,{LOCAL})"
-    return INGRESS_RULES, f"ct(commit,{ZONE}),{TO_PORT}"
+def _verdict(direction: str, tracked: bool) -> tuple[int, str]:
+    """The table of a rule's direction, and what a packet it allows gets (a
+    stateless port's packets were not sent through conntrack: nothing to commit)."""
+    commit = f"ct(commit,{ZONE})," if tracked else ""
+    if direction == "egress":
+        return EGRESS_RULES, f"{commit}resubmit(,{LOCAL})"
+    return INGRESS_RULES, f"{commit}{TO_PORT}"
 
 
 def _side(direction: str, version: int) -> str:
@@ -217,9 +229,12 @@ def _side(direction: str, version: int) -> str:
     return "nw_src" if version == 4 else "ipv6_src"
 
 
-def _port_flows(port: Mapping[str, Any], place: Place) -> list[str]:
-    """Classification, local delivery and anti-spoofing of one filtered port."""
+def _port_flows(port: Mapping[str, Any], place: Place, tracked: bool) -> list[str]:
+    """Classification, local delivery and anti-spoofing of one filtered port;
+    its IP goes to the rules through conntrack unless the port is stateless."""
     n, vlan = place.ofport, place.vlan
+    to_egress_rules = (f"ct(table={EGRESS_RULES},{ZONE})" if tracked
+                       else f"resubmit(,{EGRESS_RULES})")
     mac = port["mac_address"].lower()
     pairs = [(mac, ip["ip_address"]) for ip in port.get("fixed_ips") or []]
     pairs += [((p.get("mac_address") or mac).lower(), p["ip_address"])
@@ -241,17 +256,20 @@ def _port_flows(port: Mapping[str, Any], place: Place) -> list[str]:
         flows += [f"{egress},priority=90,icmp6,dl_src={m},icmp_type={t},"
                   f"actions=resubmit(,{LOCAL})" for t in ICMPV6_OUT]
         flows.append(f"{egress},priority=80,ipv6,dl_src={m},ipv6_src={link_local(m)},"
-                     f"actions=ct(table={EGRESS_RULES},{ZONE})")
+                     f"actions={to_egress_rules}")
     for m, address in sorted(set(pairs)):
         net = ipaddress.ip_network(address, strict=False)
         if net.version == 4:
             flows += [f"{egress},priority=80,ip,dl_src={m},nw_src={_text(net)},"
-                      f"actions=ct(table={EGRESS_RULES},{ZONE})",
+                      f"actions={to_egress_rules}",
                       f"{egress},priority=80,arp,dl_src={m},arp_sha={m},"
                       f"arp_spa={_text(net)},actions=resubmit(,{LOCAL})"]
         else:
             flows.append(f"{egress},priority=80,ipv6,dl_src={m},ipv6_src={_text(net)},"
-                         f"actions=ct(table={EGRESS_RULES},{ZONE})")
+                         f"actions={to_egress_rules}")
+    if not tracked:  # before the shared flows that send IP through conntrack
+        flows += [f"table={INGRESS},priority=91,reg5={n},{ip},actions=resubmit(,{INGRESS_RULES})"
+                  for ip in ("ip", "ipv6")]
     return flows
 
 

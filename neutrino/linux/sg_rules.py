@@ -1,13 +1,14 @@
 """How both security group drivers (``iptables_firewall``, ``ovs_firewall``)
-read the server's security group info: which ports are filtered, a rule's IP
-version and protocol, and the ICMPv6 that must pass whatever the rules say.
+read the server's security group info: which ports are filtered and which
+statelessly, a rule's IP version and protocol, and the ICMPv6 that must pass
+whatever the rules say.
 
 Pure: the drivers turn these answers into their own rules or flows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 #: protocol numbers and aliases -> the names iptables and Neutron use
@@ -24,6 +25,13 @@ def filtered(port: Mapping[str, Any]) -> bool:
     if port.get("port_security_enabled") is False:
         return False
     return not (port.get("device_owner") or "").startswith("network:")
+
+
+def stateless(rules: Iterable[Mapping[str, Any]]) -> bool:
+    """Whether a port's rules are filtered without conntrack: its groups are
+    stateless (the server keeps stateful and stateless groups off one port), so
+    replies pass only by a rule of their own."""
+    return any(rule.get("stateful") is False for rule in rules)
 
 
 def rule_version(rule: Mapping[str, Any]) -> int:

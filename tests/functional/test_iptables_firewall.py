@@ -169,6 +169,27 @@ def test_tcp_port_rule(host: Host):
     assert not connects(host.a, host.b.ip, 9090)
 
 
+def test_a_stateless_group_lets_replies_through_only_by_their_own_rules(host: Host):
+    """Neutron's stateless groups: no conntrack state, so the port 8080 rules that
+    let a connection in and out do not let its replies back."""
+    group = str(uuid.uuid4())
+    listen(host, host.b, 8080)
+    to_8080 = [rule(group, "egress", "tcp", 8080, 8080), rule(group, "ingress", "tcp", 8080, 8080)]
+    host.firewall.apply(info(host, to_8080, group))
+    assert connects(host.a, host.b.ip, 8080)  # stateful: the replies are of a connection
+
+    stateless = [{**r, "stateful": False} for r in to_8080]
+    host.firewall.apply(info(host, stateless, group))
+    assert "RELATED,ESTABLISHED" not in host.save()
+    assert not connects(host.a, host.b.ip, 8080)
+
+    replies = [rule(group, "egress", "tcp", 1024, 65535),
+               rule(group, "ingress", "tcp", 1024, 65535)]
+    host.firewall.apply(info(host, [*stateless, *({**r, "stateful": False} for r in replies)],
+                             group))
+    assert connects(host.a, host.b.ip, 8080)
+
+
 def test_spoofed_address_and_mac_are_dropped(host: Host):
     group = str(uuid.uuid4())
     host.firewall.apply(info(host, default_group(group), group))

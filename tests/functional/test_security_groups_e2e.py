@@ -38,8 +38,9 @@ def test_security_groups_filter_instances(deployment, driver):
     """The default group lets its members talk; a rule naming a group lets in
     its members only; a group without an ICMP rule
     blocks pings until the rule is added, and again once it is removed (a
-    running ping too); a
-    spoofed source is dropped; port_security_enabled=false passes everything."""
+    running ping too); a stateless group lets replies out only by a rule of
+    their own; a spoofed source is dropped; port_security_enabled=false passes
+    everything."""
     api = deployment.api
     deployment.add_host("h1", 1)
     if driver == "openvswitch":
@@ -127,6 +128,30 @@ def test_security_groups_filter_instances(deployment, driver):
                for word in line.split() if word.startswith("icmp_seq=")]
     # about 40 sent; replies from the start, none in the last 2 s
     assert replied and min(replied) <= 3 and max(replied) <= 30, out
+
+    # the same ICMP rule in a stateful group and in a stateless one: in the
+    # stateless one the pings' replies need a rule of their own
+    def icmp_only(stateful: bool) -> dict:
+        made = api.post("/v2.0/security-groups", json={"security_group": {
+            "name": f"icmp-{stateful}", "stateful": stateful}}).json()["security_group"]
+        for old in made["security_group_rules"]:  # the template's egress rules
+            api.delete(f"/v2.0/security-group-rules/{old['id']}")
+        rule = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
+            "security_group_id": made["id"], "direction": "ingress", "protocol": "icmp"}})
+        assert rule.status_code == 201, rule.text
+        return made
+
+    for stateful, replied in ((True, True), (False, False)):
+        moved = api.put(f"/v2.0/ports/{port_b['id']}", json={"port": {
+            "security_groups": [icmp_only(stateful)["id"]]}})
+        assert moved.status_code == 200, moved.text
+        wait_until(lambda r=replied: pings(inst_a, ip_b) == r, 10,
+                   f"pings {'answered' if replied else 'unanswered'} (stateful={stateful})")
+    reply_rule = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
+        "security_group_id": moved.json()["port"]["security_groups"][0], "direction": "egress",
+        "protocol": "icmp"}})
+    assert reply_rule.status_code == 201, reply_rule.text
+    wait_until(lambda: pings(inst_a, ip_b), 10, "the egress ICMP rule to let replies out")
 
     # back in the default group: a spoofed source address from a is dropped
     api.put(f"/v2.0/ports/{port_b['id']}", json={"port": {"security_groups": port_a[

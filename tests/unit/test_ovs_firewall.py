@@ -67,6 +67,25 @@ def test_rules_become_committing_flows():
     assert all("reg5=7" in f and "ct(commit" in f for f in ingress + egress)
 
 
+def test_a_stateless_port_skips_conntrack_both_ways():
+    rules = [{"direction": "ingress", "ethertype": "IPv4", "protocol": "tcp",
+              "port_range_min": 80, "port_range_max": 80},
+             {"direction": "egress", "ethertype": "IPv4", "remote_group_id": "g1"}]
+    members = {"g1": {"IPv4": ["10.0.0.6"], "IPv6": []}}
+    stateful = flows_of(rules, members=members)
+    flows = flows_of([{**rule, "stateful": False} for rule in rules], members=members)
+    own = [f for f in flows if "reg5=7" in f or "in_port=7" in f or "conj_id" in f]
+    assert own and not any("ct(" in f for f in own)
+    spoof = [f for f in flows if "table=71" in f and "nw_src=10.0.0.5," in f]
+    assert spoof and all(f.endswith("actions=resubmit(,72)") for f in spoof)
+    assert any(f.endswith("table=81,priority=91,reg5=7,ip,actions=resubmit(,82)") for f in flows)
+    assert any("table=82" in f and "tp_dst=0x50" in f and f.endswith("actions=output:NXM_NX_REG5[]")
+               for f in flows)
+    # the shared flows are the stateful ones' (a stateful port on the host still uses them)
+    shared = [f for f in flows if "reg5=" not in f and "in_port=" not in f and "cookie" not in f]
+    assert all(f in stateful for f in shared if "conjunction(" not in f)
+
+
 def conjunction_flows(flows):
     """(the ports' clauses, the members' clauses, the conjunctions) in table 82."""
     found = [f for f in flows if "table=82" in f and "priority=60" in f]

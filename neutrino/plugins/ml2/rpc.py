@@ -179,9 +179,10 @@ class Ml2RpcCallbacks:
 
     def security_group_info_for_devices(self, context: dict, devices: list[str],
                                         **_: Any) -> dict[str, Any]:
-        """The devices' ports, the rules of their groups, the addresses of the
-        members (fixed IPs and allowed address pairs) of every group a rule names
-        as its remote group, and those of every address group a rule names."""
+        """The devices' ports, the rules of their groups (each with its group's
+        ``stateful``, as Neutron sends it), the addresses of the members (fixed
+        IPs and allowed address pairs) of every group a rule names as its remote
+        group, and those of every address group a rule names."""
         s = models.security_group_rules
         b = models.security_group_port_bindings
         ia, ap = models.ip_allocations, models.allowed_address_pairs
@@ -189,7 +190,9 @@ class Ml2RpcCallbacks:
         with self.db.reader() as conn:
             details = self._details(conn, devices)
             group_ids = sorted({g for d in details.values() for g in d["security_groups"]})
-            rules = conn.execute(select(s).where(s.c.security_group_id.in_(group_ids))
+            g = models.security_groups
+            rules = conn.execute(select(s, g.c.stateful).join(g, g.c.id == s.c.security_group_id)
+                                 .where(s.c.security_group_id.in_(group_ids))
                                  ).all() if group_ids else []
             remotes = sorted({r.remote_group_id for r in rules if r.remote_group_id})
             members = _by_version(remotes, conn.execute(
@@ -213,7 +216,7 @@ class Ml2RpcCallbacks:
                 "remote_ip_prefix": rule.remote_ip_prefix,
                 "remote_group_id": rule.remote_group_id,
                 "remote_address_group_id": rule.remote_address_group_id,
-                "security_group_id": rule.security_group_id})
+                "security_group_id": rule.security_group_id, "stateful": rule.stateful})
         return {"devices": {d["port_id"]: d for d in details.values()},
                 "security_groups": by_group, "sg_member_ips": members,
                 "address_group_ips": ag_addresses}

@@ -12,7 +12,7 @@ removed. Agents treat each as a hint to look again.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict, final
+from typing import Any, Literal, NotRequired, TypedDict, final
 
 from neutrino.rpc import topics
 from neutrino.rpc.contracts.base import Api
@@ -76,6 +76,7 @@ class SecurityGroupRule(TypedDict):
     remote_group_id: str | None
     remote_address_group_id: str | None
     security_group_id: str
+    stateful: NotRequired[bool]  # the group's; filtered without conntrack when false
 
 
 class SecurityGroupInfo(TypedDict):
