@@ -61,6 +61,9 @@ class PrivateRabbit:
         subprocess.run(["rabbitmq-server", "-detached"], env=self._env(), check=True,
                        timeout=30, capture_output=True)
         self.wait_for_port()
+        # the listener opens while the node still boots, and a booting node closes
+        # AMQP connections at once; wait until it serves them
+        self.run_ctl("await_startup", "--timeout", "60", timeout=70)
 
     def wait_for_port(self, seconds: float = 30) -> None:
         deadline = time.monotonic() + seconds
