@@ -15,10 +15,11 @@ def agent_commands() -> dict[str, tuple[OptGroup, ...]]:
     from neutrino.agents.base import AGENT_OPTIONS
     from neutrino.agents.dhcp import DhcpAgent
     from neutrino.agents.l3 import L3Agent
+    from neutrino.agents.lbaas import LbaasAgent
     from neutrino.agents.linuxbridge import LinuxBridgeAgent
     from neutrino.agents.metadata import MetadataAgent
     found: dict[str, tuple[OptGroup, ...]] = {
         cls.binary: cls.option_groups
-        for cls in (LinuxBridgeAgent, DhcpAgent, L3Agent, MetadataAgent)}
+        for cls in (LinuxBridgeAgent, DhcpAgent, L3Agent, MetadataAgent, LbaasAgent)}
     found[openvswitch_options.BINARY] = openvswitch_options.OPTIONS
     return {binary: (AGENT_OPTIONS, *groups) for binary, groups in found.items()}

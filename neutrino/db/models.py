@@ -726,6 +726,18 @@ lbaas_members = Table(
                      name="uq_lbaas_members_pool_id_address_port"),
 )
 
+# Which load-balancer agent runs a load balancer of the haproxy provider.
+lbaas_loadbalancer_agent_bindings = Table(
+    "lbaas_loadbalancer_agent_bindings", metadata,
+    Column("loadbalancer_id", UUID,
+           ForeignKey("lbaas_loadbalancers.id", ondelete="CASCADE"), primary_key=True),
+    Column("agent_id", UUID, ForeignKey("agents.id", ondelete="CASCADE"),
+           primary_key=True, index=True),
+    Column("binding_index", Integer, nullable=False),
+    UniqueConstraint("loadbalancer_id", "binding_index",
+                     name="uq_lbaas_lb_agent_bindings_lb_id_binding_index"),
+)
+
 # A pool's one health monitor.
 lbaas_healthmonitors = Table(
     "lbaas_healthmonitors", metadata, *_lbaas_common(),

@@ -44,6 +44,7 @@ ARPING = Tool("arping", "iputils-arping")
 OVS_OFCTL = Tool("ovs-ofctl", "openvswitch-common")
 CHARON = Tool("charon-systemd", "charon-systemd")
 SWANCTL = Tool("swanctl", "strongswan-swanctl")
+HAPROXY = Tool("haproxy", "haproxy")
 
 
 class HostCheckError(HostError):

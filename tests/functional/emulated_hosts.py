@@ -30,10 +30,11 @@ PHYSNET, PHYS_INTERFACE = "physnet1", "ph0"
 
 
 @contextmanager
-def deployed(tmp: Path, rabbit_url: str, server_extra: str = "") -> Iterator[Deployment]:
+def deployed(tmp: Path, rabbit_url: str, server_extra: str = "",
+             octavia_port: int | None = None) -> Iterator[Deployment]:
     """A Deployment in a sandbox of its own, closed and removed whatever happens."""
     with sandbox() as box:
-        deployment = Deployment(box, tmp, rabbit_url, server_extra)
+        deployment = Deployment(box, tmp, rabbit_url, server_extra, octavia_port)
         try:
             yield deployment
         finally:
@@ -43,7 +44,10 @@ def deployed(tmp: Path, rabbit_url: str, server_extra: str = "") -> Iterator[Dep
 class Deployment:
     """One server (SQLite, RabbitMQ) and emulated hosts with their agents."""
 
-    def __init__(self, box: Sandbox, tmp: Path, rabbit_url: str, server_extra: str = ""):
+    def __init__(self, box: Sandbox, tmp: Path, rabbit_url: str, server_extra: str = "",
+                 octavia_port: int | None = None):
+        """``octavia_port``: where the load-balancer API listens (``server_extra``
+        loads the octavia plugin)."""
         self.box = box
         self.tmp = tmp
         self.rabbit_url = rabbit_url
@@ -66,7 +70,8 @@ class Deployment:
             "extension_drivers = port_security\n"
             "[ml2_type_vxlan]\nvni_ranges = 1000:1999\n"
             f"[ml2_type_flat]\nflat_networks = {PHYSNET}\n"
-            f"[ml2_type_vlan]\nnetwork_vlan_ranges = {PHYSNET}:100:199\n" + server_extra))
+            f"[ml2_type_vlan]\nnetwork_vlan_ranges = {PHYSNET}:100:199\n" + server_extra),
+            octavia_port=octavia_port)
         self.api = self.server.client(None)
 
     def _spawn(self, argv: list[str], name: str, namespace: str | None = None,
@@ -227,6 +232,14 @@ class Deployment:
         return self.start_agent(name, "neutrino-l3-agent", text=text, default=(
             f"{driver}send_arp_for_ha = 1\n{default}"), env=env)
 
+    def start_lbaas_agent(self, name: str, default: str = "") -> subprocess.Popen:
+        """The host's load-balancer agent; the ``qlbaas-`` namespaces it makes (and
+        their HAProxy) are removed at the end (it keeps a directory per load
+        balancer under ``$state_path/lbaas``)."""
+        driver, text, env = self._interface_driver(name, "")
+        return self.start_agent(name, "neutrino-lbaas-agent", text=text,
+                                default=f"{driver}periodic_interval = 1\n{default}", env=env)
+
     def agent_alive(self, name: str, agent_type: str) -> bool:
         found = self.api.get("/v2.0/agents", params={"host": self.hosts[name]["host"],
                                                      "agent_type": agent_type})
@@ -264,10 +277,11 @@ class Deployment:
         for confs in self._remove:  # the DHCP agents' namespaces, dnsmasq with them
             for network_id in os.listdir(confs) if confs.is_dir() else ():
                 self.box.adopt(f"qdhcp-{network_id}")
-        for name in self.hosts:  # the L3 agents' router namespaces
-            routers = self.tmp / name / "l3"
-            for router_id in os.listdir(routers) if routers.is_dir() else ():
-                self.box.adopt(f"qrouter-{router_id}")
+        for name in self.hosts:  # the L3 and load-balancer agents' namespaces
+            for kind, prefix in (("l3", "qrouter-"), ("lbaas", "qlbaas-")):
+                made = self.tmp / name / kind
+                for item_id in os.listdir(made) if made.is_dir() else ():
+                    self.box.adopt(f"{prefix}{item_id}")
         self.server.stop()
         self._drop()
         for path in self._remove:

@@ -91,7 +91,7 @@ def test_another_commands_options_are_noted_naming_it(tmp_path, caplog):
     conf.register([AGENT_OPTIONS])  # the server's view, plus an [agent] to hold tunnel_types
     assert logged(conf, caplog, others=agent_commands) == {
         f"config: option interface_driver in [DEFAULT] of {path} ignored, "
-        "read by neutrino-dhcp-agent, neutrino-l3-agent": "INFO",
+        "read by neutrino-dhcp-agent, neutrino-l3-agent, neutrino-lbaas-agent": "INFO",
         f"config: option dhcp_confs in [DEFAULT] of {path} ignored, "
         "read by neutrino-dhcp-agent": "INFO",
         f"config: option nova_metadata_host in [DEFAULT] of {path} ignored, "
@@ -100,7 +100,7 @@ def test_another_commands_options_are_noted_naming_it(tmp_path, caplog):
         f"config: option tunnel_types in [agent] of {path} ignored, "
         "read by neutrino-openvswitch-agent": "INFO",
         f"config: section [ovs] in {path} ignored, read by neutrino-dhcp-agent, "
-        "neutrino-l3-agent, neutrino-openvswitch-agent": "INFO",
+        "neutrino-l3-agent, neutrino-lbaas-agent, neutrino-openvswitch-agent": "INFO",
         f"config: unknown section [securitygroups] in {path} ignored": "INFO"}
 
 

@@ -19,6 +19,7 @@ import pytest
 from neutrino import config
 from neutrino.agents.dhcp import DhcpAgent
 from neutrino.agents.l3 import L3Agent
+from neutrino.agents.lbaas import LbaasAgent
 from neutrino.cmd.all_in_one import AGENTS as ALL_IN_ONE_AGENTS
 from neutrino.linux import host_check
 from tests.unit.test_sample_configs import agent_classes, agent_sample
@@ -94,11 +95,12 @@ def test_unit_starts_the_command_with_its_layout(command):
 
 @pytest.mark.parametrize("command", sorted(services()))
 def test_only_the_agents_that_leave_daemons_keep_them_on_restart(command):
-    """The DHCP and L3 agents leave dnsmasq, radvd and metadata proxies running
-    (a restarted agent takes them over): systemd must stop only the agent."""
+    """The DHCP, L3 and load-balancer agents leave dnsmasq, radvd, metadata
+    proxies and HAProxy running (a restarted agent takes them over): systemd
+    must stop only the agent."""
     runs = {cls.binary: [cls] for cls in agent_classes()}
     runs["neutrino-all-in-one"] = list(ALL_IN_ONE_AGENTS)
-    leaves_daemons = any(cls in (DhcpAgent, L3Agent) for cls in runs.get(command, []))
+    leaves_daemons = any(cls in (DhcpAgent, L3Agent, LbaasAgent) for cls in runs.get(command, []))
     kill_mode = unit(command)["Service"].get("KillMode")
     if leaves_daemons:
         assert kill_mode == ["process"]
@@ -115,7 +117,7 @@ MOUNT_SANDBOXING = ("PrivateTmp", "PrivateDevices", "ProtectSystem", "ProtectHom
 
 
 @pytest.mark.parametrize("command", ["neutrino-dhcp-agent", "neutrino-l3-agent",
-                                     "neutrino-all-in-one"])
+                                     "neutrino-lbaas-agent", "neutrino-all-in-one"])
 def test_agents_that_name_namespaces_share_the_hosts_mounts(command):
     """``ip netns add`` names a namespace with a bind mount under /run/netns:
     made in a unit's private mount namespace, it is gone (an empty file is
@@ -185,7 +187,7 @@ def test_systemd_makes_the_user_and_the_state_directory(tmp_path):
 #: what .ci/run installs only for the tests (haproxy: the scale-out test's load
 #: balancer) and for neutrino-instance (a stand-in hypervisor), not for the agents
 NOT_FOR_AGENTS = {"udhcpc", "isc-dhcp-client", "iputils-ping", "netcat-openbsd", "socat",
-                  "haproxy"}
+                  "curl"}
 
 
 def containerfile_stages() -> list[list[str]]:

@@ -1,7 +1,8 @@
 """Which agents host which resources: DHCP agents host networks, L3 agents
-routers. The bindings, and the choice of agents for a resource.
+routers, load-balancer agents the haproxy provider's load balancers. The
+bindings, and the choice of agents for a resource.
 
-The choice is the same for both kinds, Neutron's defaults: among the alive,
+The choice is the same for every kind, Neutron's defaults: among the alive,
 enabled agents of the kind that may take the resource, those in the zones
 the resource hints at (when it has hints), spread over zones, the least
 loaded first (fewest resources bound), ties broken at random so that servers
@@ -35,7 +36,7 @@ class Hosting:
     table: Table
     resource_key: str
     agent_key: str
-    hints: Table
+    hints: Table | None  # the resources' availability zone hints, if they have any
 
     @property
     def resource(self) -> Any:
@@ -148,6 +149,8 @@ def dead_bindings(conn: Connection, kind: Hosting, dead_since: datetime.datetime
 # --- choosing agents ---------------------------------------------------------------------
 
 def hints_of(conn: Connection, kind: Hosting, resource_id: str) -> list[str]:
+    if kind.hints is None:
+        return []
     key = kind.hints.primary_key.columns.values()[0]
     text = conn.execute(select(kind.hints.c.hints).where(key == resource_id)).scalar()
     return json.loads(text) if text else []

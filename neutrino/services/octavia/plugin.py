@@ -107,7 +107,18 @@ class OctaviaPlugin(Plugin):
                 f"default_provider_driver {self.default_provider} is not one of "
                 f"enabled_provider_drivers ({', '.join(self.enabled)})")
         self.providers: dict[str, Provider] = {
-            name: find(PROVIDERS_GROUP, name)() for name in self.enabled}
+            name: find(PROVIDERS_GROUP, name)(self) for name in self.enabled}
+
+    def rpc_endpoints(self) -> dict[str, list[Any]]:
+        found: dict[str, list[Any]] = {}
+        for provider in self.providers.values():
+            for topic, objects in provider.rpc_endpoints().items():
+                found.setdefault(topic, []).extend(objects)
+        return found
+
+    def periodic_tasks(self) -> list[tuple[float, Callable[[], None]]]:
+        return [task for provider in self.providers.values()
+                for task in provider.periodic_tasks()]
 
     # --- transactions -----------------------------------------------------------------
 
@@ -139,8 +150,17 @@ class OctaviaPlugin(Plugin):
 
     def _settle(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
         """The provider's turn: a completing one finishes the tree's pending work."""
-        if not self.providers[lb.provider].completes:
-            return
+        provider = self.providers[lb.provider]
+        if provider.completes:
+            self.complete(conn, lb, after)
+        else:
+            provider.pending(conn, lb, after)
+
+    def complete(self, conn: Connection, lb: Row, after: list[Callable[[], None]],
+                 observed: dict[str, str] | None = None) -> None:
+        """The tree's pending work done: deletes carried out, the rest ACTIVE,
+        ONLINE (OFFLINE when disabled) or, with ``observed`` (object id ->
+        operating status, as a provider saw them), as observed."""
         stamp = now()
         members = select(PO.c.id).where(PO.c.loadbalancer_id == lb.id)
         for child in (ME, HM):
@@ -170,6 +190,24 @@ class OctaviaPlugin(Plugin):
                     scope, table.c.provisioning_status.in_(PENDING),
                     table.c.admin_state_up == enabled).values(
                     provisioning_status=ACTIVE, operating_status=status, updated_at=stamp))
+        if observed:
+            self.observe(conn, lb.id, observed)
+
+    def observe(self, conn: Connection, lb_id: str, observed: dict[str, str]) -> None:
+        """Operating statuses as a provider saw them (object id -> status), for
+        the objects of ``lb_id``'s tree; others are ignored."""
+        pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb_id)
+        by_status: dict[str, list[str]] = {}
+        for object_id, status in observed.items():
+            by_status.setdefault(status, []).append(object_id)
+        for status, ids in by_status.items():
+            for table, scope in ((ME, ME.c.pool_id.in_(pools)),
+                                 (HM, HM.c.pool_id.in_(pools)),
+                                 (LI, LI.c.loadbalancer_id == lb_id),
+                                 (PO, PO.c.loadbalancer_id == lb_id), (LB, LB.c.id == lb_id)):
+                conn.execute(update(table).where(
+                    scope, table.c.id.in_(ids), table.c.operating_status != status)
+                    .values(operating_status=status))
 
     def _remove_lb(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
         pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb.id)
@@ -303,6 +341,9 @@ class OctaviaPlugin(Plugin):
                                  (PO, PO.c.loadbalancer_id == lb_id), (LB, LB.c.id == lb_id)):
                 conn.execute(update(table).where(scope).values(
                     provisioning_status=PENDING_DELETE, updated_at=now()))
+            # a provider's report on the tree before the delete must not complete it
+            conn.execute(update(LB).where(LB.c.id == lb_id).values(
+                revision_number=LB.c.revision_number + 1))
             self._settle(conn, row, after)
 
         self._write(work)

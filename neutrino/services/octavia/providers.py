@@ -1,24 +1,43 @@
 """Provider drivers: what realises a load balancer (Octavia's ``provider``).
 
 A provider is told, inside the transaction that changed a load balancer's
-tree, that the tree has work pending; it says whether that work is done at
-once. No dataplane exists yet: the ``noop`` provider (Octavia's
-``noop_driver``) completes everything on the spot, so clients that wait for
-ACTIVE see it at once; ``pending`` never completes, which leaves objects
-PENDING_* (and so immutable) as they are while a real provider works.
+tree, that the tree has work pending; it completes it at once or later. The
+``noop`` provider (Octavia's ``noop_driver``) completes everything on the
+spot and programs nothing; ``pending`` never completes, which leaves objects
+PENDING_* (and so immutable) as they are while a real provider works;
+``haproxy`` (``services.octavia.haproxy``) hands the tree to a load-balancer
+agent, whose report completes it.
 """
 
 from __future__ import annotations
 
-from typing import ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from sqlalchemy.engine import Connection, Row
 
 
 class Provider:
-    """A provider driver found by name (entry point ``neutrino.octavia.providers``)."""
+    """A provider driver found by name (entry point ``neutrino.octavia.providers``),
+    made with the plugin it serves."""
 
     #: whether pending work (create, update, delete) completes in the same
     #: transaction: ACTIVE (ONLINE, or OFFLINE when disabled), deletes done
     completes: ClassVar[bool] = False
+
+    def __init__(self, plugin: Any):
+        self.plugin = plugin
+
+    def pending(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
+        """A provider that does not complete at once: ``lb``'s tree has work
+        pending (in ``conn``'s transaction; ``after`` runs once it commits)."""
+
+    def rpc_endpoints(self) -> dict[str, list[Any]]:
+        """topic -> objects whose methods agents call over the bus."""
+        return {}
+
+    def periodic_tasks(self) -> list[tuple[float, Callable[[], None]]]:
+        return []
 
 
 class NoopProvider(Provider):

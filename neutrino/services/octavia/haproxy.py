@@ -1,0 +1,281 @@
+"""The ``haproxy`` provider: load balancers run by load-balancer agents.
+
+A load balancer of this provider is scheduled to one alive
+``neutrino-lbaas-agent`` when its tree first has work pending (and moved to
+another when its agent dies); its VIP port is bound to that agent's host, so
+the host's L2 agent wires it like a DHCP port. Every change casts
+``loadbalancer_updated`` to the agent, which reads the whole tree
+(``get_loadbalancer``), makes HAProxy run it, and reports back
+(``update_status``): the report completes the pending work, or puts it in
+ERROR, and carries the operating statuses HAProxy observes.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import ipaddress
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection, Row
+
+from neutrino import exceptions as exc
+from neutrino.context import Context
+from neutrino.db import models
+from neutrino.db.util import now
+from neutrino.rpc.contracts.lbaas import (
+    AGENT_TOPIC,
+    AGENT_TYPE,
+    PROVIDER,
+    TOPIC,
+    HealthMonitorSyncData,
+    ListenerSyncData,
+    LoadBalancerSyncData,
+    MemberSyncData,
+    PoolSyncData,
+    StatusReport,
+    VipSyncData,
+)
+from neutrino.rpc.notifier import Notifier
+from neutrino.services.agents import db as agents_db
+from neutrino.services.agents import scheduling
+from neutrino.services.agents.dhcp_scheduler import enabled_agent
+from neutrino.services.agents.scheduling import Hosting
+from neutrino.services.octavia.providers import Provider
+
+LOG = logging.getLogger(__name__)
+ADMIN = Context.admin()
+LB = models.lbaas_loadbalancers
+LI = models.lbaas_listeners
+PO = models.lbaas_pools
+ME = models.lbaas_members
+HM = models.lbaas_healthmonitors
+PENDING = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
+
+LBAAS = Hosting(AGENT_TYPE, models.lbaas_loadbalancer_agent_bindings, "loadbalancer_id",
+                "agent_id", None)
+#: seconds between looks for load balancers without a (live) agent
+RESCHEDULE_INTERVAL = 10.0
+
+
+class HaproxyProvider(Provider):
+    """Completes nothing itself: the agent's report does."""
+
+    completes = False
+
+    def __init__(self, plugin: Any):
+        super().__init__(plugin)
+        self.db = plugin.db
+        self.down_time: int = plugin.conf.DEFAULT.agent_down_time
+        self.notifier = Notifier(plugin.env.bus)
+
+    def _alive_since(self) -> datetime.datetime:
+        return agents_db.cutoff(now(), self.down_time)
+
+    def pending(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
+        hosts = [row.host for row in scheduling.agents_hosting(conn, LBAAS, [lb.id])[lb.id]]
+        if not hosts:
+            chosen = scheduling.schedule(conn, LBAAS, lb.id, 1, self._alive_since())
+            if not chosen:
+                LOG.warning("load balancer %s waits for an alive %s", lb.id, AGENT_TYPE)
+                return
+            hosts = [chosen[0].host]
+            after.append(lambda: self._plug_vip(lb.vip_port_id, hosts[0]))
+        for host in hosts:
+            after.append(functools.partial(self._tell, host, lb.id))
+
+    def _tell(self, host: str, lb_id: str) -> None:
+        self.notifier.cast(AGENT_TOPIC, host, "loadbalancer_updated", loadbalancer_id=lb_id)
+
+    def _plug_vip(self, port_id: str | None, host: str) -> None:
+        """The VIP port bound to the agent's host (its L2 agent wires it), up."""
+        if not port_id:
+            return
+        try:
+            self.plugin.core.update_port(ADMIN, port_id, {
+                "binding:host_id": host, "admin_state_up": True})
+        except exc.NotFound:
+            LOG.warning("the VIP port %s is gone", port_id)
+
+    def rpc_endpoints(self) -> dict[str, list[Any]]:
+        return {TOPIC: [LbaasRpc(self)]}
+
+    def periodic_tasks(self) -> list[tuple[float, Callable[[], None]]]:
+        return [(RESCHEDULE_INTERVAL, self.reschedule)]
+
+    def reschedule(self) -> None:
+        """Load balancers of agents silent for twice ``agent_down_time`` move to
+        alive ones; pending ones that found no agent get one now."""
+        dead_since = agents_db.cutoff(now(), 2 * self.down_time)
+
+        def work(conn: Connection) -> list[tuple[str, str | None, str]]:
+            moved = []
+            for binding in scheduling.dead_bindings(conn, LBAAS, dead_since):
+                scheduling.unbind(conn, LBAAS, binding.resource_id, binding.id)
+                LOG.warning("load balancer %s leaves the dead agent on %s",
+                            binding.resource_id, binding.host)
+            waiting = conn.execute(
+                select(LB.c.id, LB.c.vip_port_id).where(
+                    LB.c.provider == PROVIDER,
+                    LB.c.id.not_in(select(LBAAS.resource)))).all()
+            for lb_id, port_id in waiting:
+                chosen = scheduling.schedule(conn, LBAAS, lb_id, 1, self._alive_since())
+                if chosen:
+                    moved.append((lb_id, port_id, chosen[0].host))
+            return moved
+
+        for lb_id, port_id, host in self.db.write(work):
+            self._plug_vip(port_id, host)
+            self._tell(host, lb_id)
+
+
+# --- what the agents are told --------------------------------------------------------------
+
+def _vip(core: Any, conn: Connection, lb: Row) -> VipSyncData:
+    port = core.port_in(conn, ADMIN, lb.vip_port_id)
+    subnet = core.subnet_in(conn, ADMIN, lb.vip_subnet_id)
+    network = core.network_row_in(conn, ADMIN, lb.vip_network_id)
+    return {"port_id": port["id"], "mac_address": port["mac_address"],
+            "address": lb.vip_address,
+            "prefixlen": ipaddress.ip_network(subnet["cidr"]).prefixlen,
+            "gateway_ip": subnet["gateway_ip"], "network_id": lb.vip_network_id,
+            "mtu": network.mtu, "host_routes": list(subnet.get("host_routes") or [])}
+
+
+def _monitor(row: Row) -> HealthMonitorSyncData:
+    return {"id": row.id, "type": row.type, "delay": row.delay, "timeout": row.timeout,
+            "max_retries": row.max_retries, "max_retries_down": row.max_retries_down,
+            "http_method": row.http_method, "url_path": row.url_path,
+            "expected_codes": row.expected_codes,
+            "http_version": float(row.http_version) if row.http_version else None,
+            "domain_name": row.domain_name, "admin_state_up": row.admin_state_up}
+
+
+def _member(row: Row) -> MemberSyncData:
+    return {"id": row.id, "address": row.address, "protocol_port": row.protocol_port,
+            "weight": row.weight, "backup": row.backup, "admin_state_up": row.admin_state_up,
+            "monitor_address": row.monitor_address, "monitor_port": row.monitor_port}
+
+
+def _listener(row: Row) -> ListenerSyncData:
+    return {"id": row.id, "protocol": row.protocol, "protocol_port": row.protocol_port,
+            "connection_limit": row.connection_limit, "admin_state_up": row.admin_state_up,
+            "default_pool_id": row.default_pool_id,
+            "timeout_client_data": row.timeout_client_data,
+            "timeout_member_connect": row.timeout_member_connect,
+            "timeout_member_data": row.timeout_member_data,
+            "timeout_tcp_inspect": row.timeout_tcp_inspect,
+            "insert_headers": {}, "allowed_cidrs": None, "l7policies": []}
+
+
+def sync_data(core: Any, conn: Connection, lb: Row) -> LoadBalancerSyncData:
+    """``lb``'s whole tree as its agent needs it (objects being deleted left out)."""
+    pool_rows = conn.execute(select(PO).where(PO.c.loadbalancer_id == lb.id)
+                             .order_by(PO.c.created_at, PO.c.id)).all()
+    pool_ids = [row.id for row in pool_rows]
+    members: dict[str, list[MemberSyncData]] = {pool_id: [] for pool_id in pool_ids}
+    monitors: dict[str, HealthMonitorSyncData] = {}
+    if pool_ids:
+        for row in conn.execute(select(ME).where(ME.c.pool_id.in_(pool_ids))
+                                .order_by(ME.c.created_at, ME.c.id)):
+            if row.provisioning_status != "PENDING_DELETE":
+                members[row.pool_id].append(_member(row))
+        for row in conn.execute(select(HM).where(HM.c.pool_id.in_(pool_ids))):
+            if row.provisioning_status != "PENDING_DELETE":
+                monitors[row.pool_id] = _monitor(row)
+    pools: list[PoolSyncData] = [
+        {"id": row.id, "protocol": row.protocol, "lb_algorithm": row.lb_algorithm,
+         "session_persistence": row.session_persistence,
+         "admin_state_up": row.admin_state_up, "members": members[row.id],
+         "healthmonitor": monitors.get(row.id)}
+        for row in pool_rows if row.provisioning_status != "PENDING_DELETE"]
+    kept = {pool["id"] for pool in pools}
+    listeners = []
+    for row in conn.execute(select(LI).where(LI.c.loadbalancer_id == lb.id)
+                            .order_by(LI.c.created_at, LI.c.id)):
+        if row.provisioning_status != "PENDING_DELETE":
+            listener = _listener(row)
+            if listener["default_pool_id"] not in kept:
+                listener["default_pool_id"] = None
+            listeners.append(listener)
+    return {"id": lb.id, "revision_number": lb.revision_number,
+            "admin_state_up": lb.admin_state_up,
+            "provisioning_status": lb.provisioning_status, "vip": _vip(core, conn, lb),
+            "listeners": listeners, "pools": pools}
+
+
+class LbaasRpc:
+    """``n-lbaasv2-plugin``: what the load-balancer agents call."""
+
+    def __init__(self, provider: HaproxyProvider):
+        self.provider = provider
+        self.plugin = provider.plugin
+        self.db = provider.db
+
+    def get_ready_devices(self, context: dict[str, Any], host: str) -> list[str]:
+        def work(conn: Connection) -> list[str]:
+            agent = enabled_agent(conn, host, AGENT_TYPE)
+            return [] if agent is None else scheduling.hosted_by(conn, LBAAS, agent.id)
+
+        with self.db.reader() as conn:
+            return work(conn)
+
+    def get_loadbalancer(self, context: dict[str, Any], loadbalancer_id: str
+                         ) -> LoadBalancerSyncData | None:
+        with self.db.reader() as conn:
+            lb = conn.execute(select(LB).where(LB.c.id == loadbalancer_id)).first()
+            if lb is None or lb.provider != PROVIDER:
+                return None
+            try:
+                return sync_data(self.plugin.core, conn, lb)
+            except exc.NotFound as error:  # the VIP port or subnet went on the other API
+                LOG.warning("load balancer %s cannot be run: %s", loadbalancer_id, error)
+                return None
+
+    def update_status(self, context: dict[str, Any], host: str, report: StatusReport) -> None:
+        """The report of the tree at ``report["revision_number"]``: a newer tree's
+        pending work is not completed by it (that tree's own report will)."""
+        lb_id = report["loadbalancer_id"]
+        observed = {item["id"]: item["operating_status"]
+                    for key in ("listeners", "pools", "members") for item in report[key]}
+        observed[lb_id] = report["loadbalancer"]
+        after: list[Callable[[], None]] = []
+
+        def work(conn: Connection) -> None:
+            after.clear()
+            stmt = select(LB).where(LB.c.id == lb_id)
+            if conn.dialect.name != "sqlite":
+                stmt = stmt.with_for_update()
+            lb = conn.execute(stmt).first()
+            if lb is None:
+                return
+            current = lb.revision_number == report["revision_number"]
+            if lb.provisioning_status not in PENDING:
+                if report["applied"]:
+                    self.plugin.observe(conn, lb_id, observed)
+            elif not current:
+                return
+            elif report["applied"]:
+                self.plugin.complete(conn, lb, after, observed)
+            else:
+                LOG.error("load balancer %s failed on %s: %s", lb_id, host, report["error"])
+                _fail(conn, lb_id)
+
+        self.db.write(work)
+        for call in after:
+            call()
+
+
+def _fail(conn: Connection, lb_id: str) -> None:
+    """The pending objects of the tree, and the load balancer, in ERROR."""
+    pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb_id)
+    stamp = now()
+    for table, scope in ((ME, ME.c.pool_id.in_(pools)), (HM, HM.c.pool_id.in_(pools)),
+                         (LI, LI.c.loadbalancer_id == lb_id),
+                         (PO, PO.c.loadbalancer_id == lb_id), (LB, LB.c.id == lb_id)):
+        conn.execute(update(table).where(scope, table.c.provisioning_status.in_(PENDING))
+                     .values(provisioning_status="ERROR", updated_at=stamp))
+    conn.execute(update(LB).where(LB.c.id == lb_id).values(operating_status="ERROR"))

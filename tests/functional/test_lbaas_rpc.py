@@ -1,0 +1,192 @@
+"""The haproxy provider's server side on a real database: load balancers
+scheduled to load-balancer agents, the trees the agents read, and their
+reports completing the pending work (or putting it in ERROR); a dead agent's
+load balancers move to an alive one."""
+
+from __future__ import annotations
+
+import datetime
+import uuid
+from typing import Any
+
+import orjson
+import pytest
+from sqlalchemy import update
+
+from neutrino.db import models
+from neutrino.rpc.contracts import lbaas as contract
+from neutrino.services.agents import db as agents_db
+from tests.conftest import BACKENDS
+
+pytestmark = pytest.mark.slow
+OCTAVIA_PORT = 19876
+
+
+class Cloud:
+    """One in-process server with the octavia plugin and the haproxy provider."""
+
+    def __init__(self, app: Any):
+        self.app = app
+        self.octavia = app.by_port[OCTAVIA_PORT]
+        self.plugin = self.octavia.router.plugin
+        self.provider = self.plugin.providers["haproxy"]
+        [self.rpc] = self.provider.rpc_endpoints()[contract.TOPIC]
+
+    def _call(self, app: Any, method: str, path: str, body: Any = None) -> tuple[int, Any]:
+        path, _, query = path.partition("?")
+        scope = {"type": "http", "method": method, "path": path,
+                 "query_string": query.encode(),
+                 "headers": [(b"host", b"localhost"), (b"x-project-id", b"p1"),
+                             (b"x-roles", b"admin")],
+                 "scheme": "http", "server": ("127.0.0.1", OCTAVIA_PORT)}
+        status, _, payload = app.handle(scope, orjson.dumps(body) if body else b"")
+        return status, orjson.loads(payload) if payload else None
+
+    def lb(self, method: str, path: str, body: Any = None, expect: int = 200) -> Any:
+        status, answer = self._call(self.octavia, method, "/v2/lbaas/" + path, body)
+        assert status == expect, answer
+        return answer
+
+    def net(self, method: str, path: str, body: Any = None, expect: int = 201) -> Any:
+        status, answer = self._call(self.app, method, "/v2.0/" + path, body)
+        assert status == expect, answer
+        return answer
+
+    def register(self, host: str, when: datetime.datetime | None = None) -> None:
+        state = {"agent_type": contract.AGENT_TYPE, "binary": contract.BINARY,
+                 "host": host, "topic": contract.AGENT_TOPIC, "configurations": {}}
+        self.plugin.db.write(lambda conn: agents_db.report(
+            conn, state, when or datetime.datetime.now(datetime.UTC).replace(
+                tzinfo=None, microsecond=0), 75, True))
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def cloud(request, tmp_path_factory):
+    from neutrino.cmd.server import build_app, load_config
+    from neutrino.db import migrate
+    from tests.harness import create_database
+
+    tmp = tmp_path_factory.mktemp(f"lbaas-rpc-{request.param}")
+    url, drop = create_database(request.param, tmp)
+    path = tmp / "neutrino.conf"
+    path.write_text(f"[DEFAULT]\nstate_path = {tmp}\nservice_plugins = router,octavia\n"
+                    f"[database]\nconnection = {url}\n"
+                    f"[api_settings]\nbind_port = {OCTAVIA_PORT}\n"
+                    "enabled_provider_drivers = haproxy:HAProxy in a namespace\n"
+                    "default_provider_driver = haproxy\n")
+    conf = load_config([str(path)])
+    migrate.upgrade(url)
+    made = Cloud(build_app(conf, sync=True))
+    yield made
+    made.app.on_shutdown()
+    drop()
+
+
+def subnet(cloud: Cloud) -> dict[str, Any]:
+    network = cloud.net("POST", "networks", {"network": {"name": "vip"}})["network"]
+    return cloud.net("POST", "subnets", {"subnet": {
+        "network_id": network["id"], "cidr": "10.77.0.0/24", "ip_version": 4}})["subnet"]
+
+
+def test_a_load_balancer_waits_for_an_agent_then_runs_on_it(cloud):
+    vip = subnet(cloud)
+    lb = cloud.lb("POST", "loadbalancers", {"loadbalancer": {"vip_subnet_id": vip["id"]}},
+                  201)["loadbalancer"]
+    assert lb["provider"] == "haproxy" and lb["provisioning_status"] == "PENDING_CREATE"
+    host = f"lb-{uuid.uuid4().hex[:8]}"
+    assert lb["id"] not in cloud.rpc.get_ready_devices({}, host)
+    cloud.register(host)
+    cloud.provider.reschedule()  # what the periodic task does
+    assert lb["id"] in cloud.rpc.get_ready_devices({}, host)
+    port = cloud.net("GET", f"ports/{lb['vip_port_id']}", expect=200)["port"]
+    assert port["binding:host_id"] == host and port["admin_state_up"] is True
+
+    tree = cloud.rpc.get_loadbalancer({}, lb["id"])
+    assert tree["vip"]["address"] == lb["vip_address"]
+    assert tree["vip"]["mac_address"] == port["mac_address"]
+    assert tree["vip"]["gateway_ip"] == "10.77.0.1" and tree["vip"]["prefixlen"] == 24
+    assert tree["listeners"] == [] and tree["provisioning_status"] == "PENDING_CREATE"
+
+    # a report of an older tree completes nothing; the current one does
+    stale = {"loadbalancer_id": lb["id"], "revision_number": tree["revision_number"] - 1,
+             "applied": True, "error": "", "loadbalancer": "ONLINE", "listeners": [],
+             "pools": [], "members": []}
+    cloud.rpc.update_status({}, host, stale)
+    assert cloud.lb("GET", f"loadbalancers/{lb['id']}")["loadbalancer"][
+        "provisioning_status"] == "PENDING_CREATE"
+    cloud.rpc.update_status({}, host, {**stale, "revision_number": tree["revision_number"]})
+    shown = cloud.lb("GET", f"loadbalancers/{lb['id']}")["loadbalancer"]
+    assert (shown["provisioning_status"], shown["operating_status"]) == ("ACTIVE", "ONLINE")
+
+    # a listener and a pool with a member: the tree carries them, statuses follow
+    listener = cloud.lb("POST", "listeners", {"listener": {
+        "loadbalancer_id": lb["id"], "protocol": "HTTP", "protocol_port": 80}},
+        201)["listener"]
+    tree = cloud.rpc.get_loadbalancer({}, lb["id"])
+    cloud.rpc.update_status({}, host, {**stale, "revision_number": tree["revision_number"],
+                                       "listeners": [{"id": listener["id"],
+                                                      "operating_status": "ONLINE"}]})
+    pool = cloud.lb("POST", "pools", {"pool": {
+        "listener_id": listener["id"], "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}},
+        201)["pool"]
+    tree = cloud.rpc.get_loadbalancer({}, lb["id"])
+    cloud.rpc.update_status({}, host, {**stale, "revision_number": tree["revision_number"]})
+    member = cloud.lb("POST", f"pools/{pool['id']}/members", {"member": {
+        "address": "10.77.0.20", "protocol_port": 8080}}, 201)["member"]
+    tree = cloud.rpc.get_loadbalancer({}, lb["id"])
+    assert tree["listeners"][0]["default_pool_id"] == pool["id"]
+    assert [m["address"] for m in tree["pools"][0]["members"]] == ["10.77.0.20"]
+    cloud.rpc.update_status({}, host, {
+        **stale, "revision_number": tree["revision_number"], "loadbalancer": "DEGRADED",
+        "pools": [{"id": pool["id"], "operating_status": "ERROR"}],
+        "members": [{"id": member["id"], "operating_status": "ERROR"}]})
+    shown = cloud.lb("GET", f"pools/{pool['id']}/members/{member['id']}")["member"]
+    assert (shown["provisioning_status"], shown["operating_status"]) == ("ACTIVE", "ERROR")
+    assert cloud.lb("GET", f"loadbalancers/{lb['id']}")["loadbalancer"][
+        "operating_status"] == "DEGRADED"
+
+    # a failure puts the pending work in ERROR
+    cloud.lb("PUT", f"pools/{pool['id']}/members/{member['id']}",
+             {"member": {"weight": 5}})
+    tree = cloud.rpc.get_loadbalancer({}, lb["id"])
+    cloud.rpc.update_status({}, host, {**stale, "revision_number": tree["revision_number"],
+                                       "applied": False, "error": "haproxy -c failed"})
+    shown = cloud.lb("GET", f"loadbalancers/{lb['id']}")["loadbalancer"]
+    assert shown["provisioning_status"] == "ERROR"
+    assert cloud.lb("GET", f"pools/{pool['id']}/members/{member['id']}")["member"][
+        "provisioning_status"] == "ERROR"
+
+    # a cascade delete: the agent's report of the deleted tree removes it all
+    cloud.lb("DELETE", f"loadbalancers/{lb['id']}?cascade=true", expect=204)
+    tree = cloud.rpc.get_loadbalancer({}, lb["id"])
+    assert tree["provisioning_status"] == "PENDING_DELETE"
+    cloud.rpc.update_status({}, host, {**stale, "revision_number": tree["revision_number"],
+                                       "loadbalancer": "OFFLINE"})
+    cloud.lb("GET", f"loadbalancers/{lb['id']}", expect=404)
+    assert cloud.rpc.get_loadbalancer({}, lb["id"]) is None
+    cloud.net("GET", f"ports/{lb['vip_port_id']}", expect=404)
+
+
+def kill_every_agent(cloud: Cloud) -> None:
+    """Every load-balancer agent's last heartbeat long ago: dead, even to failover."""
+    AG = models.agents
+    cloud.plugin.db.write(lambda conn: conn.execute(
+        update(AG).where(AG.c.agent_type == contract.AGENT_TYPE)
+        .values(heartbeat_timestamp=datetime.datetime(2020, 1, 1))))
+
+
+def test_a_dead_agents_load_balancers_move(cloud):
+    vip = subnet(cloud)
+    old, new = f"lb-{uuid.uuid4().hex[:8]}", f"lb-{uuid.uuid4().hex[:8]}"
+    kill_every_agent(cloud)  # the other tests' agents
+    cloud.register(old)
+    lb = cloud.lb("POST", "loadbalancers", {"loadbalancer": {"vip_subnet_id": vip["id"]}},
+                  201)["loadbalancer"]
+    assert lb["id"] in cloud.rpc.get_ready_devices({}, old)
+    kill_every_agent(cloud)
+    cloud.register(new)
+    cloud.provider.reschedule()
+    assert lb["id"] not in cloud.rpc.get_ready_devices({}, old)
+    assert lb["id"] in cloud.rpc.get_ready_devices({}, new)
+    port = cloud.net("GET", f"ports/{lb['vip_port_id']}", expect=200)["port"]
+    assert port["binding:host_id"] == new
