@@ -212,6 +212,24 @@ def test_cascade_delete_removes_the_tree_and_the_vip_port(lbapi: ApiClient, net:
     assert net.get(f"/v2.0/ports/{lb['vip_port_id']}").status_code == 404
 
 
+def test_a_floating_ip_on_the_vip_lets_go_when_the_load_balancer_goes(
+        lbapi: ApiClient, net: ApiClient, lb_server: Server, subnet: dict):
+    admin = lb_server.client(uuid.uuid4().hex, roles=("admin",))
+    external = admin.network(**{"router:external": True})
+    admin.subnet(external["id"], "198.51.100.0/24")
+    router = net.create("routers", name="r", external_gateway_info={
+        "network_id": external["id"]})
+    assert net.put(f"/v2.0/routers/{router['id']}/add_router_interface",
+                   json={"subnet_id": subnet["id"]}).status_code == 200
+    lb = make_lb(lbapi, subnet)
+    fip = net.create("floatingips", floating_network_id=external["id"],
+                     port_id=lb["vip_port_id"])
+    assert lbapi.delete(f"{LBS}/{lb['id']}").status_code == 204
+    fault(lbapi.get(f"{LBS}/{lb['id']}"), 404)
+    assert net.get(f"/v2.0/ports/{lb['vip_port_id']}").status_code == 404
+    assert net.show("floatingips", fip["id"])["port_id"] is None
+
+
 def test_a_pending_load_balancer_is_immutable(lbapi: ApiClient, subnet: dict):
     lb = make_lb(lbapi, subnet, provider="pending")
     assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == \

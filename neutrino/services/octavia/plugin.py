@@ -217,11 +217,16 @@ class OctaviaPlugin(Plugin):
         conn.execute(delete(PO).where(PO.c.loadbalancer_id == lb.id))
         conn.execute(delete(LB).where(LB.c.id == lb.id))
         if lb.vip_port_id:
+            # a floating IP or port forwarding on the VIP lets go of it, as when
+            # a port is deleted on the Networking API
+            hooks = self.env.hooks
+            told = hooks.run(hooks.before_port_delete, conn, ADMIN, lb.vip_port_id)
             try:
                 context = self.core.delete_port_in(conn, ADMIN, lb.vip_port_id)
             except exc.NotFound:
                 return  # someone removed it on the Networking API
             after.append(lambda: self.core.port_deleted(context))
+            after.extend(told)
 
     @staticmethod
     def _mark(conn: Connection, table: Any, row_id: str, status: str,
