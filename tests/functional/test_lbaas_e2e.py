@@ -1,0 +1,193 @@
+"""Load balancing end to end: the Octavia API's haproxy provider on an
+emulated host running the Linux bridge, L3 and load-balancer agents.
+
+Three instances answer HTTP with their names; a load balancer in front of
+them spreads a client's requests over all three, a member whose server stops
+goes ERROR through its health monitor and gets no more traffic, a floating
+IP on the VIP serves the external network, HAProxy keeps serving through a
+``kill -9`` of the agent (and the restarted agent leaves it alone), and a
+deleted load balancer leaves no namespace or process behind. Root only:
+everything happens in namespaces the test makes and removes."""
+
+from __future__ import annotations
+
+import collections
+import os
+import signal
+import subprocess
+import time
+import uuid
+from typing import Any
+
+import pytest
+
+from neutrino.linux import process
+from tests.dataplane import run, sandbox, skip_unless_root, wait_until
+from tests.functional.emulated_hosts import PHYSNET, Deployment
+from tests.harness import ApiClient, free_port
+
+pytestmark = pytest.mark.slow
+
+LBAAS, L2, L3 = "Loadbalancerv2 agent", "Linux bridge agent", "L3 agent"
+EXTERNAL_CIDR, UPSTREAM = "203.0.113.0/24", "203.0.113.1"
+TENANT_CIDR = "10.61.0.0/24"
+SERVER_EXTRA = ("[DEFAULT]\nservice_plugins = router,octavia\n"
+                "[api_settings]\nenabled_provider_drivers = haproxy:HAProxy on an agent\n"
+                "default_provider_driver = haproxy\n")
+LBS = "/v2/lbaas"
+
+
+def http_get(namespace: str, url: str) -> str:
+    """The body ``url`` answers in ``namespace`` ('' when nothing answers)."""
+    done = subprocess.run(["ip", "netns", "exec", namespace, "curl", "-s", "-m", "2", url],
+                          capture_output=True, text=True, timeout=10)
+    return done.stdout.strip()
+
+
+def serve_http(d: Deployment, namespace: str, name: str) -> subprocess.Popen:
+    """An HTTP server on port 80 of ``namespace`` answering its name to any
+    request (read whole first: a close with unread data would reset the reply)."""
+    script = d.tmp / f"http-{name}.sh"
+    script.write_text(
+        "#!/bin/sh\n"
+        "while read -r line; do [ \"$line\" = \"$(printf '\\r')\" ] && break; done\n"
+        f"printf 'HTTP/1.0 200 OK\\r\\nContent-Length: {len(name)}\\r\\n\\r\\n{name}'\n")
+    script.chmod(0o755)
+    return d._spawn(["socat", "TCP-LISTEN:80,fork,reuseaddr", f"EXEC:{script}"],
+                    f"http-{name}", namespace=namespace)
+
+
+def settle(lb: ApiClient, lb_id: str) -> dict[str, Any]:
+    """Wait until the load balancer is no longer PENDING; it must be ACTIVE."""
+    shown: dict[str, Any] = {}
+
+    def done() -> bool:
+        shown.update(lb.get(f"{LBS}/loadbalancers/{lb_id}").json()["loadbalancer"])
+        return not shown["provisioning_status"].startswith("PENDING")
+    wait_until(done, 30, lambda: f"load balancer {lb_id} to settle ({shown})")
+    assert shown["provisioning_status"] == "ACTIVE", shown
+    return shown
+
+
+def made(lb: ApiClient, collection: str, body: dict[str, Any], lb_id: str) -> dict[str, Any]:
+    resp = lb.post(f"{LBS}/{collection}", json=body)
+    assert resp.status_code == 201, resp.text
+    settle(lb, lb_id)
+    [item] = resp.json().values()
+    return item
+
+
+def haproxy_pid(d: Deployment, lb_id: str) -> int | None:
+    state = d.tmp / "h1" / "lbaas" / lb_id
+    for name in os.listdir(state) if state.is_dir() else ():
+        if name.endswith(".pid"):
+            text = (state / name).read_text().strip()
+            return int(text) if text else None
+    return None
+
+
+@pytest.fixture
+def lab(tmp_path, rabbit_url):
+    skip_unless_root("ip", "socat", "curl", "haproxy", "iptables", "conntrack")
+    with sandbox() as box:
+        d = Deployment(box, tmp_path, rabbit_url, server_extra=SERVER_EXTRA,
+                       octavia_port=free_port())
+        try:
+            d.add_host("h1", 1)
+            d.start_l2_agent("h1", firewall="noop")
+            d.start_l3_agent("h1")
+            agent = d.start_lbaas_agent("h1")
+            external = d.add_external_host(f"{UPSTREAM}/24")
+            for agent_type in (L2, L3, LBAAS):
+                wait_until(lambda t=agent_type: d.agent_alive("h1", t), 30, f"the {agent_type}")
+            yield d, external, agent
+        finally:
+            d.close()
+
+
+def test_a_load_balancer_in_front_of_three_instances(lab):
+    d, external, agent = lab
+    api = d.api
+    lb_api = d.server.octavia(None)
+    ext_net = api.network(**{"router:external": True, "provider:network_type": "flat",
+                             "provider:physical_network": PHYSNET})
+    api.subnet(ext_net["id"], EXTERNAL_CIDR, gateway_ip=UPSTREAM, enable_dhcp=False,
+               allocation_pools=[{"start": "203.0.113.10", "end": "203.0.113.200"}])
+    net = api.network()
+    subnet = api.subnet(net["id"], TENANT_CIDR)
+    router = api.create("routers", name=f"r-{uuid.uuid4().hex[:6]}",
+                        external_gateway_info={"network_id": ext_net["id"]})
+    assert api.put(f"/v2.0/routers/{router['id']}/add_router_interface",
+                   json={"subnet_id": subnet["id"]}).status_code == 200
+
+    def instance(name: str) -> tuple[dict[str, Any], str, subprocess.Popen]:
+        port = api.port(net["id"])
+        d.plug("h1", port["id"])
+        ns = f"inst-{port['id'][:11]}"
+        run("ip", "addr", "add", f"{port['fixed_ips'][0]['ip_address']}/24", "dev", "eth0",
+            namespace=ns)
+        run("ip", "route", "add", "default", "via", subnet["gateway_ip"], namespace=ns)
+        return port, ns, serve_http(d, ns, name)
+
+    backends = {name: instance(name) for name in ("alpha", "beta", "gamma")}
+    _, client, _ = instance("client")
+
+    started = time.monotonic()
+    lb = lb_api.post(f"{LBS}/loadbalancers", json={"loadbalancer": {
+        "name": "web", "vip_subnet_id": subnet["id"]}}).json()["loadbalancer"]
+    settle(lb_api, lb["id"])
+    listener = made(lb_api, "listeners", {"listener": {
+        "loadbalancer_id": lb["id"], "protocol": "HTTP", "protocol_port": 80}}, lb["id"])
+    pool = made(lb_api, "pools", {"pool": {
+        "listener_id": listener["id"], "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}},
+        lb["id"])
+    members = {}
+    for name, (port, _, _) in backends.items():
+        members[name] = made(lb_api, f"pools/{pool['id']}/members", {"member": {
+            "address": port["fixed_ips"][0]["ip_address"], "protocol_port": 80,
+            "subnet_id": subnet["id"]}}, lb["id"])
+    made(lb_api, "healthmonitors", {"healthmonitor": {
+        "pool_id": pool["id"], "type": "HTTP", "delay": 1, "timeout": 1, "max_retries": 1,
+        "max_retries_down": 1, "url_path": "/"}}, lb["id"])
+    vip = f"http://{lb['vip_address']}/"
+    wait_until(lambda: http_get(client, vip) in backends, 20, "the VIP to answer")
+    first_answer = time.monotonic() - started
+
+    seen = collections.Counter(http_get(client, vip) for _ in range(30))
+    assert set(seen) == set(backends), seen
+    assert all(count == 10 for count in seen.values()), seen  # round robin
+
+    # a member whose server stops goes ERROR and gets no more traffic
+    backends["gamma"][2].kill()
+    member_url = f"{LBS}/pools/{pool['id']}/members/{members['gamma']['id']}"
+    wait_until(lambda: lb_api.get(member_url).json()["member"]["operating_status"]
+               == "ERROR", 20, "the stopped member to go ERROR")
+    assert lb_api.get(f"{LBS}/loadbalancers/{lb['id']}").json()["loadbalancer"][
+        "operating_status"] == "DEGRADED"
+    assert {http_get(client, vip) for _ in range(10)} == {"alpha", "beta"}
+
+    # a floating IP on the VIP serves the external network
+    fip = api.create("floatingips", floating_network_id=ext_net["id"],
+                     port_id=lb["vip_port_id"])
+    wait_until(lambda: http_get(external, f"http://{fip['floating_ip_address']}/")
+               in ("alpha", "beta"), 30, "the floating IP to reach the load balancer")
+
+    # HAProxy outlives its agent; the restarted agent leaves it be
+    pid = haproxy_pid(d, lb["id"])
+    assert pid is not None
+    agent.send_signal(signal.SIGKILL)
+    agent.wait()
+    assert {http_get(client, vip) for _ in range(6)} == {"alpha", "beta"}
+    d.start_lbaas_agent("h1")
+    time.sleep(3)  # a full sync and a status round
+    assert haproxy_pid(d, lb["id"]) == pid
+    assert settle(lb_api, lb["id"])["operating_status"] == "DEGRADED"
+
+    # a deleted load balancer leaves nothing behind
+    assert lb_api.delete(f"{LBS}/loadbalancers/{lb['id']}?cascade=true").status_code == 204
+    wait_until(lambda: lb_api.get(f"{LBS}/loadbalancers/{lb['id']}").status_code == 404,
+               20, "the load balancer to be deleted")
+    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    assert f"qlbaas-{lb['id']}" not in namespaces.stdout
+    assert process.cmdline(pid) is None  # gone (or a zombie no one has reaped yet)
+    print(f"load balancer: first answer {first_answer:.2f} s after the create call")
