@@ -190,3 +190,23 @@ def test_a_dead_agents_load_balancers_move(cloud):
     assert lb["id"] in cloud.rpc.get_ready_devices({}, new)
     port = cloud.net("GET", f"ports/{lb['vip_port_id']}", expect=200)["port"]
     assert port["binding:host_id"] == new
+
+
+def test_what_haproxy_cannot_do_is_refused_as_unsupported(cloud):
+    vip = subnet(cloud)
+    lb = cloud.lb("POST", "loadbalancers", {"loadbalancer": {"vip_subnet_id": vip["id"]}},
+                  201)["loadbalancer"]
+    # completed by hand: no agent needed to see the refusals
+    cloud.plugin.db.write(lambda conn: conn.execute(
+        update(models.lbaas_loadbalancers).where(models.lbaas_loadbalancers.c.id == lb["id"])
+        .values(provisioning_status="ACTIVE")))
+    for protocol in ("UDP", "SCTP"):
+        fault = cloud.lb("POST", "listeners", {"listener": {
+            "loadbalancer_id": lb["id"], "protocol": protocol, "protocol_port": 53}}, 501)
+        assert fault["faultstring"] == (
+            "Provider 'haproxy' does not support a requested option: "
+            f"{protocol} listeners: HAProxy balances TCP and HTTP only")
+        cloud.lb("POST", "pools", {"pool": {"loadbalancer_id": lb["id"], "protocol": protocol,
+                                            "lb_algorithm": "ROUND_ROBIN"}}, 501)
+    assert cloud.lb("GET", f"loadbalancers/{lb['id']}")["loadbalancer"][
+        "provisioning_status"] == "ACTIVE"  # nothing was started

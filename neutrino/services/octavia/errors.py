@@ -73,6 +73,11 @@ class InvalidOption(OctaviaError):
     message = "%(value)s is not a valid option for %(option)s"
 
 
+class ProviderUnsupported(OctaviaError):
+    status = 501
+    message = "Provider '%(provider)s' does not support a requested option: %(reason)s"
+
+
 class Unauthorized(OctaviaError):
     status = 401
     message = "The request you have made requires authentication."

@@ -44,6 +44,7 @@ from neutrino.services.agents import db as agents_db
 from neutrino.services.agents import scheduling
 from neutrino.services.agents.dhcp_scheduler import enabled_agent
 from neutrino.services.agents.scheduling import Hosting
+from neutrino.services.octavia import errors
 from neutrino.services.octavia.providers import Provider
 
 LOG = logging.getLogger(__name__)
@@ -57,6 +58,9 @@ PENDING = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
 
 LBAAS = Hosting(AGENT_TYPE, models.lbaas_loadbalancer_agent_bindings, "loadbalancer_id",
                 "agent_id", None)
+#: what the API accepts that HAProxy cannot do, by kind of object
+UNSUPPORTED = {"listener": ("UDP", "SCTP"), "pool": ("UDP", "SCTP"),
+               "healthmonitor": ("UDP-CONNECT", "SCTP")}
 #: seconds between looks for load balancers without a (live) agent
 RESCHEDULE_INTERVAL = 10.0
 
@@ -74,6 +78,12 @@ class HaproxyProvider(Provider):
 
     def _alive_since(self) -> datetime.datetime:
         return agents_db.cutoff(now(), self.down_time)
+
+    def check(self, kind: str, value: str) -> None:
+        """UDP and SCTP need IPVS (or another kernel balancer), not HAProxy."""
+        if value in UNSUPPORTED.get(kind, ()):
+            raise errors.ProviderUnsupported(
+                provider=PROVIDER, reason=f"{value} {kind}s: HAProxy balances TCP and HTTP only")
 
     def pending(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
         hosts = [row.host for row in scheduling.agents_hosting(conn, LBAAS, [lb.id])[lb.id]]

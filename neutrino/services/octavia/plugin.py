@@ -391,6 +391,7 @@ class OctaviaPlugin(Plugin):
     def create_listener(self, data: dict[str, Any]) -> dict[str, Any]:
         def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
             lb = self._lock_lb(conn, data["loadbalancer_id"])
+            self.providers[lb.provider].check("listener", data["protocol"])
             clash = conn.execute(select(LI.c.id).where(
                 LI.c.loadbalancer_id == lb.id, LI.c.protocol == data["protocol"],
                 LI.c.protocol_port == data["protocol_port"])).first()
@@ -477,6 +478,7 @@ class OctaviaPlugin(Plugin):
                                f"the listener protocol is '{listener.protocol}'.")
             assert lb_id is not None
             lb = self._lock_lb(conn, lb_id)
+            self.providers[lb.provider].check("pool", data["protocol"])
             pool_id = new_uuid()
             stamp = now()
             conn.execute(insert(PO).values(
@@ -657,6 +659,7 @@ class OctaviaPlugin(Plugin):
             pool = self.get_row(conn, PO, "Pool", data["pool_id"])
             lb = self._lock_lb(conn, pool.loadbalancer_id)
             check(pool)
+            self.providers[lb.provider].check("healthmonitor", data["type"])
             if conn.execute(select(HM.c.id).where(HM.c.pool_id == pool.id)).first():
                 raise errors.DuplicateHealthMonitor()
             hm_id = new_uuid()

@@ -28,6 +28,11 @@ class Provider:
     def __init__(self, plugin: Any):
         self.plugin = plugin
 
+    def check(self, kind: str, value: str) -> None:
+        """``errors.ProviderUnsupported`` if this provider cannot realise a
+        ``kind`` (``listener``, ``pool`` protocol; ``healthmonitor`` type) of
+        ``value``; every one the API accepts is fine by default."""
+
     def pending(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
         """A provider that does not complete at once: ``lb``'s tree has work
         pending (in ``conn``'s transaction; ``after`` runs once it commits)."""
