@@ -321,6 +321,7 @@ class OctaviaRouter:
             ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.show_lb),
             ("PUT", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.update_lb),
             ("DELETE", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.delete_lb),
+            ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)/status", self.lb_status),
             ("GET", r"/v2(?:\.0)?/lbaas/listeners", self.list_listeners),
             ("POST", r"/v2(?:\.0)?/lbaas/listeners", self.create_listener),
             ("GET", r"/v2(?:\.0)?/lbaas/listeners/([^/]+)", self.show_listener),
@@ -486,6 +487,14 @@ class OctaviaRouter:
 
     def show_lb(self, req: Request, lb_id: str) -> Response:
         return self._show(req, LB, "Load Balancer", "loadbalancer", lb_id, self.plugin.lb_view)
+
+    def lb_status(self, req: Request, lb_id: str) -> Response:
+        def work(conn: Connection) -> dict[str, Any]:
+            row = self.plugin.get_row(conn, LB, "Load Balancer", lb_id)
+            octavia_policy.check_read(req.context, row.project_id)
+            return self.plugin.status_tree(conn, row)
+
+        return Response(200, {"statuses": self.plugin.read(work)})
 
     def create_lb(self, req: Request) -> Response:
         ctx = req.context

@@ -230,6 +230,35 @@ def test_a_floating_ip_on_the_vip_lets_go_when_the_load_balancer_goes(
     assert net.show("floatingips", fip["id"])["port_id"] is None
 
 
+def test_the_status_tree_follows_listeners_to_their_pools(lbapi: ApiClient, subnet: dict):
+    lb = make_lb(lbapi, subnet, name="tree")
+    listener = make(lbapi, "/v2/lbaas/listeners", "listener", loadbalancer_id=lb["id"],
+                    protocol="HTTP", protocol_port=80, name="front")
+    make(lbapi, "/v2/lbaas/listeners", "listener", loadbalancer_id=lb["id"],
+         protocol="TCP", protocol_port=22)
+    pool = make(lbapi, "/v2/lbaas/pools", "pool", listener_id=listener["id"],
+                protocol="HTTP", lb_algorithm="ROUND_ROBIN", name="back")
+    make(lbapi, "/v2/lbaas/pools", "pool", loadbalancer_id=lb["id"], protocol="TCP",
+         lb_algorithm="ROUND_ROBIN")  # on no listener: not in the tree
+    member = make(lbapi, f"/v2/lbaas/pools/{pool['id']}/members", "member",
+                  address="10.20.0.7", protocol_port=8080)
+    monitor = make(lbapi, "/v2/lbaas/healthmonitors", "healthmonitor", pool_id=pool["id"],
+                   type="TCP", delay=5, timeout=3, max_retries=2)
+    tree = show(lbapi, f"{LBS}/{lb['id']}/status", "statuses")
+
+    def brief(item: dict, name: str) -> dict:
+        return {"id": item["id"], "name": name, "provisioning_status": "ACTIVE",
+                "operating_status": "ONLINE"}
+    assert tree == {"loadbalancer": {**brief(lb, "tree"), "listeners": [
+        {**brief(listener, "front"), "pools": [
+            {**brief(pool, "back"),
+             "health_monitor": {**brief(monitor, ""), "type": "TCP"},
+             "members": [{**brief(member, ""), "address": "10.20.0.7",
+                          "protocol_port": 8080}]}]},
+        {**tree["loadbalancer"]["listeners"][1], "pools": []}]}}
+    fault(lbapi.get(f"{LBS}/{uuid.uuid4()}/status"), 404)
+
+
 def test_a_pending_load_balancer_is_immutable(lbapi: ApiClient, subnet: dict):
     lb = make_lb(lbapi, subnet, provider="pending")
     assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == \

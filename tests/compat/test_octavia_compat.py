@@ -57,6 +57,7 @@ def test_openstack_loadbalancer_cli(lb_server: Server, tmp_path: Path):
                "--max-retries 2 --type HTTP --url-path /healthz p -f json"),
         ("listener-list", "loadbalancer listener list -f json"),
         ("pool-show", "loadbalancer pool show p -f json"),
+        ("status", "loadbalancer status show web"),
         ("delete", "loadbalancer delete web --cascade"),
         ("after", "loadbalancer list -f json"),
     ], clouds_yaml(tmp_path, lb_server), tmp_path)
@@ -79,6 +80,13 @@ def test_openstack_loadbalancer_cli(lb_server: Server, tmp_path: Path):
     assert (hm["type"], hm["url_path"], hm["http_method"]) == ("HTTP", "/healthz", "GET")
     assert [row["name"] for row in session.json("listener-list")] == ["http"]
     assert session.json("pool-show")["provisioning_status"] == "ACTIVE"
+    tree = session.json("status")["loadbalancer"]
+    assert (tree["name"], tree["operating_status"]) == ("web", "ONLINE")
+    [in_listener] = tree["listeners"]
+    [in_pool] = in_listener["pools"]
+    assert (in_listener["name"], in_pool["name"]) == ("http", "p")
+    assert in_pool["health_monitor"]["type"] == "HTTP"
+    assert [(m["name"], m["address"]) for m in in_pool["members"]] == [("m1", "10.90.0.9")]
     session.quiet("delete")
     assert session.json("after") == []
 

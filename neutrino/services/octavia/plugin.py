@@ -195,14 +195,13 @@ class OctaviaPlugin(Plugin):
 
     def observe(self, conn: Connection, lb_id: str, observed: dict[str, str]) -> None:
         """Operating statuses as a provider saw them (object id -> status), for
-        the objects of ``lb_id``'s tree; others are ignored."""
+        the load balancer and its listeners, pools and members; others are ignored."""
         pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb_id)
         by_status: dict[str, list[str]] = {}
         for object_id, status in observed.items():
             by_status.setdefault(status, []).append(object_id)
         for status, ids in by_status.items():
             for table, scope in ((ME, ME.c.pool_id.in_(pools)),
-                                 (HM, HM.c.pool_id.in_(pools)),
                                  (LI, LI.c.loadbalancer_id == lb_id),
                                  (PO, PO.c.loadbalancer_id == lb_id), (LB, LB.c.id == lb_id)):
                 conn.execute(update(table).where(
@@ -705,6 +704,38 @@ class OctaviaPlugin(Plugin):
         self._write(work)
 
     # --- reads ------------------------------------------------------------------------
+
+    def status_tree(self, conn: Connection, lb: Row) -> dict[str, Any]:
+        """Octavia's status tree: the load balancer, its listeners, each with the
+        pool it sends to, that pool's health monitor and members."""
+        def brief(row: Row) -> dict[str, Any]:
+            return {"id": row.id, "name": row.name,
+                    "provisioning_status": row.provisioning_status,
+                    "operating_status": row.operating_status}
+
+        pools = {row.id: row for row in conn.execute(
+            select(PO).where(PO.c.loadbalancer_id == lb.id))}
+        members: dict[str, list[dict[str, Any]]] = {pool_id: [] for pool_id in pools}
+        monitors: dict[str, dict[str, Any]] = {}
+        if pools:
+            for row in conn.execute(select(ME).where(ME.c.pool_id.in_(list(pools)))
+                                    .order_by(ME.c.created_at, ME.c.id)):
+                members[row.pool_id].append({**brief(row), "address": row.address,
+                                             "protocol_port": row.protocol_port})
+            for row in conn.execute(select(HM).where(HM.c.pool_id.in_(list(pools)))):
+                monitors[row.pool_id] = {**brief(row), "type": row.type}
+
+        def pool(pool_id: str) -> dict[str, Any]:
+            view = {**brief(pools[pool_id]), "members": members[pool_id]}
+            if pool_id in monitors:
+                view["health_monitor"] = monitors[pool_id]
+            return view
+
+        listeners = [{**brief(row), "pools": [pool(row.default_pool_id)]
+                      if row.default_pool_id in pools else []}
+                     for row in conn.execute(select(LI).where(LI.c.loadbalancer_id == lb.id)
+                                             .order_by(LI.c.created_at, LI.c.id))]
+        return {"loadbalancer": {**brief(lb), "listeners": listeners}}
 
     def read(self, work: Callable[[Connection], T]) -> T:
         return self._read(work)
