@@ -185,13 +185,13 @@ class LbaasAgent(Agent):
     def _gone(tree: LoadBalancerSyncData) -> StatusReport:
         return {"loadbalancer_id": tree["id"], "revision_number": tree["revision_number"],
                 "applied": True, "error": "", "loadbalancer": "OFFLINE", "listeners": [],
-                "pools": [], "members": []}
+                "pools": [], "members": [], "stats": {}}
 
     @staticmethod
     def _failed(tree: LoadBalancerSyncData, error: str) -> StatusReport:
         return {"loadbalancer_id": tree["id"], "revision_number": tree["revision_number"],
                 "applied": False, "error": error, "loadbalancer": "ERROR", "listeners": [],
-                "pools": [], "members": []}
+                "pools": [], "members": [], "stats": {}}
 
     async def _watch_statuses(self) -> None:
         """Each running load balancer's statuses, reported when they change."""

@@ -322,6 +322,8 @@ class OctaviaRouter:
             ("PUT", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.update_lb),
             ("DELETE", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.delete_lb),
             ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)/status", self.lb_status),
+            ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)/stats", self.lb_stats),
+            ("GET", r"/v2(?:\.0)?/lbaas/listeners/([^/]+)/stats", self.listener_stats),
             ("GET", r"/v2(?:\.0)?/lbaas/listeners", self.list_listeners),
             ("POST", r"/v2(?:\.0)?/lbaas/listeners", self.create_listener),
             ("GET", r"/v2(?:\.0)?/lbaas/listeners/([^/]+)", self.show_listener),
@@ -495,6 +497,22 @@ class OctaviaRouter:
             return self.plugin.status_tree(conn, row)
 
         return Response(200, {"statuses": self.plugin.read(work)})
+
+    def lb_stats(self, req: Request, lb_id: str) -> Response:
+        def work(conn: Connection) -> dict[str, Any]:
+            row = self.plugin.get_row(conn, LB, "Load Balancer", lb_id)
+            octavia_policy.check_read(req.context, row.project_id)
+            return self.plugin.stats(conn, select(LI.c.id).where(LI.c.loadbalancer_id == lb_id))
+
+        return Response(200, {"stats": self.plugin.read(work)})
+
+    def listener_stats(self, req: Request, listener_id: str) -> Response:
+        def work(conn: Connection) -> dict[str, Any]:
+            row = self.plugin.get_row(conn, LI, "Listener", listener_id)
+            octavia_policy.check_read(req.context, row.project_id)
+            return self.plugin.stats(conn, [listener_id])
+
+        return Response(200, {"stats": self.plugin.read(work)})
 
     def create_lb(self, req: Request) -> Response:
         ctx = req.context

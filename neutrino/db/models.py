@@ -738,6 +738,18 @@ lbaas_loadbalancer_agent_bindings = Table(
                      name="uq_lbaas_lb_agent_bindings_lb_id_binding_index"),
 )
 
+# A listener's counters as its provider last reported them (Octavia's stats).
+lbaas_listener_stats = Table(
+    "lbaas_listener_stats", metadata,
+    Column("listener_id", UUID, ForeignKey("lbaas_listeners.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("bytes_in", BigInteger, nullable=False),
+    Column("bytes_out", BigInteger, nullable=False),
+    Column("active_connections", BigInteger, nullable=False),
+    Column("total_connections", BigInteger, nullable=False),
+    Column("request_errors", BigInteger, nullable=False),
+)
+
 # A pool's one health monitor.
 lbaas_healthmonitors = Table(
     "lbaas_healthmonitors", metadata, *_lbaas_common(),

@@ -14,10 +14,18 @@ import shutil
 from typing import Any
 
 from neutrino.linux import interface, ip, process
-from neutrino.linux.haproxy import Haproxy, LoadBalancerSyncData
+from neutrino.linux.haproxy import (
+    Haproxy,
+    LoadBalancerSyncData,
+    Stats,
+    listener_stats,
+    status_report,
+)
 
 LOG = logging.getLogger(__name__)
 PREFIX = "qlbaas-"
+#: the counters that add up (active connections are a level, not a count)
+COUNTED = ("bytes_in", "bytes_out", "total_connections", "request_errors")
 
 
 def namespace_name(lb_id: str) -> str:
@@ -30,6 +38,9 @@ class LbaasDataplane:
     def __init__(self, state_dir: str, driver: interface.InterfaceDriver):
         self.state_dir = state_dir
         self.driver = driver
+        #: load balancer id -> (HAProxy's pid, its last counters, what earlier
+        #: HAProxy processes of it counted)
+        self._counted: dict[str, tuple[int | None, dict[str, Stats], dict[str, Stats]]] = {}
 
     def _haproxy(self, lb_id: str) -> Haproxy:
         return Haproxy(os.path.join(self.state_dir, lb_id), namespace_name(lb_id))
@@ -64,12 +75,33 @@ class LbaasDataplane:
 
     def observe(self, lb: LoadBalancerSyncData) -> dict[str, Any]:
         """What HAProxy's stats socket says of ``lb``'s objects: the contract's
-        ``StatusReport`` (``rpc.contracts.lbaas``) of the tree, applied."""
-        return self._haproxy(lb["id"]).statuses(lb)
+        ``StatusReport`` (``rpc.contracts.lbaas``) of the tree, applied, with
+        its listeners' counters."""
+        proxy = self._haproxy(lb["id"])
+        rows = proxy.rows(lb)
+        report = status_report(lb, rows)
+        report["stats"] = self._totals(lb["id"], proxy.pid(), listener_stats(lb, rows))
+        return report
+
+    def _totals(self, lb_id: str, pid: int | None, current: dict[str, Stats]
+                ) -> dict[str, Stats]:
+        """The counters since this dataplane first observed the load balancer: an
+        HAProxy counts from its own start, and each reload starts a new one."""
+        last_pid, last, earlier = self._counted.get(lb_id, (pid, {}, {}))
+        if pid != last_pid:
+            for listener_id, counters in last.items():
+                done = earlier.setdefault(listener_id, dict.fromkeys(COUNTED, 0))
+                for key in COUNTED:
+                    done[key] += counters[key]
+        self._counted[lb_id] = (pid, current, earlier)
+        return {listener_id: {**counters, **{
+            key: counters[key] + earlier.get(listener_id, {}).get(key, 0) for key in COUNTED}}
+            for listener_id, counters in current.items()}
 
     def retire(self, lb_id: str) -> None:
         """Take everything of the load balancer away, whatever is left of it."""
         namespace = namespace_name(lb_id)
+        self._counted.pop(lb_id, None)
         self._haproxy(lb_id).stop()
         if namespace in ip.namespaces():
             for device in self.driver.devices(namespace):

@@ -257,6 +257,10 @@ def test_the_status_tree_follows_listeners_to_their_pools(lbapi: ApiClient, subn
                           "protocol_port": 8080}]}]},
         {**tree["loadbalancer"]["listeners"][1], "pools": []}]}}
     fault(lbapi.get(f"{LBS}/{uuid.uuid4()}/status"), 404)
+    zero = {"active_connections": 0, "bytes_in": 0, "bytes_out": 0, "request_errors": 0,
+            "total_connections": 0}
+    assert show(lbapi, f"{LBS}/{lb['id']}/stats", "stats") == zero  # the noop provider's
+    assert show(lbapi, f"/v2/lbaas/listeners/{listener['id']}/stats", "stats") == zero
 
 
 def test_a_pending_load_balancer_is_immutable(lbapi: ApiClient, subnet: dict):

@@ -58,6 +58,7 @@ def test_openstack_loadbalancer_cli(lb_server: Server, tmp_path: Path):
         ("listener-list", "loadbalancer listener list -f json"),
         ("pool-show", "loadbalancer pool show p -f json"),
         ("status", "loadbalancer status show web"),
+        ("stats", "loadbalancer stats show web -f json"),
         ("delete", "loadbalancer delete web --cascade"),
         ("after", "loadbalancer list -f json"),
     ], clouds_yaml(tmp_path, lb_server), tmp_path)
@@ -87,6 +88,8 @@ def test_openstack_loadbalancer_cli(lb_server: Server, tmp_path: Path):
     assert (in_listener["name"], in_pool["name"]) == ("http", "p")
     assert in_pool["health_monitor"]["type"] == "HTTP"
     assert [(m["name"], m["address"]) for m in in_pool["members"]] == [("m1", "10.90.0.9")]
+    assert session.json("stats") == {"active_connections": 0, "bytes_in": 0, "bytes_out": 0,
+                                     "request_errors": 0, "total_connections": 0}
     session.quiet("delete")
     assert session.json("after") == []
 

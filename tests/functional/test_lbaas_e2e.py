@@ -156,6 +156,9 @@ def test_a_load_balancer_in_front_of_three_instances(lab):
     seen = collections.Counter(http_get(client, vip) for _ in range(30))
     assert set(seen) == set(backends), seen
     assert all(count == 10 for count in seen.values()), seen  # round robin
+    stats_url = f"{LBS}/listeners/{listener['id']}/stats"
+    wait_until(lambda: lb_api.get(stats_url).json()["stats"]["total_connections"] >= 30, 10,
+               "the listener's counters to be reported")
 
     # a member whose server stops goes ERROR and gets no more traffic
     backends["gamma"][2].kill()

@@ -110,7 +110,7 @@ def test_a_load_balancer_waits_for_an_agent_then_runs_on_it(cloud):
     # a report of an older tree completes nothing; the current one does
     stale = {"loadbalancer_id": lb["id"], "revision_number": tree["revision_number"] - 1,
              "applied": True, "error": "", "loadbalancer": "ONLINE", "listeners": [],
-             "pools": [], "members": []}
+             "pools": [], "members": [], "stats": {}}
     cloud.rpc.update_status({}, host, stale)
     assert cloud.lb("GET", f"loadbalancers/{lb['id']}")["loadbalancer"][
         "provisioning_status"] == "PENDING_CREATE"
@@ -123,9 +123,15 @@ def test_a_load_balancer_waits_for_an_agent_then_runs_on_it(cloud):
         "loadbalancer_id": lb["id"], "protocol": "HTTP", "protocol_port": 80}},
         201)["listener"]
     tree = cloud.rpc.get_loadbalancer({}, lb["id"])
+    counters = {"bytes_in": 100, "bytes_out": 2000, "active_connections": 1,
+                "total_connections": 7, "request_errors": 0}
     cloud.rpc.update_status({}, host, {**stale, "revision_number": tree["revision_number"],
                                        "listeners": [{"id": listener["id"],
-                                                      "operating_status": "ONLINE"}]})
+                                                      "operating_status": "ONLINE"}],
+                                       "stats": {listener["id"]: counters,
+                                                 str(uuid.uuid4()): counters}})
+    assert cloud.lb("GET", f"listeners/{listener['id']}/stats")["stats"] == counters
+    assert cloud.lb("GET", f"loadbalancers/{lb['id']}/stats")["stats"] == counters
     pool = cloud.lb("POST", "pools", {"pool": {
         "listener_id": listener["id"], "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}},
         201)["pool"]

@@ -65,10 +65,10 @@ class FakeDataplane:
             raise HostError(f"haproxy refused the configuration of {lb['id']}")
         self.served[lb["id"]] = lb
 
-    def observe(self, lb: LoadBalancerSyncData) -> StatusReport:
+    def observe(self, lb: LoadBalancerSyncData) -> dict[str, Any]:
         return {"loadbalancer_id": lb["id"], "revision_number": lb["revision_number"],
                 "applied": True, "error": "", "loadbalancer": "ONLINE", "listeners": [],
-                "pools": [], "members": []}
+                "pools": [], "members": [], "stats": {}}
 
     def retire(self, lb_id: str) -> None:
         self.served.pop(lb_id, None)

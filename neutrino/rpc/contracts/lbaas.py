@@ -138,6 +138,16 @@ class ObjectStatus(TypedDict):
     operating_status: OperatingStatus
 
 
+class Stats(TypedDict):
+    """Octavia's listener (and, summed, load-balancer) statistics."""
+
+    bytes_in: int
+    bytes_out: int
+    active_connections: int
+    total_connections: int
+    request_errors: int
+
+
 class StatusReport(TypedDict):
     """What an agent made of one load balancer's tree at ``revision_number``
     (a report of an older tree than the server's completes nothing).
@@ -154,16 +164,8 @@ class StatusReport(TypedDict):
     listeners: list[ObjectStatus]
     pools: list[ObjectStatus]
     members: list[ObjectStatus]
-
-
-class Stats(TypedDict):
-    """Octavia's load-balancer (and listener) statistics, summed by the agent."""
-
-    bytes_in: int
-    bytes_out: int
-    active_connections: int
-    total_connections: int
-    request_errors: int
+    #: listener id -> its counters since the agent runs the load balancer
+    stats: dict[str, Stats]
 
 
 class LbaasPluginApi(Api):

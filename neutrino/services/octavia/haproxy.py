@@ -16,10 +16,10 @@ import datetime
 import functools
 import ipaddress
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
@@ -54,6 +54,9 @@ LI = models.lbaas_listeners
 PO = models.lbaas_pools
 ME = models.lbaas_members
 HM = models.lbaas_healthmonitors
+ST = models.lbaas_listener_stats
+COUNTERS = ("bytes_in", "bytes_out", "active_connections", "total_connections",
+            "request_errors")
 PENDING = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
 
 LBAAS = Hosting(AGENT_TYPE, models.lbaas_loadbalancer_agent_bindings, "loadbalancer_id",
@@ -263,6 +266,8 @@ class LbaasRpc:
             if lb is None:
                 return
             current = lb.revision_number == report["revision_number"]
+            if report["applied"]:
+                _store_stats(conn, lb_id, report.get("stats") or {})
             if lb.provisioning_status not in PENDING:
                 if report["applied"]:
                     self.plugin.observe(conn, lb_id, observed)
@@ -277,6 +282,23 @@ class LbaasRpc:
         self.db.write(work)
         for call in after:
             call()
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and value >= 0 else 0
+
+
+def _store_stats(conn: Connection, lb_id: str, stats: Mapping[str, Mapping[str, object]]
+                 ) -> None:
+    """The counters of the load balancer's listeners, as reported (others ignored)."""
+    listeners = set(conn.execute(select(LI.c.id).where(LI.c.loadbalancer_id == lb_id))
+                    .scalars())
+    rows = [{"listener_id": listener_id, **{key: _count(counters.get(key))
+                                            for key in COUNTERS}}
+            for listener_id, counters in stats.items() if listener_id in listeners]
+    if rows:
+        conn.execute(delete(ST).where(ST.c.listener_id.in_([r["listener_id"] for r in rows])))
+        conn.execute(ST.insert(), rows)
 
 
 def _fail(conn: Connection, lb_id: str) -> None:

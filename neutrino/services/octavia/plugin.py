@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sqlalchemy import delete, insert, select, update
+from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
@@ -41,6 +41,10 @@ LI = models.lbaas_listeners
 PO = models.lbaas_pools
 ME = models.lbaas_members
 HM = models.lbaas_healthmonitors
+ST = models.lbaas_listener_stats
+#: Octavia's statistics, each a column of ST
+STATS = ("active_connections", "bytes_in", "bytes_out", "request_errors",
+         "total_connections")
 
 ACTIVE, ERROR = "ACTIVE", "ERROR"
 PENDING_CREATE, PENDING_UPDATE, PENDING_DELETE = (
@@ -704,6 +708,14 @@ class OctaviaPlugin(Plugin):
         self._write(work)
 
     # --- reads ------------------------------------------------------------------------
+
+    @staticmethod
+    def stats(conn: Connection, listener_ids: Any) -> dict[str, int]:
+        """The counters of ``listener_ids`` (a select of them) added up: Octavia's
+        stats of a listener or a load balancer (zero before any report)."""
+        found = conn.execute(select(*(func.coalesce(func.sum(ST.c[key]), 0) for key in
+                                      STATS)).where(ST.c.listener_id.in_(listener_ids))).one()
+        return {key: int(value) for key, value in zip(STATS, found, strict=True)}
 
     def status_tree(self, conn: Connection, lb: Row) -> dict[str, Any]:
         """Octavia's status tree: the load balancer, its listeners, each with the

@@ -1,5 +1,5 @@
 """lbaas_agents: which load-balancer agent runs each load balancer of the haproxy
-provider
+provider, and the listeners' counters the agents report
 
 Revision ID: 0019
 Revises: 0018
@@ -14,6 +14,9 @@ branch_labels = None
 depends_on = None
 
 TABLE = "lbaas_loadbalancer_agent_bindings"
+STATS = "lbaas_listener_stats"
+COUNTERS = ("bytes_in", "bytes_out", "active_connections", "total_connections",
+            "request_errors")
 
 
 def upgrade() -> None:
@@ -31,7 +34,16 @@ def upgrade() -> None:
                             name="uq_lbaas_lb_agent_bindings_lb_id_binding_index"),
     )
     op.create_index(op.f(f"ix_{TABLE}_agent_id"), TABLE, ["agent_id"])
+    op.create_table(
+        STATS,
+        sa.Column("listener_id", sa.String(36), nullable=False),
+        *(sa.Column(name, sa.BigInteger(), nullable=False) for name in COUNTERS),
+        sa.ForeignKeyConstraint(["listener_id"], ["lbaas_listeners.id"], ondelete="CASCADE",
+                                name=op.f(f"fk_{STATS}_listener_id")),
+        sa.PrimaryKeyConstraint("listener_id", name=op.f(f"pk_{STATS}")),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table(STATS)
     op.drop_table(TABLE)
