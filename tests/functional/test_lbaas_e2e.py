@@ -94,7 +94,7 @@ def lab(tmp_path, rabbit_url):
                        octavia_port=free_port())
         try:
             d.add_host("h1", 1)
-            d.start_l2_agent("h1", firewall="noop")
+            d.start_l2_agent("h1", firewall="iptables")
             d.start_l3_agent("h1")
             agent = d.start_lbaas_agent("h1")
             external = d.add_external_host(f"{UPSTREAM}/24")
@@ -130,7 +130,14 @@ def test_a_load_balancer_in_front_of_three_instances(lab):
         return port, ns, serve_http(d, ns, name)
 
     backends = {name: instance(name) for name in ("alpha", "beta", "gamma")}
-    _, client, _ = instance("client")
+    client_port, client, _ = instance("client")
+    # as with Octavia, the members' groups must let the load balancer in: it
+    # connects (and checks their health) from the VIP, which is in no group
+    rule = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
+        "security_group_id": client_port["security_groups"][0], "direction": "ingress",
+        "ethertype": "IPv4", "protocol": "tcp", "port_range_min": 80, "port_range_max": 80,
+        "remote_ip_prefix": TENANT_CIDR}})
+    assert rule.status_code == 201, rule.text
 
     started = time.monotonic()
     lb = lb_api.post(f"{LBS}/loadbalancers", json={"loadbalancer": {

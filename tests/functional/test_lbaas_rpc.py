@@ -73,7 +73,8 @@ def cloud(request, tmp_path_factory):
                     f"[database]\nconnection = {url}\n"
                     f"[api_settings]\nbind_port = {OCTAVIA_PORT}\n"
                     "enabled_provider_drivers = haproxy:HAProxy in a namespace\n"
-                    "default_provider_driver = haproxy\n")
+                    "default_provider_driver = haproxy\n"
+                    "[ml2]\nextension_drivers = port_security\n")
     conf = load_config([str(path)])
     migrate.upgrade(url)
     made = Cloud(build_app(conf, sync=True))
@@ -100,6 +101,8 @@ def test_a_load_balancer_waits_for_an_agent_then_runs_on_it(cloud):
     assert lb["id"] in cloud.rpc.get_ready_devices({}, host)
     port = cloud.net("GET", f"ports/{lb['vip_port_id']}", expect=200)["port"]
     assert port["binding:host_id"] == host and port["admin_state_up"] is True
+    # open to all, as Octavia's VIPs are: only the listeners answer there
+    assert port["port_security_enabled"] is False and port["security_groups"] == []
 
     tree = cloud.rpc.get_loadbalancer({}, lb["id"])
     assert tree["vip"]["address"] == lb["vip_address"]

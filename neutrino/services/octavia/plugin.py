@@ -301,8 +301,7 @@ class OctaviaPlugin(Plugin):
                 "name": f"octavia-lb-{lb_id}", "admin_state_up": False,
                 "project_id": data["project_id"], "network_id": network_id,
                 "device_owner": VIP_OWNER, "device_id": f"lb-{lb_id}",
-                "fixed_ips": [wanted] if wanted else None,
-                **({"security_groups": data["vip_sg_ids"]} if data.get("vip_sg_ids") else {})})
+                "fixed_ips": [wanted] if wanted else None, **self._vip_filtering(data)})
             after.append(lambda: self.core.port_created(ADMIN, port))
             fixed = port["fixed_ips"][0] if port["fixed_ips"] else {}
             stamp = now()
@@ -322,6 +321,18 @@ class OctaviaPlugin(Plugin):
             return view
 
         return self._write(work)
+
+    def _vip_filtering(self, data: dict[str, Any]) -> dict[str, Any]:
+        """The VIP port's security groups: ``vip_sg_ids`` if given; else, as
+        Octavia leaves a listener's port open to all (``allowed_cidrs`` aside,
+        which the provider enforces), no filtering at all where ports may go
+        without (the port is the load balancer's alone: only its listeners
+        answer there)."""
+        if data.get("vip_sg_ids"):
+            return {"security_groups": data["vip_sg_ids"]}
+        if "port-security" in self.core.supported_extension_aliases:
+            return {"port_security_enabled": False, "security_groups": []}
+        return {}
 
     def update_lb(self, lb_id: str, data: dict[str, Any]) -> dict[str, Any]:
         def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
