@@ -322,6 +322,7 @@ class OctaviaRouter:
             ("PUT", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.update_lb),
             ("DELETE", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.delete_lb),
             ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)/status", self.lb_status),
+            ("PUT", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)/failover", self.failover_lb),
             ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)/stats", self.lb_stats),
             ("GET", r"/v2(?:\.0)?/lbaas/listeners/([^/]+)/stats", self.listener_stats),
             ("GET", r"/v2(?:\.0)?/lbaas/listeners", self.list_listeners),
@@ -533,6 +534,13 @@ class OctaviaRouter:
         data = parse_body(req, "loadbalancer", LB_FIELDS, creating=False)
         octavia_policy.check_write(req.context, self._owner_of(LB, "Load Balancer", lb_id))
         return Response(200, {"loadbalancer": self.plugin.update_lb(lb_id, data)})
+
+    def failover_lb(self, req: Request, lb_id: str) -> Response:
+        self._owner_of(LB, "Load Balancer", lb_id)  # a 404 first
+        if not octavia_policy.is_admin(req.context):
+            raise errors.Forbidden()  # Octavia's default: an admin's action
+        self.plugin.failover_lb(lb_id)
+        return Response(202)
 
     def delete_lb(self, req: Request, lb_id: str) -> Response:
         octavia_policy.check_write(req.context, self._owner_of(LB, "Load Balancer", lb_id))

@@ -263,6 +263,17 @@ def test_the_status_tree_follows_listeners_to_their_pools(lbapi: ApiClient, subn
     assert show(lbapi, f"/v2/lbaas/listeners/{listener['id']}/stats", "stats") == zero
 
 
+def test_failover_is_an_admins(lbapi: ApiClient, lb_server: Server, subnet: dict):
+    lb = make_lb(lbapi, subnet)
+    fault(lbapi.put(f"{LBS}/{lb['id']}/failover"), 403)
+    admin = lb_server.octavia(uuid.uuid4().hex, roles=("admin",))
+    resp = admin.put(f"{LBS}/{lb['id']}/failover")
+    assert resp.status_code == 202 and resp.content == b"", resp.text
+    # the noop provider has it ACTIVE again at once
+    assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == "ACTIVE"
+    fault(admin.put(f"{LBS}/{uuid.uuid4()}/failover"), 404)
+
+
 def test_a_pending_load_balancer_is_immutable(lbapi: ApiClient, subnet: dict):
     lb = make_lb(lbapi, subnet, provider="pending")
     assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == \

@@ -219,3 +219,31 @@ def test_what_haproxy_cannot_do_is_refused_as_unsupported(cloud):
                                             "lb_algorithm": "ROUND_ROBIN"}}, 501)
     assert cloud.lb("GET", f"loadbalancers/{lb['id']}")["loadbalancer"][
         "provisioning_status"] == "ACTIVE"  # nothing was started
+
+
+def test_failover_moves_a_load_balancer_to_another_agent(cloud):
+    vip = subnet(cloud)
+    kill_every_agent(cloud)
+    first, second = f"lb-{uuid.uuid4().hex[:8]}", f"lb-{uuid.uuid4().hex[:8]}"
+    cloud.register(first)
+    lb = cloud.lb("POST", "loadbalancers", {"loadbalancer": {"vip_subnet_id": vip["id"]}},
+                  201)["loadbalancer"]
+    tree = cloud.rpc.get_loadbalancer({}, lb["id"])
+    done = {"loadbalancer_id": lb["id"], "revision_number": tree["revision_number"],
+            "applied": True, "error": "", "loadbalancer": "ONLINE", "listeners": [],
+            "pools": [], "members": [], "stats": {}}
+    cloud.rpc.update_status({}, first, done)
+    cloud.register(second)
+    assert cloud.lb("PUT", f"loadbalancers/{lb['id']}/failover", expect=202) is None
+    assert cloud.rpc.get_ready_devices({}, first) == []
+    assert cloud.rpc.get_ready_devices({}, second) == [lb["id"]]
+    assert cloud.net("GET", f"ports/{lb['vip_port_id']}", expect=200)["port"][
+        "binding:host_id"] == second
+    tree = cloud.rpc.get_loadbalancer({}, lb["id"])
+    assert tree["provisioning_status"] == "PENDING_UPDATE"
+    # pending, it refuses another failover; the new agent's report completes it
+    cloud.lb("PUT", f"loadbalancers/{lb['id']}/failover", expect=409)
+    cloud.rpc.update_status({}, second, {**done, "revision_number": tree["revision_number"]})
+    assert cloud.lb("GET", f"loadbalancers/{lb['id']}")["loadbalancer"][
+        "provisioning_status"] == "ACTIVE"
+    cloud.lb("PUT", f"loadbalancers/{uuid.uuid4()}/failover", expect=404)

@@ -100,6 +100,21 @@ class HaproxyProvider(Provider):
         for host in hosts:
             after.append(functools.partial(self._tell, host, lb.id))
 
+    def failover(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
+        """Onto another alive agent if there is one (the one it leaves takes its
+        HAProxy down), else afresh on the same."""
+        leaving = scheduling.agents_hosting(conn, LBAAS, [lb.id])[lb.id]
+        chosen = scheduling.choose(conn, LBAAS, lb.id, len(leaving) + 1, self._alive_since())
+        if not chosen:
+            self.pending(conn, lb, after)
+            return
+        for agent in leaving:
+            scheduling.unbind(conn, LBAAS, lb.id, agent.id)
+            after.append(functools.partial(self._tell, agent.host, lb.id))
+        scheduling.bind(conn, LBAAS, lb.id, chosen[0].id, limit=1)
+        after.append(functools.partial(self._plug_vip, lb.vip_port_id, chosen[0].host))
+        after.append(functools.partial(self._tell, chosen[0].host, lb.id))
+
     def _tell(self, host: str, lb_id: str) -> None:
         self.notifier.cast(AGENT_TOPIC, host, "loadbalancer_updated", loadbalancer_id=lb_id)
 

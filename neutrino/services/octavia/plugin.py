@@ -152,7 +152,7 @@ class OctaviaPlugin(Plugin):
             raise errors.Immutable(resource="Load Balancer", id=lb_id)
         return row
 
-    def _settle(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
+    def settle(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
         """The provider's turn: a completing one finishes the tree's pending work."""
         provider = self.providers[lb.provider]
         if provider.completes:
@@ -317,7 +317,7 @@ class OctaviaPlugin(Plugin):
                 availability_zone=data.get("availability_zone"), flavor_id=None))
             row = self.get_lb_row(conn, lb_id)
             view = self.lb_view(conn, row)
-            self._settle(conn, row, after)
+            self.settle(conn, row, after)
             return view
 
         return self._write(work)
@@ -339,10 +339,21 @@ class OctaviaPlugin(Plugin):
             row = self._lock_lb(conn, lb_id)
             self._mark(conn, LB, lb_id, PENDING_UPDATE, data)
             view = self.lb_view(conn, self.get_lb_row(conn, lb_id))
-            self._settle(conn, row, after)
+            self.settle(conn, row, after)
             return view
 
         return self._write(work)
+
+    def failover_lb(self, lb_id: str) -> None:
+        """Octavia's failover: the load balancer PENDING_UPDATE, and run afresh
+        by its provider (on another agent, for the haproxy provider)."""
+        def work(conn: Connection, after: list[Callable[[], None]]) -> None:
+            self._lock_lb(conn, lb_id)
+            self._touch_lb(conn, lb_id)
+            row = self.get_lb_row(conn, lb_id)
+            self.providers[row.provider].failover(conn, row, after)
+
+        self._write(work)
 
     def delete_lb(self, lb_id: str, cascade: bool) -> None:
         def work(conn: Connection, after: list[Callable[[], None]]) -> None:
@@ -363,7 +374,7 @@ class OctaviaPlugin(Plugin):
             # a provider's report on the tree before the delete must not complete it
             conn.execute(update(LB).where(LB.c.id == lb_id).values(
                 revision_number=LB.c.revision_number + 1))
-            self._settle(conn, row, after)
+            self.settle(conn, row, after)
 
         self._write(work)
 
@@ -423,7 +434,7 @@ class OctaviaPlugin(Plugin):
                 operating_status=OFFLINE, **data))
             self._touch_lb(conn, lb.id)
             view = self.listener_view(conn, self.get_row(conn, LI, "Listener", listener_id))
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
             return view
 
         return self._write(work)
@@ -437,7 +448,7 @@ class OctaviaPlugin(Plugin):
             self._mark(conn, LI, listener_id, PENDING_UPDATE, data)
             self._touch_lb(conn, lb.id)
             view = self.listener_view(conn, self.get_row(conn, LI, "Listener", listener_id))
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
             return view
 
         return self._write(work)
@@ -448,7 +459,7 @@ class OctaviaPlugin(Plugin):
             lb = self._lock_lb(conn, row.loadbalancer_id)
             self._mark(conn, LI, listener_id, PENDING_DELETE)
             self._touch_lb(conn, lb.id)
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
 
         self._write(work)
 
@@ -504,7 +515,7 @@ class OctaviaPlugin(Plugin):
                            {"default_pool_id": pool_id})
             self._touch_lb(conn, lb_id)
             view = self.pool_view(conn, self.get_row(conn, PO, "Pool", pool_id))
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
             return view
 
         return self._write(work)
@@ -516,7 +527,7 @@ class OctaviaPlugin(Plugin):
             self._mark(conn, PO, pool_id, PENDING_UPDATE, data)
             self._touch_lb(conn, lb.id)
             view = self.pool_view(conn, self.get_row(conn, PO, "Pool", pool_id))
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
             return view
 
         return self._write(work)
@@ -530,7 +541,7 @@ class OctaviaPlugin(Plugin):
                 conn.execute(update(child).where(child.c.pool_id == pool_id).values(
                     provisioning_status=PENDING_DELETE))
             self._touch_lb(conn, lb.id)
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
 
         self._write(work)
 
@@ -575,7 +586,7 @@ class OctaviaPlugin(Plugin):
             self._mark(conn, PO, pool_id, PENDING_UPDATE)
             self._touch_lb(conn, lb.id)
             view = self.member_view(self.get_row(conn, ME, "Member", member_id))
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
             return view
 
         return self._write(work)
@@ -597,7 +608,7 @@ class OctaviaPlugin(Plugin):
             self._mark(conn, PO, pool_id, PENDING_UPDATE)
             self._touch_lb(conn, lb.id)
             view = self.member_view(self.member_row(conn, pool_id, member_id))
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
             return view
 
         return self._write(work)
@@ -610,7 +621,7 @@ class OctaviaPlugin(Plugin):
             self._mark(conn, ME, member_id, PENDING_DELETE)
             self._mark(conn, PO, pool_id, PENDING_UPDATE)
             self._touch_lb(conn, lb.id)
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
 
         self._write(work)
 
@@ -646,7 +657,7 @@ class OctaviaPlugin(Plugin):
                     self._mark(conn, ME, row.id, PENDING_DELETE)
             self._mark(conn, PO, pool_id, PENDING_UPDATE)
             self._touch_lb(conn, lb.id)
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
 
         self._write(work)
 
@@ -685,7 +696,7 @@ class OctaviaPlugin(Plugin):
             self._mark(conn, PO, pool.id, PENDING_UPDATE)
             self._touch_lb(conn, lb.id)
             view = self.hm_view(conn, self.get_row(conn, HM, "Health Monitor", hm_id))
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
             return view
 
         return self._write(work)
@@ -701,7 +712,7 @@ class OctaviaPlugin(Plugin):
             self._mark(conn, PO, pool.id, PENDING_UPDATE)
             self._touch_lb(conn, lb.id)
             view = self.hm_view(conn, self.get_row(conn, HM, "Health Monitor", hm_id))
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
             return view
 
         return self._write(work)
@@ -714,7 +725,7 @@ class OctaviaPlugin(Plugin):
             self._mark(conn, HM, hm_id, PENDING_DELETE)
             self._mark(conn, PO, pool.id, PENDING_UPDATE)
             self._touch_lb(conn, lb.id)
-            self._settle(conn, lb, after)
+            self.settle(conn, lb, after)
 
         self._write(work)
 

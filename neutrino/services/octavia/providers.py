@@ -37,6 +37,11 @@ class Provider:
         """A provider that does not complete at once: ``lb``'s tree has work
         pending (in ``conn``'s transaction; ``after`` runs once it commits)."""
 
+    def failover(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
+        """Run ``lb`` afresh, elsewhere if the provider can (Octavia's failover);
+        its tree is PENDING_UPDATE already. By default: as any change."""
+        self.plugin.settle(conn, lb, after)
+
     def rpc_endpoints(self) -> dict[str, list[Any]]:
         """topic -> objects whose methods agents call over the bus."""
         return {}
