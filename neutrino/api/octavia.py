@@ -23,7 +23,7 @@ from neutrino.api.request import Request, Response
 from neutrino.context import Context
 from neutrino.services.octavia import errors
 from neutrino.services.octavia import policy as octavia_policy
-from neutrino.services.octavia.plugin import HM, LB, LI, ME, PO, OctaviaPlugin
+from neutrino.services.octavia.plugin import HM, L7P, L7R, LB, LI, ME, PO, OctaviaPlugin
 
 #: the versions this API answers to at ``/`` (Octavia's list, to the one whose
 #: features it has: the v2 API; later minor versions come with their features)
@@ -275,6 +275,76 @@ def hm_suits(data: dict[str, Any]) -> Callable[[Any], None]:
     return check
 
 
+L7_ACTIONS = ("REJECT", "REDIRECT_TO_URL", "REDIRECT_TO_POOL", "REDIRECT_PREFIX")
+L7_RULE_TYPES = ("COOKIE", "FILE_TYPE", "HEADER", "HOST_NAME", "PATH", "SSL_CONN_HAS_CERT",
+                 "SSL_VERIFY_RESULT", "SSL_DN_FIELD")
+L7_COMPARE_TYPES = ("REGEX", "STARTS_WITH", "ENDS_WITH", "CONTAINS", "EQUAL_TO")
+URL = pattern(r"https?://[\x21-\x7e]+", 2048)
+
+
+def redirect_code(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, bool) or value not in (301, 302, 303, 307, 308):
+        raise _bad(name, value, "Value should be one of: 301, 302, 303, 307, 308")
+    return value
+
+
+def printable(limit: int = 255) -> Check:
+    """Text without control characters (a rule's key or value)."""
+    def check(name: str, value: Any) -> Any:
+        value = text(limit)(name, value)
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise _bad(name, value, "Value should hold no control characters")
+        return value
+    return check
+
+
+L7POLICY_FIELDS = _fields(
+    project_id=Field(text(), put=False), tenant_id=Field(text(), put=False),
+    listener_id=Field(an_uuid, put=False, required=True),
+    action=Field(one_of(*L7_ACTIONS), required=True),
+    position=Field(integer(1, 2**31 - 1)),
+    redirect_url=Field(URL), redirect_prefix=Field(URL),
+    redirect_pool_id=Field(optional_uuid), redirect_http_code=Field(redirect_code))
+L7RULE_FIELDS = {
+    "admin_state_up": Field(boolean, default=True), "tags": Field(tags, default=[]),
+    "project_id": Field(text(), put=False), "tenant_id": Field(text(), put=False),
+    "type": Field(one_of(*L7_RULE_TYPES), required=True),
+    "compare_type": Field(one_of(*L7_COMPARE_TYPES), required=True),
+    "key": Field(lambda n, v: None if v is None else printable()(n, v)),
+    "value": Field(printable(), required=True),
+    "invert": Field(boolean, default=False),
+}
+
+
+def rule_suits(data: dict[str, Any]) -> Callable[[Any], None]:
+    """What Octavia checks of a rule (on update, with its stored self): a key
+    for HEADER, COOKIE and SSL_DN_FIELD rules and none for others, FILE_TYPE
+    only by EQUAL_TO or REGEX, and a REGEX that compiles."""
+
+    def check(row: Any) -> None:
+        merged = {"type": getattr(row, "type", None), "compare_type":
+                  getattr(row, "compare_type", None), "key": getattr(row, "key", None),
+                  "value": getattr(row, "value", None), **data}
+        keyed = merged["type"] in ("HEADER", "COOKIE", "SSL_DN_FIELD")
+        if keyed and not merged["key"]:
+            raise errors.Validation(detail=f"A key is required for {merged['type']} rules.")
+        if not keyed and merged["key"]:
+            raise errors.Validation(detail=f"{merged['type']} rules take no key.")
+        if merged["type"] == "FILE_TYPE" and merged["compare_type"] not in ("EQUAL_TO",
+                                                                            "REGEX"):
+            raise errors.Validation(detail="FILE_TYPE rules compare by EQUAL_TO or REGEX "
+                                           "only.")
+        if merged["compare_type"] == "REGEX":
+            try:
+                re.compile(merged["value"])
+            except re.error as error:
+                raise errors.Validation(detail=f"Invalid regex: {error}") from None
+
+    return check
+
+
 #: what is accepted in a body but not stored as a column
 NOT_STORED = ("project_id", "tenant_id")
 
@@ -340,6 +410,18 @@ class OctaviaRouter:
             ("GET", r"/v2(?:\.0)?/lbaas/healthmonitors/([^/]+)", self.show_hm),
             ("PUT", r"/v2(?:\.0)?/lbaas/healthmonitors/([^/]+)", self.update_hm),
             ("DELETE", r"/v2(?:\.0)?/lbaas/healthmonitors/([^/]+)", self.delete_hm),
+            ("GET", r"/v2(?:\.0)?/lbaas/l7policies", self.list_l7policies),
+            ("POST", r"/v2(?:\.0)?/lbaas/l7policies", self.create_l7policy),
+            ("GET", r"/v2(?:\.0)?/lbaas/l7policies/([^/]+)", self.show_l7policy),
+            ("PUT", r"/v2(?:\.0)?/lbaas/l7policies/([^/]+)", self.update_l7policy),
+            ("DELETE", r"/v2(?:\.0)?/lbaas/l7policies/([^/]+)", self.delete_l7policy),
+            ("GET", r"/v2(?:\.0)?/lbaas/l7policies/([^/]+)/rules", self.list_l7rules),
+            ("POST", r"/v2(?:\.0)?/lbaas/l7policies/([^/]+)/rules", self.create_l7rule),
+            ("GET", r"/v2(?:\.0)?/lbaas/l7policies/([^/]+)/rules/([^/]+)", self.show_l7rule),
+            ("PUT", r"/v2(?:\.0)?/lbaas/l7policies/([^/]+)/rules/([^/]+)",
+             self.update_l7rule),
+            ("DELETE", r"/v2(?:\.0)?/lbaas/l7policies/([^/]+)/rules/([^/]+)",
+             self.delete_l7rule),
             ("GET", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members", self.list_members),
             ("POST", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members", self.create_member),
             ("PUT", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members", self.batch_members),
@@ -655,6 +737,74 @@ class OctaviaRouter:
         return Response(204)
 
     # --- members --------------------------------------------------------------------------
+
+    # --- L7 policies and rules -------------------------------------------------------------
+
+    def list_l7policies(self, req: Request) -> Response:
+        return self._list(req, L7P, "l7policies", self.plugin.l7policy_view)
+
+    def show_l7policy(self, req: Request, policy_id: str) -> Response:
+        return self._show(req, L7P, "L7 Policy", "l7policy", policy_id,
+                          self.plugin.l7policy_view)
+
+    def create_l7policy(self, req: Request) -> Response:
+        data = parse_body(req, "l7policy", L7POLICY_FIELDS, creating=True)
+        for key in NOT_STORED:
+            data.pop(key, None)
+        try:
+            project = self._owner_of(LI, "Listener", data["listener_id"])
+        except errors.NotFound:
+            raise errors.BadRequest(f"Listener {data['listener_id']} not found.") from None
+        octavia_policy.check_write(req.context, project)
+        return Response(201, {"l7policy": self.plugin.create_l7policy(data)})
+
+    def update_l7policy(self, req: Request, policy_id: str) -> Response:
+        data = parse_body(req, "l7policy", L7POLICY_FIELDS, creating=False)
+        octavia_policy.check_write(req.context, self._owner_of(L7P, "L7 Policy", policy_id))
+        return Response(200, {"l7policy": self.plugin.update_l7policy(policy_id, data)})
+
+    def delete_l7policy(self, req: Request, policy_id: str) -> Response:
+        octavia_policy.check_write(req.context, self._owner_of(L7P, "L7 Policy", policy_id))
+        self.plugin.delete_l7policy(policy_id)
+        return Response(204)
+
+    def _policy_project(self, req: Request, policy_id: str, write: bool) -> None:
+        project = self._owner_of(L7P, "L7 Policy", policy_id)
+        (octavia_policy.check_write if write else octavia_policy.check_read)(
+            req.context, project)
+
+    def list_l7rules(self, req: Request, policy_id: str) -> Response:
+        self._policy_project(req, policy_id, write=False)
+        return self._list(req, L7R, "rules", self.plugin.l7rule_view,
+                          scope=[L7R.c.l7policy_id == policy_id])
+
+    def show_l7rule(self, req: Request, policy_id: str, rule_id: str) -> Response:
+        self._policy_project(req, policy_id, write=False)
+        item = self.plugin.read(lambda conn: self.plugin.l7rule_view(
+            conn, self.plugin.l7rule_row(conn, policy_id, rule_id)))
+        fields = req.fields()
+        if fields:
+            item = {k: v for k, v in item.items() if k in fields}
+        return Response(200, {"rule": item})
+
+    def create_l7rule(self, req: Request, policy_id: str) -> Response:
+        data = parse_body(req, "rule", L7RULE_FIELDS, creating=True)
+        for key in NOT_STORED:
+            data.pop(key, None)
+        self._policy_project(req, policy_id, write=True)
+        rule_suits(data)(None)
+        return Response(201, {"rule": self.plugin.create_l7rule(policy_id, data)})
+
+    def update_l7rule(self, req: Request, policy_id: str, rule_id: str) -> Response:
+        data = parse_body(req, "rule", L7RULE_FIELDS, creating=False)
+        self._policy_project(req, policy_id, write=True)
+        return Response(200, {"rule": self.plugin.update_l7rule(policy_id, rule_id, data,
+                                                                rule_suits(data))})
+
+    def delete_l7rule(self, req: Request, policy_id: str, rule_id: str) -> Response:
+        self._policy_project(req, policy_id, write=True)
+        self.plugin.delete_l7rule(policy_id, rule_id)
+        return Response(204)
 
     def _pool_project(self, req: Request, pool_id: str, write: bool) -> None:
         project = self._owner_of(PO, "Pool", pool_id)

@@ -738,6 +738,32 @@ lbaas_loadbalancer_agent_bindings = Table(
                      name="uq_lbaas_lb_agent_bindings_lb_id_binding_index"),
 )
 
+# A listener's L7 policies, tried in position order (1, 2, ...), and their rules
+# (all of which must match).
+lbaas_l7policies = Table(
+    "lbaas_l7policies", metadata, *_lbaas_common(),
+    Column("listener_id", UUID, ForeignKey("lbaas_listeners.id", ondelete="CASCADE"),
+           nullable=False, index=True),
+    Column("action", String(32), nullable=False),
+    Column("position", Integer, nullable=False),
+    Column("redirect_url", String(2048), nullable=True),
+    Column("redirect_prefix", String(2048), nullable=True),
+    Column("redirect_pool_id", UUID, ForeignKey("lbaas_pools.id"), nullable=True,
+           index=True),
+    Column("redirect_http_code", Integer, nullable=True),
+)
+
+lbaas_l7rules = Table(
+    "lbaas_l7rules", metadata, *_lbaas_common(),
+    Column("l7policy_id", UUID, ForeignKey("lbaas_l7policies.id", ondelete="CASCADE"),
+           nullable=False, index=True),
+    Column("type", String(36), nullable=False),
+    Column("compare_type", String(36), nullable=False),
+    Column("key", String(255), nullable=True),
+    Column("value", String(255), nullable=False),
+    Column("invert", Boolean, nullable=False),
+)
+
 # A listener's counters as its provider last reported them (Octavia's stats).
 lbaas_listener_stats = Table(
     "lbaas_listener_stats", metadata,

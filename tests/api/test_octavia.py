@@ -274,6 +274,74 @@ def test_failover_is_an_admins(lbapi: ApiClient, lb_server: Server, subnet: dict
     fault(admin.put(f"{LBS}/{uuid.uuid4()}/failover"), 404)
 
 
+def test_l7_policies_in_position_order_and_their_rules(lbapi: ApiClient, subnet: dict):
+    lb = make_lb(lbapi, subnet)
+    listener = make(lbapi, "/v2/lbaas/listeners", "listener", loadbalancer_id=lb["id"],
+                    protocol="HTTP", protocol_port=80)
+    tcp = make(lbapi, "/v2/lbaas/listeners", "listener", loadbalancer_id=lb["id"],
+               protocol="TCP", protocol_port=22)
+    pool = make(lbapi, "/v2/lbaas/pools", "pool", loadbalancer_id=lb["id"], protocol="HTTP",
+                lb_algorithm="ROUND_ROBIN")
+    policies = "/v2/lbaas/l7policies"
+    to_pool = make(lbapi, policies, "l7policy", listener_id=listener["id"],
+                   action="REDIRECT_TO_POOL", redirect_pool_id=pool["id"], name="api")
+    assert (to_pool["position"], to_pool["redirect_http_code"]) == (1, None)
+    reject = make(lbapi, policies, "l7policy", listener_id=listener["id"], action="REJECT",
+                  position=1)
+    to_url = make(lbapi, policies, "l7policy", listener_id=listener["id"],
+                  action="REDIRECT_TO_URL", redirect_url="https://example.com/x", position=9)
+    assert to_url["position"] == 3 and to_url["redirect_http_code"] == 302
+    assert show(lbapi, f"{policies}/{to_pool['id']}", "l7policy")["position"] == 2
+    assert show(lbapi, f"/v2/lbaas/listeners/{listener['id']}", "listener")[
+        "l7policies"] == [{"id": reject["id"]}, {"id": to_pool["id"]}, {"id": to_url["id"]}]
+
+    rules = f"{policies}/{reject['id']}/rules"
+    made_rule = lbapi.post(rules, json={"rule": {"type": "HEADER", "compare_type": "EQUAL_TO",
+                                                 "key": "X-Bad", "value": "yes"}})
+    assert made_rule.status_code == 201, made_rule.text
+    rule = made_rule.json()["rule"]
+    assert {k: rule[k] for k in ("type", "compare_type", "key", "value", "invert",
+                                 "provisioning_status")} == {
+        "type": "HEADER", "compare_type": "EQUAL_TO", "key": "X-Bad", "value": "yes",
+        "invert": False, "provisioning_status": "PENDING_CREATE"}  # as made
+    assert show(lbapi, f"{rules}/{rule['id']}", "rule")["provisioning_status"] == "ACTIVE"
+    assert "name" not in rule
+    assert show(lbapi, f"{policies}/{reject['id']}", "l7policy")["rules"] == [
+        {"id": rule["id"]}]
+    assert [r["id"] for r in lbapi.get(rules).json()["rules"]] == [rule["id"]]
+    updated = lbapi.put(f"{rules}/{rule['id']}", json={"rule": {"invert": True}})
+    assert updated.status_code == 200 and updated.json()["rule"]["invert"] is True
+
+    # what Octavia refuses
+    fault(lbapi.post(policies, json={"l7policy": {"listener_id": listener["id"],
+                                                  "action": "REDIRECT_TO_URL"}}), 400)
+    fault(lbapi.post(policies, json={"l7policy": {"listener_id": tcp["id"],
+                                                  "action": "REJECT"}}), 400)
+    fault(lbapi.post(policies, json={"l7policy": {
+        "listener_id": listener["id"], "action": "REDIRECT_TO_URL",
+        "redirect_url": "https://example.com", "redirect_http_code": 404}}), 400)
+    for bad in ({"type": "HEADER", "compare_type": "EQUAL_TO", "value": "x"},
+                {"type": "PATH", "compare_type": "EQUAL_TO", "key": "k", "value": "/x"},
+                {"type": "FILE_TYPE", "compare_type": "CONTAINS", "value": "jpg"},
+                {"type": "PATH", "compare_type": "REGEX", "value": "(unclosed"},
+                {"type": "PATH", "compare_type": "EQUAL_TO", "value": "/a\nb"}):
+        fault(lbapi.post(rules, json={"rule": bad}), 400)
+
+    # a policy that goes: the others close up; a pool that goes: its policies reject
+    assert lbapi.delete(f"{policies}/{reject['id']}").status_code == 204
+    fault(lbapi.get(f"{rules}/{rule['id']}"), 404)
+    assert [show(lbapi, f"{policies}/{p['id']}", "l7policy")["position"]
+            for p in (to_pool, to_url)] == [1, 2]
+    assert lbapi.delete(f"/v2/lbaas/pools/{pool['id']}").status_code == 204
+    shown = show(lbapi, f"{policies}/{to_pool['id']}", "l7policy")
+    assert (shown["action"], shown["redirect_pool_id"]) == ("REJECT", None)
+    moved = lbapi.put(f"{policies}/{to_url['id']}", json={"l7policy": {"position": 1}})
+    assert moved.status_code == 200 and moved.json()["l7policy"]["position"] == 1
+    assert show(lbapi, f"{policies}/{to_pool['id']}", "l7policy")["position"] == 2
+    assert lbapi.delete(f"{LBS}/{lb['id']}", params={"cascade": "true"}).status_code == 204
+    fault(lbapi.get(f"{policies}/{to_url['id']}"), 404)
+
+
 def test_a_pending_load_balancer_is_immutable(lbapi: ApiClient, subnet: dict):
     lb = make_lb(lbapi, subnet, provider="pending")
     assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == \

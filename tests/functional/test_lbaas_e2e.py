@@ -44,6 +44,14 @@ def http_get(namespace: str, url: str) -> str:
     return done.stdout.strip()
 
 
+def http_answer(namespace: str, url: str) -> str:
+    """``<status> <Location>`` of ``url``'s answer in ``namespace``."""
+    done = subprocess.run(["ip", "netns", "exec", namespace, "curl", "-s", "-o", "/dev/null",
+                           "-m", "2", "-w", "%{http_code} %{redirect_url}", url],
+                          capture_output=True, text=True, timeout=10)
+    return done.stdout.strip()
+
+
 def serve_http(d: Deployment, namespace: str, name: str) -> subprocess.Popen:
     """An HTTP server on port 80 of ``namespace`` answering its name to any
     request (read whole first: a close with unread data would reset the reply)."""
@@ -166,6 +174,20 @@ def test_a_load_balancer_in_front_of_three_instances(lab):
     stats_url = f"{LBS}/listeners/{listener['id']}/stats"
     wait_until(lambda: lb_api.get(stats_url).json()["stats"]["total_connections"] >= 30, 10,
                "the listener's counters to be reported")
+
+    # L7 policies: a REJECT on a path, a redirect of another, the rest as before
+    for body, rule in (
+            ({"action": "REJECT"}, {"type": "PATH", "compare_type": "STARTS_WITH",
+                                    "value": "/admin"}),
+            ({"action": "REDIRECT_TO_URL", "redirect_url": "https://example.com/new",
+              "redirect_http_code": 301}, {"type": "PATH", "compare_type": "EQUAL_TO",
+                                           "value": "/old"})):
+        policy = made(lb_api, "l7policies", {"l7policy": {
+            "listener_id": listener["id"], **body}}, lb["id"])
+        made(lb_api, f"l7policies/{policy['id']}/rules", {"rule": rule}, lb["id"])
+    assert http_answer(client, f"{vip}admin/users") == "403"
+    assert http_answer(client, f"{vip}old") == "301 https://example.com/new"
+    assert http_get(client, f"{vip}other") in backends
 
     # a member whose server stops goes ERROR and gets no more traffic
     backends["gamma"][2].kill()

@@ -32,6 +32,8 @@ from neutrino.rpc.contracts.lbaas import (
     PROVIDER,
     TOPIC,
     HealthMonitorSyncData,
+    L7PolicySyncData,
+    L7RuleSyncData,
     ListenerSyncData,
     LoadBalancerSyncData,
     MemberSyncData,
@@ -55,6 +57,8 @@ PO = models.lbaas_pools
 ME = models.lbaas_members
 HM = models.lbaas_healthmonitors
 ST = models.lbaas_listener_stats
+L7P = models.lbaas_l7policies
+L7R = models.lbaas_l7rules
 COUNTERS = ("bytes_in", "bytes_out", "active_connections", "total_connections",
             "request_errors")
 PENDING = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
@@ -63,7 +67,9 @@ LBAAS = Hosting(AGENT_TYPE, models.lbaas_loadbalancer_agent_bindings, "loadbalan
                 "agent_id", None)
 #: what the API accepts that HAProxy cannot do, by kind of object
 UNSUPPORTED = {"listener": ("UDP", "SCTP"), "pool": ("UDP", "SCTP"),
-               "healthmonitor": ("UDP-CONNECT", "SCTP")}
+               "healthmonitor": ("UDP-CONNECT", "SCTP"),
+               # no TLS is terminated here: no client certificate to look at
+               "l7rule": ("SSL_CONN_HAS_CERT", "SSL_VERIFY_RESULT", "SSL_DN_FIELD")}
 #: seconds between looks for load balancers without a (live) agent
 RESCHEDULE_INTERVAL = 10.0
 
@@ -83,10 +89,12 @@ class HaproxyProvider(Provider):
         return agents_db.cutoff(now(), self.down_time)
 
     def check(self, kind: str, value: str) -> None:
-        """UDP and SCTP need IPVS (or another kernel balancer), not HAProxy."""
+        """UDP and SCTP need IPVS (or another kernel balancer), not HAProxy; rules
+        on client certificates need TLS terminated, which this provider does not."""
         if value in UNSUPPORTED.get(kind, ()):
-            raise errors.ProviderUnsupported(
-                provider=PROVIDER, reason=f"{value} {kind}s: HAProxy balances TCP and HTTP only")
+            why = ("no TLS is terminated" if kind == "l7rule"
+                   else "HAProxy balances TCP and HTTP only")
+            raise errors.ProviderUnsupported(provider=PROVIDER, reason=f"{value} {kind}s: {why}")
 
     def pending(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
         hosts = [row.host for row in scheduling.agents_hosting(conn, LBAAS, [lb.id])[lb.id]]
@@ -188,6 +196,35 @@ def _member(row: Row) -> MemberSyncData:
             "monitor_address": row.monitor_address, "monitor_port": row.monitor_port}
 
 
+def _policies(conn: Connection, listener_ids: list[str]
+              ) -> dict[str, list[L7PolicySyncData]]:
+    """listener id -> its L7 policies (with their rules) in position order."""
+    found: dict[str, list[L7PolicySyncData]] = {i: [] for i in listener_ids}
+    if not listener_ids:
+        return found
+    rules: dict[str, list[L7RuleSyncData]] = {}
+    policies = conn.execute(select(L7P).where(
+        L7P.c.listener_id.in_(listener_ids), L7P.c.provisioning_status != "PENDING_DELETE")
+        .order_by(L7P.c.position)).all()
+    if policies:
+        for row in conn.execute(select(L7R).where(
+                L7R.c.l7policy_id.in_([p.id for p in policies]),
+                L7R.c.provisioning_status != "PENDING_DELETE")
+                .order_by(L7R.c.created_at, L7R.c.id)):
+            rules.setdefault(row.l7policy_id, []).append({
+                "id": row.id, "type": row.type, "compare_type": row.compare_type,
+                "key": row.key, "value": row.value, "invert": row.invert,
+                "admin_state_up": row.admin_state_up})
+    for row in policies:
+        found[row.listener_id].append({
+            "id": row.id, "action": row.action, "position": row.position,
+            "redirect_url": row.redirect_url, "redirect_prefix": row.redirect_prefix,
+            "redirect_pool_id": row.redirect_pool_id,
+            "redirect_http_code": row.redirect_http_code,
+            "admin_state_up": row.admin_state_up, "rules": rules.get(row.id, [])})
+    return found
+
+
 def _listener(row: Row) -> ListenerSyncData:
     return {"id": row.id, "protocol": row.protocol, "protocol_port": row.protocol_port,
             "connection_limit": row.connection_limit, "admin_state_up": row.admin_state_up,
@@ -221,14 +258,18 @@ def sync_data(core: Any, conn: Connection, lb: Row) -> LoadBalancerSyncData:
          "healthmonitor": monitors.get(row.id)}
         for row in pool_rows if row.provisioning_status != "PENDING_DELETE"]
     kept = {pool["id"] for pool in pools}
+    rows = [row for row in conn.execute(select(LI).where(LI.c.loadbalancer_id == lb.id)
+                                        .order_by(LI.c.created_at, LI.c.id))
+            if row.provisioning_status != "PENDING_DELETE"]
+    policies = _policies(conn, [row.id for row in rows])
     listeners = []
-    for row in conn.execute(select(LI).where(LI.c.loadbalancer_id == lb.id)
-                            .order_by(LI.c.created_at, LI.c.id)):
-        if row.provisioning_status != "PENDING_DELETE":
-            listener = _listener(row)
-            if listener["default_pool_id"] not in kept:
-                listener["default_pool_id"] = None
-            listeners.append(listener)
+    for row in rows:
+        listener = _listener(row)
+        if listener["default_pool_id"] not in kept:
+            listener["default_pool_id"] = None
+        listener["l7policies"] = [policy for policy in policies[row.id]
+                                  if policy["redirect_pool_id"] in (None, *kept)]
+        listeners.append(listener)
     return {"id": lb.id, "revision_number": lb.revision_number,
             "admin_state_up": lb.admin_state_up,
             "provisioning_status": lb.provisioning_status, "vip": _vip(core, conn, lb),

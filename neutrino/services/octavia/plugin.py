@@ -42,6 +42,8 @@ PO = models.lbaas_pools
 ME = models.lbaas_members
 HM = models.lbaas_healthmonitors
 ST = models.lbaas_listener_stats
+L7P = models.lbaas_l7policies
+L7R = models.lbaas_l7rules
 #: Octavia's statistics, each a column of ST
 STATS = ("active_connections", "bytes_in", "bytes_out", "request_errors",
          "total_connections")
@@ -170,8 +172,18 @@ class OctaviaPlugin(Plugin):
         for child in (ME, HM):
             conn.execute(delete(child).where(child.c.pool_id.in_(members),
                                              child.c.provisioning_status == PENDING_DELETE))
+        listeners = select(LI.c.id).where(LI.c.loadbalancer_id == lb.id)
+        policies = select(L7P.c.id).where(L7P.c.listener_id.in_(listeners))
+        conn.execute(delete(L7R).where(L7R.c.l7policy_id.in_(policies),
+                                       L7R.c.provisioning_status == PENDING_DELETE))
+        conn.execute(delete(L7P).where(L7P.c.listener_id.in_(listeners),
+                                       L7P.c.provisioning_status == PENDING_DELETE))
+        _renumber(conn, listeners)
         gone_pools = select(PO.c.id).where(PO.c.loadbalancer_id == lb.id,
                                            PO.c.provisioning_status == PENDING_DELETE)
+        # a policy sending to a pool that goes rejects instead, as in Octavia
+        conn.execute(update(L7P).where(L7P.c.redirect_pool_id.in_(gone_pools))
+                     .values(action="REJECT", redirect_pool_id=None))
         conn.execute(update(LI).where(LI.c.default_pool_id.in_(gone_pools))
                      .values(default_pool_id=None))
         conn.execute(delete(ME).where(ME.c.pool_id.in_(gone_pools)))
@@ -187,6 +199,8 @@ class OctaviaPlugin(Plugin):
             return
         for table, scope in ((ME, ME.c.pool_id.in_(members)),
                              (HM, HM.c.pool_id.in_(members)),
+                             (L7R, L7R.c.l7policy_id.in_(policies)),
+                             (L7P, L7P.c.listener_id.in_(listeners)),
                              (LI, LI.c.loadbalancer_id == lb.id),
                              (PO, PO.c.loadbalancer_id == lb.id), (LB, LB.c.id == lb.id)):
             for enabled, status in ((True, ONLINE), (False, OFFLINE)):
@@ -386,9 +400,12 @@ class OctaviaPlugin(Plugin):
             tenant_id=row.project_id, protocol=row.protocol,
             protocol_port=row.protocol_port, connection_limit=row.connection_limit,
             default_pool_id=row.default_pool_id, loadbalancers=[{"id": row.loadbalancer_id}],
-            l7policies=[], insert_headers={}, default_tls_container_ref=None,
-            sni_container_refs=[], client_ca_tls_container_ref=None,
-            client_authentication="NONE", client_crl_container_ref=None,
+            l7policies=[{"id": i} for i in conn.execute(
+                select(L7P.c.id).where(L7P.c.listener_id == row.id)
+                .order_by(L7P.c.position)).scalars()],
+            insert_headers={}, default_tls_container_ref=None, sni_container_refs=[],
+            client_ca_tls_container_ref=None, client_authentication="NONE",
+            client_crl_container_ref=None,
             allowed_cidrs=None, tls_ciphers=None, tls_versions=None, alpn_protocols=None,
             timeout_client_data=row.timeout_client_data,
             timeout_member_connect=row.timeout_member_connect,
@@ -729,6 +746,176 @@ class OctaviaPlugin(Plugin):
 
         self._write(work)
 
+    # --- L7 policies and their rules --------------------------------------------------
+
+    def l7policy_view(self, conn: Connection, row: Row) -> dict[str, Any]:
+        view = _standard(row)
+        view.update(
+            tenant_id=row.project_id, listener_id=row.listener_id, action=row.action,
+            position=row.position, redirect_url=row.redirect_url,
+            redirect_prefix=row.redirect_prefix, redirect_pool_id=row.redirect_pool_id,
+            redirect_http_code=row.redirect_http_code,
+            rules=[{"id": i} for i in conn.execute(
+                select(L7R.c.id).where(L7R.c.l7policy_id == row.id)
+                .order_by(L7R.c.created_at, L7R.c.id)).scalars()])
+        return view
+
+    @staticmethod
+    def l7rule_view(_conn: Connection | None, row: Row) -> dict[str, Any]:
+        view = _standard(row)
+        del view["name"], view["description"]  # Octavia's rules have neither
+        view.update(tenant_id=row.project_id, type=row.type, compare_type=row.compare_type,
+                    key=row.key, value=row.value, invert=row.invert)
+        return view
+
+    def _l7_target(self, conn: Connection, policy: dict[str, Any], lb_id: str) -> None:
+        """What the policy's action needs, and a redirect pool of the same load
+        balancer that the listener's protocol can send to."""
+        action = policy["action"]
+        needed = {"REDIRECT_TO_URL": "redirect_url", "REDIRECT_PREFIX": "redirect_prefix",
+                  "REDIRECT_TO_POOL": "redirect_pool_id"}.get(action)
+        if needed and not policy.get(needed):
+            raise errors.Validation(detail=f"{needed} must be specified for the {action} "
+                                           "action.")
+        if action == "REDIRECT_TO_POOL":
+            pool = conn.execute(select(PO).where(PO.c.id == policy["redirect_pool_id"])).first()
+            if pool is None or pool.loadbalancer_id != lb_id:
+                raise errors.NotFound(resource="Pool", id=policy["redirect_pool_id"])
+
+    def create_l7policy(self, data: dict[str, Any]) -> dict[str, Any]:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            listener = self.get_row(conn, LI, "Listener", data["listener_id"])
+            lb = self._lock_lb(conn, listener.loadbalancer_id)
+            if listener.protocol not in ("HTTP", "TERMINATED_HTTPS"):
+                raise errors.Validation(detail="L7 policies are only for HTTP listeners, "
+                                               f"not {listener.protocol} ones.")
+            self._l7_target(conn, data, lb.id)
+            values = dict(data)
+            if values["action"] not in ("REDIRECT_TO_URL", "REDIRECT_PREFIX"):
+                values["redirect_http_code"] = None
+            elif values.get("redirect_http_code") is None:
+                values["redirect_http_code"] = 302
+            for key, action in (("redirect_url", "REDIRECT_TO_URL"),
+                                ("redirect_prefix", "REDIRECT_PREFIX"),
+                                ("redirect_pool_id", "REDIRECT_TO_POOL")):
+                if values["action"] != action:
+                    values[key] = None
+            count = len(_policies_of(conn, listener.id))
+            position = min(values.pop("position", None) or count + 1, count + 1)
+            conn.execute(update(L7P).where(L7P.c.listener_id == listener.id,
+                                           L7P.c.position >= position)
+                         .values(position=L7P.c.position + 1))
+            policy_id = new_uuid()
+            stamp = now()
+            conn.execute(insert(L7P).values(
+                id=policy_id, project_id=listener.project_id, created_at=stamp,
+                updated_at=stamp, revision_number=0, provisioning_status=PENDING_CREATE,
+                operating_status=OFFLINE, position=position, **values))
+            self._mark(conn, LI, listener.id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            view = self.l7policy_view(conn, self.get_row(conn, L7P, "L7 Policy", policy_id))
+            self.settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def update_l7policy(self, policy_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
+            row = self.get_row(conn, L7P, "L7 Policy", policy_id)
+            listener = self.get_row(conn, LI, "Listener", row.listener_id)
+            lb = self._lock_lb(conn, listener.loadbalancer_id)
+            values = dict(data)
+            merged = {**row._asdict(), **values}
+            self._l7_target(conn, merged, lb.id)
+            if "action" in values:
+                for key, action in (("redirect_url", "REDIRECT_TO_URL"),
+                                    ("redirect_prefix", "REDIRECT_PREFIX"),
+                                    ("redirect_pool_id", "REDIRECT_TO_POOL")):
+                    if values["action"] != action:
+                        values[key] = None
+            position = values.pop("position", None)
+            self._mark(conn, L7P, policy_id, PENDING_UPDATE, values)
+            if position is not None:
+                _move(conn, listener.id, policy_id, position)
+            self._mark(conn, LI, listener.id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            view = self.l7policy_view(conn, self.get_row(conn, L7P, "L7 Policy", policy_id))
+            self.settle(conn, lb, after)
+            return view
+
+        return self._write(work)
+
+    def delete_l7policy(self, policy_id: str) -> None:
+        def work(conn: Connection, after: list[Callable[[], None]]) -> None:
+            row = self.get_row(conn, L7P, "L7 Policy", policy_id)
+            listener = self.get_row(conn, LI, "Listener", row.listener_id)
+            lb = self._lock_lb(conn, listener.loadbalancer_id)
+            self._mark(conn, L7P, policy_id, PENDING_DELETE)
+            conn.execute(update(L7R).where(L7R.c.l7policy_id == policy_id)
+                         .values(provisioning_status=PENDING_DELETE))
+            self._mark(conn, LI, listener.id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            self.settle(conn, lb, after)
+
+        self._write(work)
+
+    def l7rule_row(self, conn: Connection, policy_id: str, rule_id: str) -> Row:
+        row = conn.execute(select(L7R).where(L7R.c.id == rule_id,
+                                             L7R.c.l7policy_id == policy_id)).first()
+        if row is None:
+            raise errors.NotFound(resource="L7 Rule", id=rule_id)
+        return row
+
+    def _change_rule(self, policy_id: str, change: Callable[[Connection, Row, Row], T]) -> T:
+        """``change(conn, policy, lb)`` with the policy's load balancer locked; the
+        policy and its listener PENDING_UPDATE, and the provider's turn."""
+        def work(conn: Connection, after: list[Callable[[], None]]) -> T:
+            policy = self.get_row(conn, L7P, "L7 Policy", policy_id)
+            listener = self.get_row(conn, LI, "Listener", policy.listener_id)
+            lb = self._lock_lb(conn, listener.loadbalancer_id)
+            result = change(conn, policy, lb)
+            self._mark(conn, L7P, policy_id, PENDING_UPDATE)
+            self._mark(conn, LI, listener.id, PENDING_UPDATE)
+            self._touch_lb(conn, lb.id)
+            self.settle(conn, lb, after)
+            return result
+
+        return self._write(work)
+
+    def create_l7rule(self, policy_id: str, data: dict[str, Any]) -> dict[str, Any]:
+        def change(conn: Connection, policy: Row, lb: Row) -> dict[str, Any]:
+            self.providers[lb.provider].check("l7rule", data["type"])
+            rule_id = new_uuid()
+            stamp = now()
+            conn.execute(insert(L7R).values(
+                id=rule_id, project_id=policy.project_id, name="", description="",
+                created_at=stamp, updated_at=stamp, revision_number=0,
+                provisioning_status=PENDING_CREATE, operating_status=OFFLINE,
+                l7policy_id=policy_id, **data))
+            return self.l7rule_view(conn, self.l7rule_row(conn, policy_id, rule_id))
+
+        return self._change_rule(policy_id, change)
+
+    def update_l7rule(self, policy_id: str, rule_id: str, data: dict[str, Any],
+                      check: Callable[[Row], None]) -> dict[str, Any]:
+        """``check(rule)``: what the rule, changed, must still be."""
+        def change(conn: Connection, policy: Row, lb: Row) -> dict[str, Any]:
+            row = self.l7rule_row(conn, policy_id, rule_id)
+            check(row)
+            if "type" in data:
+                self.providers[lb.provider].check("l7rule", data["type"])
+            self._mark(conn, L7R, rule_id, PENDING_UPDATE, data)
+            return self.l7rule_view(conn, self.l7rule_row(conn, policy_id, rule_id))
+
+        return self._change_rule(policy_id, change)
+
+    def delete_l7rule(self, policy_id: str, rule_id: str) -> None:
+        def change(conn: Connection, policy: Row, lb: Row) -> None:
+            self.l7rule_row(conn, policy_id, rule_id)
+            self._mark(conn, L7R, rule_id, PENDING_DELETE)
+
+        self._change_rule(policy_id, change)
+
     # --- reads ------------------------------------------------------------------------
 
     @staticmethod
@@ -789,3 +976,27 @@ POOL_PROTOCOLS_OF = {
 MEMBER_DEFAULTS: dict[str, Any] = {
     "name": "", "admin_state_up": True, "tags": [], "weight": 1,
     "backup": False, "subnet_id": None, "monitor_address": None, "monitor_port": None}
+
+
+def _policies_of(conn: Connection, listener_id: str) -> list[str]:
+    """The listener's policies that stay, in position order."""
+    return list(conn.execute(select(L7P.c.id).where(
+        L7P.c.listener_id == listener_id, L7P.c.provisioning_status != PENDING_DELETE)
+        .order_by(L7P.c.position, L7P.c.created_at)).scalars())
+
+
+def _move(conn: Connection, listener_id: str, policy_id: str, position: int) -> None:
+    """The policy to ``position`` (at most last), the others shifted round it."""
+    order = [i for i in _policies_of(conn, listener_id) if i != policy_id]
+    order.insert(min(position, len(order) + 1) - 1, policy_id)
+    for index, item in enumerate(order, start=1):
+        conn.execute(update(L7P).where(L7P.c.id == item, L7P.c.position != index)
+                     .values(position=index))
+
+
+def _renumber(conn: Connection, listeners: Any) -> None:
+    """Positions 1, 2, ... again once policies went."""
+    for listener_id in conn.execute(listeners).scalars():
+        for index, item in enumerate(_policies_of(conn, listener_id), start=1):
+            conn.execute(update(L7P).where(L7P.c.id == item, L7P.c.position != index)
+                         .values(position=index))
