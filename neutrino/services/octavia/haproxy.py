@@ -47,21 +47,22 @@ from neutrino.services.agents import scheduling
 from neutrino.services.agents.dhcp_scheduler import enabled_agent
 from neutrino.services.agents.scheduling import Hosting
 from neutrino.services.octavia import errors
+from neutrino.services.octavia.plugin import (
+    HM,
+    L7P,
+    L7R,
+    LB,
+    LI,
+    ME,
+    PENDING,
+    PO,
+    ST,
+    STATS,
+)
 from neutrino.services.octavia.providers import Provider
 
 LOG = logging.getLogger(__name__)
 ADMIN = Context.admin()
-LB = models.lbaas_loadbalancers
-LI = models.lbaas_listeners
-PO = models.lbaas_pools
-ME = models.lbaas_members
-HM = models.lbaas_healthmonitors
-ST = models.lbaas_listener_stats
-L7P = models.lbaas_l7policies
-L7R = models.lbaas_l7rules
-COUNTERS = ("bytes_in", "bytes_out", "active_connections", "total_connections",
-            "request_errors")
-PENDING = ("PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE")
 
 LBAAS = Hosting(AGENT_TYPE, models.lbaas_loadbalancer_agent_bindings, "loadbalancer_id",
                 "agent_id", None)
@@ -350,7 +351,7 @@ def _store_stats(conn: Connection, lb_id: str, stats: Mapping[str, Mapping[str, 
     listeners = set(conn.execute(select(LI.c.id).where(LI.c.loadbalancer_id == lb_id))
                     .scalars())
     rows = [{"listener_id": listener_id, **{key: _count(counters.get(key))
-                                            for key in COUNTERS}}
+                                            for key in STATS}}
             for listener_id, counters in stats.items() if listener_id in listeners]
     if rows:
         conn.execute(delete(ST).where(ST.c.listener_id.in_([r["listener_id"] for r in rows])))

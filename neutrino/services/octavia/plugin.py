@@ -790,16 +790,7 @@ class OctaviaPlugin(Plugin):
                 raise errors.Validation(detail="L7 policies are only for HTTP listeners, "
                                                f"not {listener.protocol} ones.")
             self._l7_target(conn, data, lb.id)
-            values = dict(data)
-            if values["action"] not in ("REDIRECT_TO_URL", "REDIRECT_PREFIX"):
-                values["redirect_http_code"] = None
-            elif values.get("redirect_http_code") is None:
-                values["redirect_http_code"] = 302
-            for key, action in (("redirect_url", "REDIRECT_TO_URL"),
-                                ("redirect_prefix", "REDIRECT_PREFIX"),
-                                ("redirect_pool_id", "REDIRECT_TO_POOL")):
-                if values["action"] != action:
-                    values[key] = None
+            values = _only_its_target(dict(data), None)
             count = len(_policies_of(conn, listener.id))
             position = min(values.pop("position", None) or count + 1, count + 1)
             conn.execute(update(L7P).where(L7P.c.listener_id == listener.id,
@@ -824,15 +815,9 @@ class OctaviaPlugin(Plugin):
             row = self.get_row(conn, L7P, "L7 Policy", policy_id)
             listener = self.get_row(conn, LI, "Listener", row.listener_id)
             lb = self._lock_lb(conn, listener.loadbalancer_id)
-            values = dict(data)
-            merged = {**row._asdict(), **values}
-            self._l7_target(conn, merged, lb.id)
-            if "action" in values:
-                for key, action in (("redirect_url", "REDIRECT_TO_URL"),
-                                    ("redirect_prefix", "REDIRECT_PREFIX"),
-                                    ("redirect_pool_id", "REDIRECT_TO_POOL")):
-                    if values["action"] != action:
-                        values[key] = None
+            self._l7_target(conn, {**row._asdict(), **data}, lb.id)
+            values = (_only_its_target(dict(data), row.redirect_http_code)
+                      if "action" in data else dict(data))
             position = values.pop("position", None)
             self._mark(conn, L7P, policy_id, PENDING_UPDATE, values)
             if position is not None:
@@ -1000,3 +985,18 @@ def _renumber(conn: Connection, listeners: Any) -> None:
         for index, item in enumerate(_policies_of(conn, listener_id), start=1):
             conn.execute(update(L7P).where(L7P.c.id == item, L7P.c.position != index)
                          .values(position=index))
+
+
+def _only_its_target(values: dict[str, Any], code: int | None) -> dict[str, Any]:
+    """A policy's values with the targets of the other actions cleared, and a
+    redirect's code (``code``, the one it had, or 302) only on a redirect."""
+    for key, action in (("redirect_url", "REDIRECT_TO_URL"),
+                        ("redirect_prefix", "REDIRECT_PREFIX"),
+                        ("redirect_pool_id", "REDIRECT_TO_POOL")):
+        if values["action"] != action:
+            values[key] = None
+    if values["action"] not in ("REDIRECT_TO_URL", "REDIRECT_PREFIX"):
+        values["redirect_http_code"] = None
+    elif values.get("redirect_http_code") is None:
+        values["redirect_http_code"] = code or 302
+    return values
