@@ -234,8 +234,8 @@ def test_the_status_tree_follows_listeners_to_their_pools(lbapi: ApiClient, subn
     lb = make_lb(lbapi, subnet, name="tree")
     listener = make(lbapi, "/v2/lbaas/listeners", "listener", loadbalancer_id=lb["id"],
                     protocol="HTTP", protocol_port=80, name="front")
-    make(lbapi, "/v2/lbaas/listeners", "listener", loadbalancer_id=lb["id"],
-         protocol="TCP", protocol_port=22)
+    tcp = make(lbapi, "/v2/lbaas/listeners", "listener", loadbalancer_id=lb["id"],
+               protocol="TCP", protocol_port=22, name="ssh")
     pool = make(lbapi, "/v2/lbaas/pools", "pool", listener_id=listener["id"],
                 protocol="HTTP", lb_algorithm="ROUND_ROBIN", name="back")
     make(lbapi, "/v2/lbaas/pools", "pool", loadbalancer_id=lb["id"], protocol="TCP",
@@ -249,13 +249,16 @@ def test_the_status_tree_follows_listeners_to_their_pools(lbapi: ApiClient, subn
     def brief(item: dict, name: str) -> dict:
         return {"id": item["id"], "name": name, "provisioning_status": "ACTIVE",
                 "operating_status": "ONLINE"}
-    assert tree == {"loadbalancer": {**brief(lb, "tree"), "listeners": [
+    listeners = tree["loadbalancer"].pop("listeners")
+    assert tree == {"loadbalancer": brief(lb, "tree")}
+    # listeners made in one second come in the order of their ids
+    assert sorted(listeners, key=lambda item: item["name"]) == [
         {**brief(listener, "front"), "pools": [
             {**brief(pool, "back"),
              "health_monitor": {**brief(monitor, ""), "type": "TCP"},
              "members": [{**brief(member, ""), "address": "10.20.0.7",
                           "protocol_port": 8080}]}]},
-        {**tree["loadbalancer"]["listeners"][1], "pools": []}]}}
+        {**brief(tcp, "ssh"), "pools": []}]
     fault(lbapi.get(f"{LBS}/{uuid.uuid4()}/status"), 404)
     zero = {"active_connections": 0, "bytes_in": 0, "bytes_out": 0, "request_errors": 0,
             "total_connections": 0}
