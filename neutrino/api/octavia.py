@@ -23,7 +23,17 @@ from neutrino.api.request import Request, Response
 from neutrino.context import Context
 from neutrino.services.octavia import errors
 from neutrino.services.octavia import policy as octavia_policy
-from neutrino.services.octavia.plugin import HM, L7P, L7R, LB, LI, ME, PO, OctaviaPlugin
+from neutrino.services.octavia.plugin import (
+    HM,
+    L7P,
+    L7R,
+    LB,
+    LI,
+    ME,
+    PO,
+    QUOTAS,
+    OctaviaPlugin,
+)
 
 #: the versions this API answers to at ``/`` (Octavia's list, to the one whose
 #: features it has: the v2 API; later minor versions come with their features)
@@ -345,6 +355,15 @@ def rule_suits(data: dict[str, Any]) -> Callable[[Any], None]:
     return check
 
 
+#: the older names Octavia still answers and accepts beside its quotas' own
+QUOTA_ALIASES = {"loadbalancer": "load_balancer", "healthmonitor": "health_monitor"}
+MAX_QUOTA = 2_000_000_000
+
+
+def quota_view(quotas: dict[str, int]) -> dict[str, int]:
+    return {**quotas, **{old: quotas[new] for old, new in QUOTA_ALIASES.items()}}
+
+
 #: what is accepted in a body but not stored as a column
 NOT_STORED = ("project_id", "tenant_id")
 
@@ -386,6 +405,11 @@ class OctaviaRouter:
             ("GET", r"", self.versions),
             ("GET", r"/v2(?:\.0)?(?:/lbaas)?", self.v2),
             ("GET", r"/v2(?:\.0)?/lbaas/providers", self.list_providers),
+            ("GET", r"/v2(?:\.0)?/lbaas/quotas", self.list_quotas),
+            ("GET", r"/v2(?:\.0)?/lbaas/quotas/defaults", self.quota_defaults),
+            ("GET", r"/v2(?:\.0)?/lbaas/quotas/([^/]+)", self.show_quotas),
+            ("PUT", r"/v2(?:\.0)?/lbaas/quotas/([^/]+)", self.update_quotas),
+            ("DELETE", r"/v2(?:\.0)?/lbaas/quotas/([^/]+)", self.reset_quotas),
             ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers", self.list_lbs),
             ("POST", r"/v2(?:\.0)?/lbaas/loadbalancers", self.create_lb),
             ("GET", r"/v2(?:\.0)?/lbaas/loadbalancers/([^/]+)", self.show_lb),
@@ -564,6 +588,50 @@ class OctaviaRouter:
             raise errors.Validation(detail="Missing project ID")
         octavia_policy.check_write(ctx, project)
         return project
+
+    # --- quotas ---------------------------------------------------------------------------
+
+    def list_quotas(self, req: Request) -> Response:
+        ctx = req.context
+        if not octavia_policy.can_read(ctx, ctx.project_id):
+            raise errors.Forbidden()
+        only = None if octavia_policy.global_observer(ctx) else ctx.project_id
+
+        def work(conn: Connection) -> list[dict[str, Any]]:
+            return [{"project_id": project, **quota_view(self.plugin.quotas_of(conn, project))}
+                    for project in self.plugin.quota_projects(conn, only)]
+
+        return Response(200, {"quotas": self.plugin.read(work)})
+
+    def quota_defaults(self, req: Request) -> Response:
+        if not octavia_policy.can_read(req.context, req.context.project_id):
+            raise errors.Forbidden()
+        return Response(200, {"quota": quota_view(self.plugin.quota_defaults())})
+
+    def show_quotas(self, req: Request, project_id: str) -> Response:
+        octavia_policy.check_read(req.context, project_id)
+        quotas = self.plugin.read(lambda conn: self.plugin.quotas_of(conn, project_id))
+        return Response(200, {"quota": quota_view(quotas)})
+
+    def update_quotas(self, req: Request, project_id: str) -> Response:
+        if not octavia_policy.is_admin(req.context):
+            raise errors.Forbidden()
+        body = req.json().get("quota")
+        if not isinstance(body, dict):
+            raise errors.BadRequest('Missing argument: "quota"')
+        values = {}
+        for key, value in body.items():
+            name = QUOTA_ALIASES.get(key, key)
+            if name not in QUOTAS:
+                raise _bad("quota", body, f"Unknown attribute for argument quota: {key}")
+            values[name] = None if value is None else integer(-1, MAX_QUOTA)(key, value)
+        return Response(202, {"quota": quota_view(self.plugin.set_quotas(project_id, values))})
+
+    def reset_quotas(self, req: Request, project_id: str) -> Response:
+        if not octavia_policy.is_admin(req.context):
+            raise errors.Forbidden()
+        self.plugin.reset_quotas(project_id)
+        return Response(202)
 
     # --- load balancers -------------------------------------------------------------------
 

@@ -764,6 +764,15 @@ lbaas_l7rules = Table(
     Column("invert", Boolean, nullable=False),
 )
 
+# A project's load-balancing quotas where an admin set them (NULL: the default).
+lbaas_quotas = Table(
+    "lbaas_quotas", metadata,
+    Column("project_id", String(255), primary_key=True),
+    *(Column(name, Integer, nullable=True) for name in (
+        "load_balancer", "listener", "member", "pool", "health_monitor", "l7policy",
+        "l7rule")),
+)
+
 # A listener's counters as its provider last reported them (Octavia's stats).
 lbaas_listener_stats = Table(
     "lbaas_listener_stats", metadata,

@@ -345,6 +345,43 @@ def test_l7_policies_in_position_order_and_their_rules(lbapi: ApiClient, subnet:
     fault(lbapi.get(f"{policies}/{to_url['id']}"), 404)
 
 
+def test_quotas_set_by_an_admin_hold(lbapi: ApiClient, lb_server: Server, subnet: dict,
+                                     project: str):
+    admin = lb_server.octavia(uuid.uuid4().hex, roles=("admin",))
+    unlimited = {"load_balancer": -1, "listener": -1, "member": -1, "pool": -1,
+                 "health_monitor": -1, "l7policy": -1, "l7rule": -1, "loadbalancer": -1,
+                 "healthmonitor": -1}
+    assert show(lbapi, "/v2/lbaas/quotas/defaults", "quota") == unlimited
+    assert show(lbapi, f"/v2/lbaas/quotas/{project}", "quota") == unlimited
+    fault(lbapi.put(f"/v2/lbaas/quotas/{project}", json={"quota": {"load_balancer": 1}}),
+          403)
+    resp = admin.put(f"/v2/lbaas/quotas/{project}",
+                     json={"quota": {"loadbalancer": 1, "member": 2}})
+    assert resp.status_code == 202, resp.text
+    assert resp.json()["quota"] == {**unlimited, "load_balancer": 1, "loadbalancer": 1,
+                                    "member": 2}
+    fault(admin.put(f"/v2/lbaas/quotas/{project}", json={"quota": {"member": -2}}), 400)
+    fault(admin.put(f"/v2/lbaas/quotas/{project}", json={"quota": {"routers": 1}}), 400)
+    assert [q["project_id"] for q in lbapi.get("/v2/lbaas/quotas").json()["quotas"]] == [
+        project]
+
+    lb = make_lb(lbapi, subnet)
+    fault(lbapi.post(LBS, json={"loadbalancer": {"vip_subnet_id": subnet["id"]}}), 403,
+          "Quota has been met for resources: Load Balancer")
+    pool = make(lbapi, "/v2/lbaas/pools", "pool", loadbalancer_id=lb["id"], protocol="TCP",
+                lb_algorithm="ROUND_ROBIN")
+    members = f"/v2/lbaas/pools/{pool['id']}/members"
+    three = [{"address": f"10.20.0.{i}", "protocol_port": 80} for i in (7, 8, 9)]
+    fault(lbapi.put(members, json={"members": three}), 403,
+          "Quota has been met for resources: Member")
+    assert lbapi.put(members, json={"members": three[:2]}).status_code == 202
+    # the batch that replaces one member by another stays within the quota
+    assert lbapi.put(members, json={"members": three[1:]}).status_code == 202
+    assert admin.delete(f"/v2/lbaas/quotas/{project}").status_code == 202
+    assert show(lbapi, f"/v2/lbaas/quotas/{project}", "quota") == unlimited
+    make_lb(lbapi, subnet)
+
+
 def test_a_pending_load_balancer_is_immutable(lbapi: ApiClient, subnet: dict):
     lb = make_lb(lbapi, subnet, provider="pending")
     assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == \

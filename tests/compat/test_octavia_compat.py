@@ -59,6 +59,10 @@ def test_openstack_loadbalancer_cli(lb_server: Server, tmp_path: Path):
         ("pool-show", "loadbalancer pool show p -f json"),
         ("status", "loadbalancer status show web"),
         ("stats", "loadbalancer stats show web -f json"),
+        ("l7", "loadbalancer l7policy create http --action REJECT --name no -f json"),
+        ("l7rule", "loadbalancer l7rule create no --type PATH --compare-type STARTS_WITH "
+                   "--value /admin -f json"),
+        ("quota", "loadbalancer quota defaults show -f json"),
         ("delete", "loadbalancer delete web --cascade"),
         ("after", "loadbalancer list -f json"),
     ], clouds_yaml(tmp_path, lb_server), tmp_path)
@@ -88,6 +92,9 @@ def test_openstack_loadbalancer_cli(lb_server: Server, tmp_path: Path):
     assert (in_listener["name"], in_pool["name"]) == ("http", "p")
     assert in_pool["health_monitor"]["type"] == "HTTP"
     assert [(m["name"], m["address"]) for m in in_pool["members"]] == [("m1", "10.90.0.9")]
+    assert (session.json("l7")["action"], session.json("l7")["position"]) == ("REJECT", 1)
+    assert session.json("l7rule")["value"] == "/admin"
+    assert session.json("quota")["load_balancer"] == -1
     assert session.json("stats") == {"active_connections": 0, "bytes_in": 0, "bytes_out": 0,
                                      "request_errors": 0, "total_connections": 0}
     session.quiet("delete")

@@ -73,6 +73,11 @@ class InvalidOption(OctaviaError):
     message = "%(value)s is not a valid option for %(option)s"
 
 
+class QuotaMet(OctaviaError):
+    status = 403
+    message = "Quota has been met for resources: %(resource)s"
+
+
 class ProviderUnsupported(OctaviaError):
     status = 501
     message = "Provider '%(provider)s' does not support a requested option: %(reason)s"

@@ -19,7 +19,7 @@ from sqlalchemy import delete, func, insert, select, update
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
-from neutrino.config import Opt, OptGroup, parse_host, parse_list
+from neutrino.config import Opt, OptGroup, int_range, parse_host, parse_list
 from neutrino.context import Context
 from neutrino.db import models
 from neutrino.db.util import now, timestamp
@@ -44,6 +44,7 @@ HM = models.lbaas_healthmonitors
 ST = models.lbaas_listener_stats
 L7P = models.lbaas_l7policies
 L7R = models.lbaas_l7rules
+QU = models.lbaas_quotas
 #: Octavia's statistics, each a column of ST
 STATS = ("active_connections", "bytes_in", "bytes_out", "request_errors",
          "total_connections")
@@ -85,6 +86,18 @@ OPTIONS = OptGroup("api_settings", [
         "The provider of a load balancer created without one."),
 ])
 
+#: Octavia's quotas: name -> the table counted, and the name its error gives
+QUOTAS: dict[str, tuple[Any, str]] = {
+    "load_balancer": (LB, "Load Balancer"), "listener": (LI, "Listener"),
+    "member": (ME, "Member"), "pool": (PO, "Pool"),
+    "health_monitor": (HM, "Health Monitor"), "l7policy": (L7P, "L7 Policy"),
+    "l7rule": (L7R, "L7 Rule")}
+QUOTA_OPTIONS = OptGroup("quotas", [
+    Opt(f"default_{name}_quota", int_range(-1), -1,
+        f"{label}s per project on the load-balancer API, where an admin set none "
+        "(-1: unlimited).")
+    for name, (_, label) in QUOTAS.items()])
+
 STANDARD = ("id", "name", "description", "project_id", "provisioning_status",
             "operating_status", "admin_state_up", "tags")
 
@@ -100,7 +113,7 @@ def _standard(row: Row) -> dict[str, Any]:
 class OctaviaPlugin(Plugin):
     """The ``octavia`` service plugin: the state behind the load-balancer API."""
 
-    option_groups = (OPTIONS,)
+    option_groups = (OPTIONS, QUOTA_OPTIONS)
 
     def __init__(self, env: Any):
         super().__init__(env)
@@ -305,6 +318,7 @@ class OctaviaPlugin(Plugin):
                     self.core.network_row_in(conn, ctx, network_id)
                 except exc.NotFound:
                     raise errors.BadRequest(f"Network {network_id} not found.") from None
+            self._within_quota(conn, "load_balancer", data["project_id"])
             lb_id = new_uuid()
             wanted: dict[str, Any] = {}
             if subnet_id:
@@ -434,6 +448,7 @@ class OctaviaPlugin(Plugin):
         def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
             lb = self._lock_lb(conn, data["loadbalancer_id"])
             self.providers[lb.provider].check("listener", data["protocol"])
+            self._within_quota(conn, "listener", lb.project_id)
             clash = conn.execute(select(LI.c.id).where(
                 LI.c.loadbalancer_id == lb.id, LI.c.protocol == data["protocol"],
                 LI.c.protocol_port == data["protocol_port"])).first()
@@ -521,6 +536,7 @@ class OctaviaPlugin(Plugin):
             assert lb_id is not None
             lb = self._lock_lb(conn, lb_id)
             self.providers[lb.provider].check("pool", data["protocol"])
+            self._within_quota(conn, "pool", lb.project_id)
             pool_id = new_uuid()
             stamp = now()
             conn.execute(insert(PO).values(
@@ -594,6 +610,7 @@ class OctaviaPlugin(Plugin):
             if clash is not None:
                 raise errors.DuplicateMember(ip_address=data["address"],
                                              port=data["protocol_port"])
+            self._within_quota(conn, "member", pool.project_id)
             member_id = new_uuid()
             stamp = now()
             conn.execute(insert(ME).values(
@@ -651,6 +668,9 @@ class OctaviaPlugin(Plugin):
             lb = self._lock_lb(conn, pool.loadbalancer_id)
             have = {(r.address, r.protocol_port): r for r in conn.execute(
                 select(ME).where(ME.c.pool_id == pool_id))}
+            keys = {(data["address"], data["protocol_port"]) for data in wanted}
+            self._within_quota(conn, "member", pool.project_id,
+                               len(keys - set(have)) - len(set(have) - keys))
             seen = set()
             stamp = now()
             for data in wanted:
@@ -702,6 +722,7 @@ class OctaviaPlugin(Plugin):
             lb = self._lock_lb(conn, pool.loadbalancer_id)
             check(pool)
             self.providers[lb.provider].check("healthmonitor", data["type"])
+            self._within_quota(conn, "health_monitor", pool.project_id)
             if conn.execute(select(HM.c.id).where(HM.c.pool_id == pool.id)).first():
                 raise errors.DuplicateHealthMonitor()
             hm_id = new_uuid()
@@ -745,6 +766,55 @@ class OctaviaPlugin(Plugin):
             self.settle(conn, lb, after)
 
         self._write(work)
+
+    # --- quotas -------------------------------------------------------------------------
+
+    def quota_defaults(self) -> dict[str, int]:
+        return {name: getattr(self.conf.quotas, f"default_{name}_quota") for name in QUOTAS}
+
+    def quotas_of(self, conn: Connection, project_id: str) -> dict[str, int]:
+        """The project's quotas: an admin's, else the defaults."""
+        row = conn.execute(select(QU).where(QU.c.project_id == project_id)).first()
+        defaults = self.quota_defaults()
+        given = {} if row is None else row._mapping
+        return {name: defaults[name] if given.get(name) is None else given[name]
+                for name in QUOTAS}
+
+    def quota_projects(self, conn: Connection, project_id: str | None) -> list[str]:
+        """The projects an admin set quotas for (one of them, with ``project_id``)."""
+        stmt = select(QU.c.project_id).order_by(QU.c.project_id)
+        if project_id is not None:
+            stmt = stmt.where(QU.c.project_id == project_id)
+        return list(conn.execute(stmt).scalars())
+
+    def set_quotas(self, project_id: str, values: dict[str, int | None]) -> dict[str, int]:
+        def work(conn: Connection, _after: list[Callable[[], None]]) -> dict[str, int]:
+            row = conn.execute(select(QU).where(QU.c.project_id == project_id)).first()
+            if row is None:
+                conn.execute(insert(QU).values(project_id=project_id, **values))
+            elif values:
+                conn.execute(update(QU).where(QU.c.project_id == project_id).values(values))
+            return self.quotas_of(conn, project_id)
+
+        return self._write(work)
+
+    def reset_quotas(self, project_id: str) -> None:
+        self._write(lambda conn, _after: conn.execute(
+            delete(QU).where(QU.c.project_id == project_id)))
+
+    def _within_quota(self, conn: Connection, name: str, project_id: str | None,
+                      adding: int = 1) -> None:
+        """``errors.QuotaMet`` if ``adding`` more of ``name`` passes the project's quota."""
+        if project_id is None or adding <= 0:
+            return
+        limit = self.quotas_of(conn, project_id)[name]
+        if limit < 0:
+            return
+        table, label = QUOTAS[name]
+        count = conn.execute(select(func.count()).select_from(table)
+                             .where(table.c.project_id == project_id)).scalar_one()
+        if count + adding > limit:
+            raise errors.QuotaMet(resource=label)
 
     # --- L7 policies and their rules --------------------------------------------------
 
@@ -790,6 +860,7 @@ class OctaviaPlugin(Plugin):
                 raise errors.Validation(detail="L7 policies are only for HTTP listeners, "
                                                f"not {listener.protocol} ones.")
             self._l7_target(conn, data, lb.id)
+            self._within_quota(conn, "l7policy", listener.project_id)
             values = _only_its_target(dict(data), None)
             count = len(_policies_of(conn, listener.id))
             position = min(values.pop("position", None) or count + 1, count + 1)
@@ -870,6 +941,7 @@ class OctaviaPlugin(Plugin):
     def create_l7rule(self, policy_id: str, data: dict[str, Any]) -> dict[str, Any]:
         def change(conn: Connection, policy: Row, lb: Row) -> dict[str, Any]:
             self.providers[lb.provider].check("l7rule", data["type"])
+            self._within_quota(conn, "l7rule", policy.project_id)
             rule_id = new_uuid()
             stamp = now()
             conn.execute(insert(L7R).values(

@@ -1,4 +1,5 @@
-"""lbaas_l7: listeners' L7 policies and their rules
+"""lbaas_l7_quotas: listeners' L7 policies and their rules, and the projects'
+load-balancing quotas
 
 Revision ID: 0020
 Revises: 0019
@@ -63,8 +64,17 @@ def upgrade() -> None:
                                 ondelete="CASCADE", name=op.f("fk_lbaas_l7rules_l7policy_id")),
     )
     _index("lbaas_l7rules", "project_id", "l7policy_id")
+    op.create_table(
+        "lbaas_quotas",
+        sa.Column("project_id", sa.String(255), nullable=False),
+        *(sa.Column(name, sa.Integer(), nullable=True) for name in (
+            "load_balancer", "listener", "member", "pool", "health_monitor", "l7policy",
+            "l7rule")),
+        sa.PrimaryKeyConstraint("project_id", name=op.f("pk_lbaas_quotas")),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("lbaas_quotas")
     op.drop_table("lbaas_l7rules")
     op.drop_table("lbaas_l7policies")
