@@ -443,7 +443,11 @@ def load(paths: Iterable[str], extra_groups: Iterable[OptGroup] = ()) -> Config:
     paths = list(paths)
     raw = read_files(paths)
     every = every_value(paths)
-    groups = [OptGroup(g.name, list(g.opts)) for g in [*CORE_GROUPS, *extra_groups]]
+    merged: dict[str, OptGroup] = {}  # groups of one name are one section, as register has it
+    for group in [*CORE_GROUPS, *extra_groups]:
+        known = merged.setdefault(group.name, OptGroup(group.name))
+        known.opts.extend(o for o in group.opts if o not in known.opts)
+    groups = list(merged.values())
     values = {g.name: _parse_group(g, raw.get(g.name, {}), every.get(g.name, {}))
               for g in groups}
     return Config(groups, values, raw, paths, every)
