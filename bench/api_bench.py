@@ -273,7 +273,7 @@ def _run(coro):
 # --- servers --------------------------------------------------------------------------
 
 def workers_of(pid: int) -> list[int]:
-    """The uvicorn worker processes under a supervisor (spawned Python children)."""
+    """The worker processes spawned by a server (its Python children)."""
     found = []
     for task in Path(f"/proc/{pid}/task").iterdir():
         for child in (task / "children").read_text().split():
@@ -472,7 +472,8 @@ def bench_neutrino(backend: str, args: argparse.Namespace, tmp: Path) -> Backend
     db_url, drop = create_database(backend, tmp)
     server = start_server(tmp, db_url, auth="noauth", workers=2, extra=EXTENSIONS)
     try:
-        pids = wait_for_workers(server.proc.pid, 2)
+        # the server's process is the first of its workers
+        pids = [server.proc.pid, *wait_for_workers(server.proc.pid, 1)]
         print(f"{backend}: neutrino-server pid {server.proc.pid}, workers {pids}", flush=True)
         http = httpx.Client(base_url=server.url, headers={"X-Project-Id": "bench"}, timeout=60)
         body = port_body(http)
@@ -518,7 +519,7 @@ def bench_neutrino(backend: str, args: argparse.Namespace, tmp: Path) -> Backend
             with Profiler(args.profile, pids, f"{backend}-list-5000") as prof:
                 lists(args.lists_5000, "GET /v2.0/ports @5000 (profiled)")
             result.profiles["GET /v2.0/ports @5000"] = prof.outs
-        result.memory_mb = rss_mb([server.proc.pid, *pids])
+        result.memory_mb = rss_mb(pids)
         http.close()
     except Exception:
         print(server.log.read_text()[-5000:], file=sys.stderr)

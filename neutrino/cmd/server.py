@@ -29,7 +29,8 @@ from neutrino.api.octavia import OctaviaRouter, neutron_fault
 from neutrino.api.quotas import QuotasController
 from neutrino.api.router import Router
 from neutrino.api.tags import TagsController
-from neutrino.cmd.startup import StartupError, few_malloc_arenas, listen, reach_bus, serve
+from neutrino.cmd.startup import StartupError, listen, reach_bus, serve
+from neutrino.cmd.workers import Workers
 from neutrino.context import Context
 from neutrino.db.engine import Database
 from neutrino.db.quota import QuotaEngine
@@ -181,8 +182,7 @@ def serves_octavia(conf: config.Config) -> bool:
 
 
 def worker_app() -> ApiApp:
-    """Entry for each uvicorn worker process (api_workers > 1)."""
-    few_malloc_arenas()
+    """Entry for each API worker process (api_workers > 1)."""
     files = json.loads(os.environ.get(CONFIG_ENV, "[]"))
     conf = load_config(files)
     _logging(conf)
@@ -301,18 +301,29 @@ def set_up_database(conf: config.Config) -> None:
         raise StartupError(str(error)) from None
 
 
-def api_sockets(conf: config.Config) -> list[socket.socket]:
+def api_sockets(conf: config.Config, reuse_port: bool = False) -> list[socket.socket]:
     """The Networking API's listening sockets, and the load-balancer API's
-    when it is served (a port in use is a StartupError, nothing left open)."""
-    sockets = listen(conf)
+    when it is served (a port in use is a StartupError, nothing left open);
+    ``reuse_port``: a worker's set, one of several on the same addresses."""
+    sockets = listen(conf, reuse_port=reuse_port)
     if serves_octavia(conf):
         try:
-            sockets += listen(conf, "api_settings")
+            sockets += listen(conf, "api_settings", reuse_port)
         except StartupError:
             for sock in sockets:
                 sock.close()
             raise
     return sockets
+
+
+def worker_sockets(conf: config.Config, bound: list[socket.socket]
+                   ) -> list[list[socket.socket]]:
+    """A set of sockets for each API worker, on the addresses ``bound`` holds
+    (bound without SO_REUSEPORT, so that a port another server already
+    shares stopped the command); ``bound`` is closed."""
+    for sock in bound:
+        sock.close()
+    return [api_sockets(conf, reuse_port=True) for _ in range(conf.DEFAULT.api_workers)]
 
 
 def prepare(files: list[str], extra_groups: Iterable[config.OptGroup] = ()
@@ -351,6 +362,7 @@ def main(argv: list[str] | None = None) -> None:
     pass_logging_options(PROGRAM, args)
     try:
         conf, sockets = prepare(args.config_file)
+        socket_sets = worker_sockets(conf, sockets) if conf.DEFAULT.api_workers > 1 else []
     except StartupError as error:
         print(f"neutrino-server: {error}", file=sys.stderr)
         sys.exit(2)
@@ -366,12 +378,12 @@ def main(argv: list[str] | None = None) -> None:
     if rpc_workers:
         LOG.info("serving the agents' calls in %d rpc worker(s)", len(rpc_workers))
     try:
-        if opts.api_workers == 1:
-            serve(build_app(conf, serve_rpc=not rpc_workers), sockets, **common)
-        else:
+        workers = None
+        if socket_sets:  # this process is the first worker
             os.environ[CONFIG_ENV] = json.dumps(files)
-            serve("neutrino.cmd.server:worker_app", sockets, factory=True,
-                  workers=opts.api_workers, **common)
+            sockets = socket_sets[0]
+            workers = Workers("neutrino.cmd.server:worker_app", socket_sets[1:], common)
+        serve(build_app(conf, serve_rpc=not rpc_workers), sockets, workers, **common)
     finally:
         stop_rpc_workers(rpc_workers)
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
+import signal
 import socket
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 
@@ -23,8 +24,13 @@ from neutrino import config
 from neutrino.rpc.errors import TransportError
 from neutrino.rpc.transport import TransportURLError, get_transport
 
+if TYPE_CHECKING:
+    from neutrino.cmd.workers import Workers
+
 #: uvicorn's default backlog
 BACKLOG = 2048
+#: the exit status of a command (or worker process) whose start-up failed
+STARTUP_FAILED = 3
 #: glibc's mallopt parameter for the number of malloc arenas
 _M_ARENA_MAX = -8
 
@@ -46,9 +52,11 @@ class StartupError(Exception):
     there is one)."""
 
 
-def listen(conf: config.Config, group: str = "DEFAULT") -> list[socket.socket]:
+def listen(conf: config.Config, group: str = "DEFAULT", reuse_port: bool = False
+           ) -> list[socket.socket]:
     """Listening sockets on ``group``'s ``bind_host``:``bind_port`` (every address
-    a host name has), as uvicorn would make them."""
+    a host name has), as uvicorn would make them; ``reuse_port``: one of several
+    sets on the same addresses, one per worker process."""
     opts = getattr(conf, group)
     host, port = opts.bind_host, opts.bind_port
     where = f"{conf.source(group, 'bind_host')} and {conf.source(group, 'bind_port')}"
@@ -66,6 +74,8 @@ def listen(conf: config.Config, group: str = "DEFAULT") -> list[socket.socket]:
             sock = socket.socket(family, kind, proto)
             sockets.append(sock)
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if reuse_port:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
             if family == socket.AF_INET6:
                 sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
             sock.bind(address)
@@ -87,31 +97,28 @@ def reach_bus(conf: config.Config) -> None:
                            ) from None
 
 
-def serve(app: Any, sockets: list[socket.socket], workers: int = 1,
+def serve(app: Any, sockets: list[socket.socket], workers: Workers | None = None,
           **options: Any) -> None:
-    """uvicorn on the bound ``sockets``: ``app`` in this process; or (``workers``
-    > 1) an import string of an app factory in that many worker processes, for
-    which uvicorn binds again (its supervisor's API changes between versions),
-    before any worker starts, the moment after ``sockets`` are closed; unless
-    ``sockets`` are on more than one port (a second API), which uvicorn.run
-    cannot bind: then its supervisor serves them as bound."""
-    if workers > 1 and len({sock.getsockname()[1] for sock in sockets}) > 1:
-        # more than one API (the load-balancer API's port): uvicorn.run binds
-        # only one address, so its supervisor is given the sockets bound here
-        from uvicorn.supervisors import Multiprocess
-
-        Multiprocess(uvicorn.Config(app, workers=workers, **options), sockets=sockets).run()
-        return
-    if workers > 1:
-        for sock in sockets:
-            sock.close()
-        uvicorn.run(app, workers=workers, **options)
-        return
+    """uvicorn serving ``app`` (or, with ``factory=True``, what the factory of
+    that import string makes) on the bound ``sockets``, in this process, with
+    ``workers`` (other processes on sockets of their own) beside it."""
     few_malloc_arenas()
     server = uvicorn.Server(uvicorn.Config(app, **options))
+
+    def stop() -> None:
+        server.should_exit = True
+
+    if workers is not None:
+        # uvicorn raises the signal it stopped for again once it has stopped;
+        # this process then still has its workers to stop before it ends
+        signal.signal(signal.SIGTERM, lambda *_: None)
+        workers.start(on_failure=stop)
     try:
         server.run(sockets=sockets)
     except KeyboardInterrupt:
         return
-    if not server.started:  # its start-up failed, and said why
-        sys.exit(3)
+    finally:
+        if workers is not None:
+            workers.stop()
+    if not server.started or (workers is not None and workers.failed):
+        sys.exit(STARTUP_FAILED)  # and whoever failed said why

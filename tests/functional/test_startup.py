@@ -371,9 +371,9 @@ def test_server_creates_the_schema_on_a_fresh_sqlite_file(tmp_path, running):
     assert subnet.status_code == 201, subnet.text
 
 
-def _children(pid: int) -> list[str]:
-    """Command lines of the direct children of ``pid`` (from /proc)."""
-    found = []
+def _children(pid: int) -> dict[int, str]:
+    """The direct children of ``pid`` and their command lines (from /proc)."""
+    found = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -381,7 +381,7 @@ def _children(pid: int) -> list[str]:
             stat = (entry / "stat").read_text()
             ppid = int(stat.rsplit(")", 1)[1].split()[1])
             if ppid == pid:
-                found.append((entry / "cmdline").read_text().replace("\0", " "))
+                found[int(entry.name)] = (entry / "cmdline").read_text().replace("\0", " ")
         except (OSError, IndexError, ValueError):
             continue  # the process went away
     return found
@@ -390,8 +390,9 @@ def _children(pid: int) -> list[str]:
 def test_two_api_workers_serve(tmp_path, running):
     port = free_port()
     srv = running(port, base_conf(tmp_path, port, "api_workers = 2"))
-    workers = [c for c in _children(srv.proc.pid) if "spawn_main" in c]
-    assert len(workers) == 2, _children(srv.proc.pid)
+    # the server's process is the first worker; the second is spawned
+    workers = [c for c in _children(srv.proc.pid).values() if "spawn_main" in c]
+    assert len(workers) == 1, _children(srv.proc.pid)
 
     def create(i: int) -> int:
         # a new connection per request, so the kernel spreads them over the workers
@@ -403,6 +404,26 @@ def test_two_api_workers_serve(tmp_path, running):
     assert codes == [201] * 16
     names = {n["name"] for n in httpx.get(f"{srv.url}/v2.0/networks").json()["networks"]}
     assert names == {f"w{i}" for i in range(16)}
+
+
+def test_a_worker_that_dies_is_replaced_on_its_sockets(tmp_path, running):
+    port = free_port()
+    srv = running(port, base_conf(tmp_path, port, "api_workers = 2"))
+
+    def worker_pids() -> list[int]:
+        return [pid for pid, line in _children(srv.proc.pid).items() if "spawn_main" in line]
+
+    [first] = worker_pids()
+    os.kill(first, 9)
+    # meanwhile the connections hashed to its socket wait in the queue
+    codes = [httpx.get(f"{srv.url}/v2.0/networks", timeout=30).status_code
+             for _ in range(16)]
+    assert codes == [200] * 16
+    deadline = time.monotonic() + 30
+    while not [pid for pid in worker_pids() if pid != first]:
+        assert time.monotonic() < deadline, "no worker came in its place"
+        time.sleep(0.1)
+    assert srv.proc.poll() is None
 
 
 # --- the example configuration -------------------------------------------------------
