@@ -111,8 +111,10 @@ def test_a_fixed_ip_under_a_floating_ip_stays(admin, user):
     assert resp.status_code == 200, resp.text
     port = user.port(net["id"])
     address = port["fixed_ips"][0]["ip_address"]
+    # two addresses the port was not given (its own is drawn at random)
+    other, another = [f"10.30.0.{n}" for n in (200, 201, 202) if f"10.30.0.{n}" != address][:2]
     fip = user.create("floatingips", floating_network_id=ext["id"], port_id=port["id"])
-    for fixed_ips in ([{"subnet_id": subnet["id"], "ip_address": "10.30.0.200"}], []):
+    for fixed_ips in ([{"subnet_id": subnet["id"], "ip_address": other}], []):
         resp = user.put(f"/v2.0/ports/{port['id']}", json={"port": {"fixed_ips": fixed_ips}})
         error = expect_error(resp, 400, "BadRequest")
         assert "associated to a floating ip" in error["message"]
@@ -123,7 +125,7 @@ def test_a_fixed_ip_under_a_floating_ip_stays(admin, user):
     assert resp.status_code == 200, resp.text
     assert resp.json()["port"]["fixed_ips"] == port["fixed_ips"]
     # adding an address beside it is fine
-    more = [*port["fixed_ips"], {"subnet_id": subnet["id"], "ip_address": "10.30.0.201"}]
+    more = [*port["fixed_ips"], {"subnet_id": subnet["id"], "ip_address": another}]
     resp = user.put(f"/v2.0/ports/{port['id']}", json={"port": {"fixed_ips": more}})
     assert resp.status_code == 200, resp.text
     assert user.show("floatingips", fip["id"])["fixed_ip_address"] == address
