@@ -7,6 +7,7 @@ ResourceController; it shares the server's authentication.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import re
 import uuid
@@ -21,8 +22,9 @@ from sqlalchemy.engine import Connection
 from neutrino import exceptions as exc
 from neutrino.api.request import Request, Response
 from neutrino.context import Context
-from neutrino.services.octavia import errors
+from neutrino.services.octavia import catalog, errors
 from neutrino.services.octavia import policy as octavia_policy
+from neutrino.services.octavia.catalog import FLAVORS, ZONES, Offer
 from neutrino.services.octavia.plugin import (
     HM,
     L7P,
@@ -364,6 +366,53 @@ def quota_view(quotas: dict[str, int]) -> dict[str, int]:
     return {**quotas, **{old: quotas[new] for old, new in QUOTA_ALIASES.items()}}
 
 
+def given_text(limit: int = 255) -> Check:
+    """A text that may not be null (Octavia's InvalidOption when it is)."""
+    def check(name: str, value: Any) -> Any:
+        if value is None:
+            raise errors.InvalidOption(value=None, option=name)
+        return text(limit)(name, value)
+    return check
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """One of the flavor and availability zone collections, as the API shows it."""
+
+    path: str  # under /v2/lbaas
+    key: str  # a body's object
+    plural: str
+    links: str
+    offer: Offer
+    profile: bool  # a profile (an admin's alone), or what is offered
+    fields: dict[str, Field]
+
+
+def _profile_fields(offer: Offer) -> dict[str, Field]:
+    return {"name": Field(given_text(), required=True),
+            "provider_name": Field(given_text(), required=True),
+            offer.data: Field(given_text(4096), required=True)}
+
+
+def _offered_fields(offer: Offer) -> dict[str, Field]:
+    """An availability zone's name is its key: set once."""
+    return {"name": Field(given_text(), required=True, put=offer.key == "id"),
+            "description": Field(text()), "enabled": Field(boolean, default=True),
+            offer.reference: Field(an_uuid, required=True, put=False)}
+
+
+CATALOGUES = (
+    Catalogue("flavorprofiles", "flavorprofile", "flavorprofiles", "flavorprofile_links",
+              FLAVORS, True, _profile_fields(FLAVORS)),
+    Catalogue("flavors", "flavor", "flavors", "flavors_links", FLAVORS, False,
+              _offered_fields(FLAVORS)),
+    Catalogue("availabilityzoneprofiles", "availability_zone_profile",
+              "availability_zone_profiles", "availability_zone_profile_links", ZONES, True,
+              _profile_fields(ZONES)),
+    Catalogue("availabilityzones", "availability_zone", "availability_zones",
+              "availability_zones_links", ZONES, False, _offered_fields(ZONES)),
+)
+
 #: what is accepted in a body but not stored as a column
 NOT_STORED = ("project_id", "tenant_id")
 
@@ -454,6 +503,19 @@ class OctaviaRouter:
             ("DELETE", r"/v2(?:\.0)?/lbaas/pools/([^/]+)/members/([^/]+)",
              self.delete_member),
         ]
+        for kind in ("flavor", "availability_zone"):
+            patterns.append(("GET", rf"/v2(?:\.0)?/lbaas/providers/([^/]+)/{kind}_capabilities",
+                             functools.partial(self.capabilities, kind)))
+        for catalogue in CATALOGUES:
+            base = rf"/v2(?:\.0)?/lbaas/{catalogue.path}"
+            patterns += [
+                ("GET", base, functools.partial(self.list_catalogue, catalogue)),
+                ("POST", base, functools.partial(self.create_in_catalogue, catalogue)),
+                ("GET", base + r"/([^/]+)", functools.partial(self.show_in_catalogue, catalogue)),
+                ("PUT", base + r"/([^/]+)",
+                 functools.partial(self.update_in_catalogue, catalogue)),
+                ("DELETE", base + r"/([^/]+)",
+                 functools.partial(self.delete_from_catalogue, catalogue))]
         self.routes = [(method, re.compile(pattern + "/?"), handler)
                        for method, pattern, handler in patterns]
 
@@ -499,7 +561,10 @@ class OctaviaRouter:
 
     def _list(self, req: Request, table: Any, collection: str,
               view: Callable[[Connection, Any], dict[str, Any]],
-              scope: list | None = None, project_check: bool = True) -> Response:
+              scope: list | None = None, project_check: bool = True,
+              key: str = "id", links: str | None = None) -> Response:
+        """A collection's page; ``key``: the rows' key, which marks a page (a
+        project's object's id; else the rows are everyone's, in key order)."""
         ctx = req.context
         query = [(k, v) for k, v in req.query]
         filters = [(k, v) for k, v in query
@@ -509,8 +574,8 @@ class OctaviaRouter:
                     not octavia_policy.global_observer(ctx):
                 raise errors.Forbidden()
         limit = None
-        for key, value in query:
-            if key == "limit":
+        for name, value in query:
+            if name == "limit":
                 try:
                     limit = int(value)
                 except ValueError:
@@ -521,10 +586,11 @@ class OctaviaRouter:
 
         def work(conn: Connection) -> tuple[list[dict[str, Any]], bool]:
             stmt = select(table).where(*(scope or []))
-            if not octavia_policy.global_observer(ctx):
+            owned = "project_id" in table.c
+            if owned and not octavia_policy.global_observer(ctx):
                 stmt = stmt.where(table.c.project_id == ctx.project_id)
-            for key, value in filters:
-                name = "project_id" if key == "tenant_id" else key
+            for given, value in filters:
+                name = "project_id" if given == "tenant_id" else given
                 column = table.c.get(name)
                 if column is None or name == "tags":
                     continue  # Octavia ignores what it cannot filter on
@@ -539,10 +605,10 @@ class OctaviaRouter:
                             "One or more arguments are either duplicate or invalid") from None
                 else:
                     stmt = stmt.where(column == value)
-            stmt = stmt.order_by(table.c.created_at, table.c.id)
+            stmt = stmt.order_by(*(table.c.created_at, table.c.id) if owned else (table.c[key],))
             rows = list(conn.execute(stmt))
             if marker is not None:
-                ids = [r.id for r in rows]
+                ids = [getattr(r, key) for r in rows]
                 if marker not in ids:
                     raise errors.NotFound(resource="Marker", id=marker)
                 rows = rows[ids.index(marker) + 1:]
@@ -555,12 +621,12 @@ class OctaviaRouter:
         fields = req.fields()
         if fields:
             items = [{k: v for k, v in item.items() if k in fields} for item in items]
-        links = []
+        found = []
         if more and items:
             params = [(k, v) for k, v in query if k != "marker"] + [
-                ("marker", items[-1].get("id", ""))]
-            links.append({"href": req.url(req.path, params), "rel": "next"})
-        return Response(200, {collection: items, f"{collection}_links": links})
+                ("marker", items[-1].get(key, ""))]
+            found.append({"href": req.url(req.path, params), "rel": "next"})
+        return Response(200, {collection: items, links or f"{collection}_links": found})
 
     def _show(self, req: Request, table: Any, resource: str, key: str, row_id: str,
               view: Callable[[Connection, Any], dict[str, Any]]) -> Response:
@@ -669,15 +735,9 @@ class OctaviaRouter:
         ctx = req.context
         data = parse_body(req, "loadbalancer", LB_FIELDS, creating=True)
         data["project_id"] = self._project_for_create(ctx, data)
-        if data.pop("vip_port_id", None):
-            raise errors.Validation(detail="vip_port_id is not supported yet: give "
-                                           "vip_subnet_id or vip_network_id.")
-        if not data.get("vip_subnet_id") and not data.get("vip_network_id"):
+        if not any(data.get(f"vip_{what}_id") for what in ("port", "network", "subnet")):
             raise errors.BadRequest("Validation failure: VIP must contain one of: "
                                     "vip_port_id, vip_network_id, vip_subnet_id.")
-        if data.get("flavor_id"):
-            raise errors.BadRequest(f"Flavor {data['flavor_id']} not found.")
-        data["provider"] = self.plugin.provider_of(data.get("provider"))
         return Response(201, {"loadbalancer": self.plugin.create_lb(ctx, data)})
 
     def update_lb(self, req: Request, lb_id: str) -> Response:
@@ -930,6 +990,87 @@ class OctaviaRouter:
         self.plugin.batch_members(req.context, pool_id, wanted)
         return Response(202)
 
+
+    # --- flavors, availability zones, their profiles and the providers' options ------
+
+    def capabilities(self, kind: str, req: Request, provider_name: str) -> Response:
+        if not octavia_policy.is_admin(req.context):
+            raise errors.Forbidden()
+        provider = self.plugin.provider_named(provider_name)
+        known = (provider.flavor_capabilities if kind == "flavor"
+                 else provider.availability_zone_capabilities)
+        wanted = dict(req.query)
+        items = [{"name": name, "description": text} for name, text in known.items()
+                 if wanted.get("name", name) == name
+                 and wanted.get("description", text) == text]
+        fields = req.fields()
+        if fields:
+            items = [{k: v for k, v in item.items() if k in fields} for item in items]
+        return Response(200, {f"{kind}_capabilities": items})
+
+    @staticmethod
+    def _catalogue_allows(req: Request, catalogue: Catalogue, write: bool) -> None:
+        """Profiles are an admin's; flavors and zones are read by every project's
+        readers and written by an admin."""
+        ctx = req.context
+        if write or catalogue.profile:
+            allowed = octavia_policy.is_admin(ctx)
+        else:
+            allowed = octavia_policy.can_read(ctx, ctx.project_id)
+        if not allowed:
+            raise errors.Forbidden()
+
+    @staticmethod
+    def _catalogue_view(catalogue: Catalogue) -> Callable[[Connection, Any], dict[str, Any]]:
+        show = catalog.profile_view if catalogue.profile else catalog.offer_view
+        return lambda _conn, row: show(catalogue.offer, row)
+
+    def list_catalogue(self, catalogue: Catalogue, req: Request) -> Response:
+        self._catalogue_allows(req, catalogue, write=False)
+        offer = catalogue.offer
+        return self._list(req, offer.profiles if catalogue.profile else offer.table,
+                          catalogue.plural, self._catalogue_view(catalogue),
+                          project_check=False,
+                          key="id" if catalogue.profile else offer.key, links=catalogue.links)
+
+    def _catalogue_row(self, conn: Connection, catalogue: Catalogue, key: str) -> Any:
+        if catalogue.profile:
+            return catalog.profile_row(conn, catalogue.offer, key)
+        return catalog.offer_row(conn, catalogue.offer, key)
+
+    def show_in_catalogue(self, catalogue: Catalogue, req: Request, key: str) -> Response:
+        self._catalogue_allows(req, catalogue, write=False)
+        view = self._catalogue_view(catalogue)
+        item = self.plugin.read(
+            lambda conn: view(conn, self._catalogue_row(conn, catalogue, key)))
+        fields = req.fields()
+        if fields:
+            item = {k: v for k, v in item.items() if k in fields}
+        return Response(200, {catalogue.key: item})
+
+    def create_in_catalogue(self, catalogue: Catalogue, req: Request) -> Response:
+        self._catalogue_allows(req, catalogue, write=True)
+        data = parse_body(req, catalogue.key, catalogue.fields, creating=True)
+        create = self.plugin.catalog.create_profile if catalogue.profile \
+            else self.plugin.catalog.create_offer
+        item = self.plugin.db.write(lambda conn: create(conn, catalogue.offer, data))
+        return Response(201, {catalogue.key: item})
+
+    def update_in_catalogue(self, catalogue: Catalogue, req: Request, key: str) -> Response:
+        self._catalogue_allows(req, catalogue, write=True)
+        data = parse_body(req, catalogue.key, catalogue.fields, creating=False)
+        update = self.plugin.catalog.update_profile if catalogue.profile \
+            else self.plugin.catalog.update_offer
+        item = self.plugin.db.write(lambda conn: update(conn, catalogue.offer, key, data))
+        return Response(200, {catalogue.key: item})
+
+    def delete_from_catalogue(self, catalogue: Catalogue, req: Request, key: str
+                              ) -> Response:
+        self._catalogue_allows(req, catalogue, write=True)
+        delete = self.plugin.catalog.delete_profile if catalogue.profile \
+            else self.plugin.catalog.delete_offer
+        self.plugin.db.write(lambda conn: delete(conn, catalogue.offer, key))
+        return Response(204)
 
 
 def neutron_fault(error: exc.NeutronException) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Table,
     UniqueConstraint,
+    true,
 )
 from sqlalchemy.dialects import mysql
 
@@ -680,6 +681,9 @@ lbaas_loadbalancers = Table(
     Column("vip_sg_ids", JSON, nullable=False),
     Column("availability_zone", String(255), nullable=True),
     Column("flavor_id", UUID, nullable=True),
+    # whether the VIP port was made for the load balancer (and goes with it),
+    # or was the project's, given as vip_port_id
+    Column("vip_port_owned", Boolean, nullable=False, server_default=true()),
 )
 
 lbaas_pools = Table(
@@ -762,6 +766,43 @@ lbaas_l7rules = Table(
     Column("key", String(255), nullable=True),
     Column("value", String(255), nullable=False),
     Column("invert", Boolean, nullable=False),
+)
+
+# Octavia's flavors and availability zones: what an operator offers by name,
+# each backed by a profile holding one provider's options (JSON text).
+lbaas_flavor_profiles = Table(
+    "lbaas_flavor_profiles", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("name", String(255), nullable=False),
+    Column("provider_name", String(255), nullable=False),
+    Column("flavor_data", String(4096), nullable=False),
+)
+
+lbaas_flavors = Table(
+    "lbaas_flavors", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("name", String(255), nullable=False, unique=True),
+    Column("description", String(255), nullable=True),
+    Column("enabled", Boolean, nullable=False),
+    Column("flavor_profile_id", UUID, ForeignKey("lbaas_flavor_profiles.id"),
+           nullable=False, index=True),
+)
+
+lbaas_availability_zone_profiles = Table(
+    "lbaas_availability_zone_profiles", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("name", String(255), nullable=False),
+    Column("provider_name", String(255), nullable=False),
+    Column("availability_zone_data", String(4096), nullable=False),
+)
+
+lbaas_availability_zones = Table(
+    "lbaas_availability_zones", metadata,
+    Column("name", String(255), primary_key=True),
+    Column("description", String(255), nullable=True),
+    Column("enabled", Boolean, nullable=False),
+    Column("availability_zone_profile_id", UUID,
+           ForeignKey("lbaas_availability_zone_profiles.id"), nullable=False, index=True),
 )
 
 # A project's load-balancing quotas where an admin set them (NULL: the default).

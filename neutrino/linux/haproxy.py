@@ -426,18 +426,23 @@ def render(lb: LoadBalancerSyncData, stats_socket: str, maxconn: int | None = No
     """Pure: the ``haproxy.cfg`` of a load balancer's tree (its enabled
     listeners and the pools they use; see the module's docstring). HAProxy's
     global connection limit is the sum of its listeners', at most ``maxconn``
-    (what the host's file descriptor limit allows: ``host_maxconn``)."""
+    (what the host's file descriptor limit allows: ``host_maxconn``) and at
+    most its flavor's ``maxconn``; the flavor's ``nbthread`` sets its threads."""
     pools = {pool["id"]: pool for pool in lb["pools"]}
     listeners = [listener for listener in lb["listeners"] if listener["admin_state_up"]]
+    flavor = lb.get("flavor") or {}
     total = max(sum(_limit(listener) for listener in listeners), 1)
-    if maxconn is not None:
-        total = min(total, maxconn)
+    for limit in (maxconn, flavor.get("maxconn")):
+        if limit is not None:
+            total = min(total, limit)
+    threads = [f"    nbthread {int(flavor['nbthread'])}"] if "nbthread" in flavor else []
     lines = [f"# written by the neutrino lbaas agent for load balancer "
              f"{_name(lb['id'], 'load balancer id')}",
              "global",
              f"    stats socket {quote(stats_socket)} mode 600 level admin "
              "expose-fd listeners",
              f"    maxconn {total}",
+             *threads,
              "",
              "defaults",
              "    retries 3",

@@ -14,7 +14,8 @@ from tests.harness import ApiClient, Server, create_database, free_port, start_s
 
 EXTRA = ("service_plugins = router,octavia\n"
          "[api_settings]\n"
-         "enabled_provider_drivers = noop:Done at once,pending:Never done\n")
+         "enabled_provider_drivers = noop:Done at once,pending:Never done,"
+         "haproxy:Run by load-balancer agents\n")
 LBS = "/v2/lbaas/loadbalancers"
 
 
@@ -54,7 +55,8 @@ def fault(resp: httpx.Response, status: int, message: str | None = None) -> str:
     assert resp.status_code == status, resp.text
     body = resp.json()
     assert set(body) == {"faultcode", "faultstring", "debuginfo"}, body
-    assert body["faultcode"] == "Client" and body["debuginfo"] is None
+    assert body["faultcode"] == ("Client" if status < 500 else "Server"), body
+    assert body["debuginfo"] is None
     if message is not None:
         assert body["faultstring"] == message, body
     return body["faultstring"]
@@ -399,7 +401,7 @@ def test_a_pending_load_balancer_is_immutable(lbapi: ApiClient, subnet: dict):
                                                  "provider": "amphora"}}), 400,
           "Provider 'amphora' is not enabled.")
     providers = lbapi.get("/v2/lbaas/providers").json()["providers"]
-    assert {p["name"] for p in providers} == {"noop", "pending"}
+    assert {p["name"] for p in providers} == {"noop", "pending", "haproxy"}
 
 
 @pytest.mark.parametrize(("path", "key", "attrs", "message"), [
@@ -570,3 +572,147 @@ def test_security_groups_on_the_vip_port(lbapi: ApiClient, net: ApiClient, subne
                                                   "vip_sg_ids": [theirs["id"]]}})
     fault(resp, 404, f"Security group {theirs['id']} does not exist")
     assert [i["id"] for i in lbapi.get(LBS).json()["loadbalancers"]] == [lb["id"]]
+
+
+# --- flavors, availability zones and their profiles ------------------------------------
+
+FLAVOR_PROFILES, FLAVORS = "/v2/lbaas/flavorprofiles", "/v2/lbaas/flavors"
+ZONE_PROFILES, ZONES = "/v2/lbaas/availabilityzoneprofiles", "/v2/lbaas/availabilityzones"
+
+
+def test_providers_say_which_flavor_and_zone_options_they_apply(lb_server: Server,
+                                                                 lbapi: ApiClient):
+    admin = lb_server.octavia(uuid.uuid4().hex, roles=("admin",))
+    found = show(admin, "/v2/lbaas/providers/haproxy/flavor_capabilities",
+                 "flavor_capabilities")
+    assert {item["name"] for item in found} == {"maxconn", "nbthread"}
+    assert all(item["description"] for item in found)
+    only = show(admin, "/v2/lbaas/providers/haproxy/flavor_capabilities?name=nbthread"
+                       "&fields=name", "flavor_capabilities")
+    assert only == [{"name": "nbthread"}]
+    zones = show(admin, "/v2/lbaas/providers/haproxy/availability_zone_capabilities",
+                 "availability_zone_capabilities")
+    assert [item["name"] for item in zones] == ["agent_availability_zone"]
+    assert show(admin, "/v2/lbaas/providers/noop/flavor_capabilities",
+                "flavor_capabilities") == []
+    fault(admin.get("/v2/lbaas/providers/nope/flavor_capabilities"), 400,
+          "Provider 'nope' is not enabled.")
+    fault(lbapi.get("/v2/lbaas/providers/haproxy/flavor_capabilities"), 403)
+
+
+def test_flavors_and_profiles_as_octavia_keeps_them(lb_server: Server, lbapi: ApiClient,
+                                                    subnet: dict):
+    admin = lb_server.octavia(uuid.uuid4().hex, roles=("admin",))
+    name = f"small-{uuid.uuid4().hex[:8]}"
+    # the haproxy provider checks the options it applies; JSON they must be
+    checked = make(admin, FLAVOR_PROFILES, "flavorprofile", name="h", provider_name="haproxy",
+                   flavor_data='{"maxconn": 100, "nbthread": 2}')
+    assert checked["flavor_data"] == '{"maxconn": 100, "nbthread": 2}'
+    assert admin.delete(f"{FLAVOR_PROFILES}/{checked['id']}").status_code == 204
+    for data in ('{"maxconn": 0}', '{"nbthread": "2"}', '{"compute_flavor": "x"}'):
+        fault(admin.post(FLAVOR_PROFILES, json={"flavorprofile": {
+            "name": "bad", "provider_name": "haproxy", "flavor_data": data}}), 501)
+    fault(admin.post(FLAVOR_PROFILES, json={"flavorprofile": {
+        "name": "bad", "provider_name": "haproxy", "flavor_data": "[1"}}), 400,
+        "[1 is not a valid option for flavor_data")
+    fault(admin.post(FLAVOR_PROFILES, json={"flavorprofile": {
+        "name": "bad", "provider_name": "nope", "flavor_data": "{}"}}), 400,
+        "Provider 'nope' is not enabled.")
+    profile = make(admin, FLAVOR_PROFILES, "flavorprofile", name="p", provider_name="noop",
+                   flavor_data='{"maxconn": 100}')
+    flavor = make(admin, FLAVORS, "flavor", name=name, flavor_profile_id=profile["id"])
+    assert flavor == {"id": flavor["id"], "name": name, "description": None, "enabled": True,
+                      "flavor_profile_id": profile["id"]}
+    fault(admin.post(FLAVORS, json={"flavor": {"name": name,
+                                               "flavor_profile_id": profile["id"]}}), 409,
+          f"A flavor of {name} already exists.")
+    fault(admin.post(FLAVORS, json={"flavor": {"name": "x",
+                                               "flavor_profile_id": str(uuid.uuid4())}}), 400)
+    # projects read flavors, not profiles; only an admin writes
+    assert flavor["id"] in [f["id"] for f in show(lbapi, FLAVORS, "flavors")]
+    assert show(lbapi, f"{FLAVORS}/{flavor['id']}", "flavor")["name"] == name
+    fault(lbapi.get(FLAVOR_PROFILES), 403)
+    fault(lbapi.post(FLAVORS, json={"flavor": {"name": "mine",
+                                               "flavor_profile_id": profile["id"]}}), 403)
+    # a load balancer of the flavor takes its provider; another provider is refused
+    lb = make_lb(lbapi, subnet, flavor_id=flavor["id"])
+    assert lb["provider"] == "noop" and lb["flavor_id"] == flavor["id"]
+    fault(lbapi.post(LBS, json={"loadbalancer": {
+        "vip_subnet_id": subnet["id"], "flavor_id": flavor["id"], "provider": "pending"}}),
+        400, f"Flavor '{flavor['id']}' is not compatible with provider 'pending'")
+    fault(lbapi.post(LBS, json={"loadbalancer": {
+        "vip_subnet_id": subnet["id"], "flavor_id": str(uuid.uuid4())}}), 400,
+        "Validation failure: Invalid flavor_id.")
+    # in use: the profile keeps its options, neither goes
+    fault(admin.put(f"{FLAVOR_PROFILES}/{profile['id']}", json={"flavorprofile": {
+        "flavor_data": '{"maxconn": 5}'}}), 409)
+    renamed = admin.put(f"{FLAVOR_PROFILES}/{profile['id']}",
+                        json={"flavorprofile": {"name": "renamed"}})
+    assert renamed.status_code == 200 and renamed.json()["flavorprofile"]["name"] == "renamed"
+    fault(admin.delete(f"{FLAVOR_PROFILES}/{profile['id']}"), 409)
+    fault(admin.delete(f"{FLAVORS}/{flavor['id']}"), 409,
+          f"Flavor {flavor['id']} is in use and cannot be modified.")
+    # disabled: no new load balancer of it
+    resp = admin.put(f"{FLAVORS}/{flavor['id']}", json={"flavor": {"enabled": False}})
+    assert resp.status_code == 200 and resp.json()["flavor"]["enabled"] is False
+    fault(lbapi.post(LBS, json={"loadbalancer": {
+        "vip_subnet_id": subnet["id"], "flavor_id": flavor["id"]}}), 400,
+        f"The selected flavor is not allowed in this deployment: {flavor['id']}")
+    assert lbapi.delete(f"{LBS}/{lb['id']}").status_code == 204
+    assert admin.delete(f"{FLAVORS}/{flavor['id']}").status_code == 204
+    assert admin.delete(f"{FLAVOR_PROFILES}/{profile['id']}").status_code == 204
+    fault(admin.get(f"{FLAVOR_PROFILES}/{profile['id']}"), 404,
+          f"Flavor profile {profile['id']} not found.")
+
+
+def test_availability_zones_as_octavia_keeps_them(lb_server: Server, lbapi: ApiClient,
+                                                  subnet: dict):
+    admin = lb_server.octavia(uuid.uuid4().hex, roles=("admin",))
+    name = f"az-{uuid.uuid4().hex[:8]}"
+    profile = make(admin, ZONE_PROFILES, "availability_zone_profile", name="p",
+                   provider_name="noop", availability_zone_data='{"anything": 1}')
+    zone = make(admin, ZONES, "availability_zone", name=name, description="rack 1",
+                availability_zone_profile_id=profile["id"])
+    assert zone == {"name": name, "description": "rack 1", "enabled": True,
+                    "availability_zone_profile_id": profile["id"]}
+    listed = admin.get(ZONE_PROFILES).json()
+    assert profile["id"] in [p["id"] for p in listed["availability_zone_profiles"]]
+    assert listed["availability_zone_profile_links"] == []
+    assert name in [z["name"] for z in show(lbapi, ZONES, "availability_zones")]
+    # a zone's name is its key: set once
+    fault(admin.put(f"{ZONES}/{name}", json={"availability_zone": {"name": "other"}}), 400)
+    lb = make_lb(lbapi, subnet, availability_zone=name)
+    assert lb["availability_zone"] == name
+    fault(lbapi.post(LBS, json={"loadbalancer": {
+        "vip_subnet_id": subnet["id"], "availability_zone": "nowhere"}}), 400,
+        "Validation failure: Invalid availability zone.")
+    fault(admin.delete(f"{ZONES}/{name}"), 409)
+    # the haproxy provider takes only the agents' zone
+    fault(admin.post(ZONE_PROFILES, json={"availability_zone_profile": {
+        "name": "x", "provider_name": "haproxy",
+        "availability_zone_data": '{"compute_zone": "a"}'}}), 501)
+    assert lbapi.delete(f"{LBS}/{lb['id']}").status_code == 204
+    assert admin.delete(f"{ZONES}/{name}").status_code == 204
+    fault(admin.get(f"{ZONES}/{name}"), 404, f"Availability Zone {name} not found.")
+
+
+def test_a_projects_port_as_the_vip(lbapi: ApiClient, net: ApiClient, subnet: dict):
+    port = net.port(subnet["network_id"], fixed_ips=[{"subnet_id": subnet["id"]}])
+    address = port["fixed_ips"][0]["ip_address"]
+    lb = make_lb(lbapi, subnet, vip_port_id=port["id"])
+    assert (lb["vip_port_id"], lb["vip_address"]) == (port["id"], address)
+    assert lb["vip_network_id"] == subnet["network_id"]
+    assert net.show("ports", port["id"])["device_id"] == f"lb-{lb['id']}"
+    # used: no second load balancer on it
+    message = fault(lbapi.post(LBS, json={"loadbalancer": {"vip_port_id": port["id"]}}), 400)
+    assert message.startswith(f"Validation failure: Port {port['id']} is already used")
+    # the address asked for must be the port's
+    other = net.port(subnet["network_id"])
+    fault(lbapi.post(LBS, json={"loadbalancer": {"vip_port_id": other["id"],
+                                                 "vip_address": "10.20.0.250"}}), 400,
+          "Validation failure: Specified VIP address not found on the specified VIP port.")
+    fault(lbapi.post(LBS, json={"loadbalancer": {"vip_port_id": str(uuid.uuid4())}}), 400)
+    # the project's port outlives the load balancer, unused again
+    assert lbapi.delete(f"{LBS}/{lb['id']}").status_code == 204
+    kept = net.show("ports", port["id"])
+    assert kept["device_id"] == "" and kept["fixed_ips"] == port["fixed_ips"]

@@ -17,8 +17,9 @@ from tests.harness import Server, create_database, free_port, start_server
 def lb_server(tmp_path_factory) -> Server:
     tmp = tmp_path_factory.mktemp("compat-octavia")
     url, drop = create_database("sqlite", tmp)
-    srv = start_server(tmp, url, auth="noauth", extra="service_plugins = router,octavia\n",
-                       octavia_port=free_port())
+    srv = start_server(tmp, url, auth="noauth", extra=(
+        "service_plugins = router,octavia\n[api_settings]\nenabled_provider_drivers = "
+        "noop:Done at once,haproxy:Run by load-balancer agents\n"), octavia_port=free_port())
     yield srv
     srv.stop()
     drop()
@@ -101,6 +102,53 @@ def test_openstack_loadbalancer_cli(lb_server: Server, tmp_path: Path):
     assert session.json("after") == []
 
 
+def test_openstack_loadbalancer_flavors_and_zones_cli(lb_server: Server, tmp_path: Path):
+    session = run_scenario([
+        ("net", "network create fznet -f json"),
+        ("subnet", "subnet create fzsub --network fznet --subnet-range 10.92.0.0/24 -f json"),
+        ("caps", "loadbalancer provider capability list haproxy -f json"),
+        ("fp", "loadbalancer flavorprofile create --name fp --provider noop "
+               "--flavor-data {} -f json"),
+        ("flavor", "loadbalancer flavor create --name small --flavorprofile fp "
+                   "--description tiny -f json"),
+        ("flavors", "loadbalancer flavor list -f json"),
+        ("azp", "loadbalancer availabilityzoneprofile create --name azp --provider noop "
+                "--availability-zone-data '{}' -f json"),
+        ("az", "loadbalancer availabilityzone create --name rack1 "
+               "--availabilityzoneprofile azp -f json"),
+        ("azs", "loadbalancer availabilityzone list -f json"),
+        ("lb", "loadbalancer create --name sized --vip-subnet-id fzsub --flavor small "
+               "--availability-zone rack1 -f json"),
+        ("in-use", "loadbalancer flavor delete small"),
+        ("lb-delete", "loadbalancer delete sized"),
+        ("flavor-off", "loadbalancer flavor set --disable small"),
+        ("flavor-show", "loadbalancer flavor show small -f json"),
+        ("cleanup", "loadbalancer flavor delete small"),
+        ("cleanup-fp", "loadbalancer flavorprofile delete fp"),
+        ("cleanup-az", "loadbalancer availabilityzone delete rack1"),
+        ("cleanup-azp", "loadbalancer availabilityzoneprofile delete azp"),
+        ("after", "loadbalancer flavor list -f json"),
+    ], clouds_yaml(tmp_path, lb_server), tmp_path)
+    names = {row["name"] for row in session.json("caps")}
+    assert {"maxconn", "nbthread", "agent_availability_zone"} <= names
+    profile = session.json("fp")
+    assert (profile["provider_name"], profile["flavor_data"]) == ("noop", "{}")
+    flavor = session.json("flavor")
+    assert (flavor["name"], flavor["flavor_profile_id"]) == ("small", profile["id"])
+    assert [row["name"] for row in session.json("flavors")] == ["small"]
+    zone = session.json("az")
+    assert zone["name"] == "rack1"
+    assert [row["name"] for row in session.json("azs")] == ["rack1"]
+    lb = session.json("lb")
+    assert (lb["flavor_id"], lb["availability_zone"]) == (flavor["id"], "rack1")
+    assert "is in use and cannot be modified" in session.text("in-use")
+    session.quiet("lb-delete")
+    assert session.json("flavor-show")["enabled"] is False
+    for key in ("cleanup", "cleanup-fp", "cleanup-az", "cleanup-azp"):
+        session.quiet(key)
+    assert session.json("after") == []
+
+
 def test_openstacksdk_load_balancer(lb_server: Server):
     conn = openstack.connection.Connection(
         auth_type="none", network_endpoint_override=lb_server.url,
@@ -130,5 +178,31 @@ def test_openstacksdk_load_balancer(lb_server: Server):
         conn.load_balancer.delete_load_balancer(lb, cascade=True)
         assert list(conn.load_balancer.load_balancers()) == []
         assert conn.network.find_port(lb.vip_port_id) is None
+
+        # flavors and availability zones, and a project's own port as a VIP
+        profile = conn.load_balancer.create_flavor_profile(
+            name="sdk-fp", provider_name="noop", flavor_data='{"a": 1}')
+        flavor = conn.load_balancer.create_flavor(name="sdk-small",
+                                                  flavor_profile_id=profile.id)
+        zone_profile = conn.load_balancer.create_availability_zone_profile(
+            name="sdk-azp", provider_name="noop", availability_zone_data="{}")
+        zone = conn.load_balancer.create_availability_zone(
+            name="sdk-rack", availability_zone_profile_id=zone_profile.id)
+        assert [f.name for f in conn.load_balancer.flavors()] == ["sdk-small"]
+        assert conn.load_balancer.get_availability_zone("sdk-rack").is_enabled is True
+        vip = conn.network.create_port(network_id=net.id)
+        lb = conn.load_balancer.create_load_balancer(
+            name="sized", vip_port_id=vip.id, flavor_id=flavor.id,
+            availability_zone=zone.name)
+        lb = conn.load_balancer.wait_for_load_balancer(lb.id, wait=30)
+        assert (lb.vip_port_id, lb.flavor_id) == (vip.id, flavor.id)
+        assert lb.vip_address == vip.fixed_ips[0]["ip_address"]
+        conn.load_balancer.delete_load_balancer(lb)
+        assert conn.network.get_port(vip.id).device_id == ""
+        conn.load_balancer.delete_flavor(flavor)
+        conn.load_balancer.delete_flavor_profile(profile)
+        conn.load_balancer.delete_availability_zone(zone.name)  # its key: no id
+        conn.load_balancer.delete_availability_zone_profile(zone_profile)
+        assert list(conn.load_balancer.flavor_profiles()) == []
     finally:
         conn.close()

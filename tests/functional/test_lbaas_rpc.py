@@ -52,9 +52,11 @@ class Cloud:
         assert status == expect, answer
         return answer
 
-    def register(self, host: str, when: datetime.datetime | None = None) -> None:
+    def register(self, host: str, when: datetime.datetime | None = None,
+                 zone: str = "nova") -> None:
         state = {"agent_type": contract.AGENT_TYPE, "binary": contract.BINARY,
-                 "host": host, "topic": contract.AGENT_TOPIC, "configurations": {}}
+                 "host": host, "topic": contract.AGENT_TOPIC, "configurations": {},
+                 "availability_zone": zone}
         self.plugin.db.write(lambda conn: agents_db.report(
             conn, state, when or datetime.datetime.now(datetime.UTC).replace(
                 tzinfo=None, microsecond=0), 75, True))
@@ -247,3 +249,40 @@ def test_failover_moves_a_load_balancer_to_another_agent(cloud):
     assert cloud.lb("GET", f"loadbalancers/{lb['id']}")["loadbalancer"][
         "provisioning_status"] == "ACTIVE"
     cloud.lb("PUT", f"loadbalancers/{uuid.uuid4()}/failover", expect=404)
+
+
+def test_a_zones_load_balancers_run_on_its_agents_with_their_flavors_limits(cloud):
+    vip = subnet(cloud)
+    kill_every_agent(cloud)
+    elsewhere, here = f"lb-{uuid.uuid4().hex[:8]}", f"lb-{uuid.uuid4().hex[:8]}"
+    cloud.register(elsewhere, zone="rack-1")
+    cloud.register(here, zone="rack-2")
+    zone = f"z-{uuid.uuid4().hex[:8]}"
+    profile = cloud.lb("POST", "availabilityzoneprofiles", {"availability_zone_profile": {
+        "name": "rack 2", "provider_name": "haproxy",
+        "availability_zone_data": '{"agent_availability_zone": "rack-2"}'}},
+        201)["availability_zone_profile"]
+    cloud.lb("POST", "availabilityzones", {"availability_zone": {
+        "name": zone, "availability_zone_profile_id": profile["id"]}}, 201)
+    flavor_profile = cloud.lb("POST", "flavorprofiles", {"flavorprofile": {
+        "name": "small", "provider_name": "haproxy",
+        "flavor_data": '{"maxconn": 300, "nbthread": 2}'}}, 201)["flavorprofile"]
+    flavor = cloud.lb("POST", "flavors", {"flavor": {
+        "name": f"small-{uuid.uuid4().hex[:8]}", "flavor_profile_id": flavor_profile["id"]}},
+        201)["flavor"]
+    for _ in range(3):  # the least loaded agent would be the other one, in turn
+        lb = cloud.lb("POST", "loadbalancers", {"loadbalancer": {
+            "vip_subnet_id": vip["id"], "availability_zone": zone,
+            "flavor_id": flavor["id"]}}, 201)["loadbalancer"]
+        assert lb["id"] in cloud.rpc.get_ready_devices({}, here)
+        assert cloud.rpc.get_loadbalancer({}, lb["id"])["flavor"] == {
+            "maxconn": 300, "nbthread": 2}
+    assert cloud.rpc.get_ready_devices({}, elsewhere) == []
+    # with no agent of its zone alive, it waits
+    kill_every_agent(cloud)
+    cloud.register(elsewhere, zone="rack-1")
+    lb = cloud.lb("POST", "loadbalancers", {"loadbalancer": {
+        "vip_subnet_id": vip["id"], "availability_zone": zone}}, 201)["loadbalancer"]
+    cloud.provider.reschedule()
+    assert lb["id"] not in cloud.rpc.get_ready_devices({}, elsewhere)
+    assert cloud.rpc.get_loadbalancer({}, lb["id"])["flavor"] == {}

@@ -88,7 +88,7 @@ def tree(listeners: list[ListenerSyncData] | None = None,
                 "address": "192.0.2.10", "prefixlen": 24, "gateway_ip": "192.0.2.1",
                 "network_id": "net-1", "mtu": 1500, "host_routes": []},
         "listeners": [listener()] if listeners is None else listeners,
-        "pools": [pool()] if pools is None else pools}
+        "pools": [pool()] if pools is None else pools, "flavor": {}}
     return {**found, **changes}  # type: ignore[typeddict-item]
 
 
@@ -139,6 +139,15 @@ def test_global_and_defaults(checked, tmp_path):
     capped = haproxy.render(tree([listener(), listener(TCP, protocol="TCP")]), "/s", 9000)
     assert "maxconn 9000" in section(capped, "global")
     assert {"retries 3", "option redispatch"} <= set(section(text, "defaults"))
+    assert not [line for line in glob if line.startswith("nbthread")]
+
+
+def test_a_flavor_caps_connections_and_sets_threads(checked):
+    glob = section(checked(tree(flavor={"maxconn": 300, "nbthread": 2})), "global")
+    assert {"maxconn 300", "nbthread 2"} <= set(glob)
+    # the listeners' own limits, when lower, still hold
+    low = tree([listener(connection_limit=100)], flavor={"maxconn": 300})
+    assert "maxconn 100" in section(checked(low), "global")
 
 
 def test_an_http_listener(checked):

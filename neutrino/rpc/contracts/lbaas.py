@@ -122,6 +122,13 @@ class ListenerSyncData(TypedDict):
     l7policies: list[L7PolicySyncData]
 
 
+class FlavorSyncData(TypedDict, total=False):
+    """The options of the load balancer's flavor this provider applies."""
+
+    maxconn: int  # HAProxy's global connection limit, below the listeners' sum
+    nbthread: int  # HAProxy's threads
+
+
 class LoadBalancerSyncData(TypedDict):
     id: str
     #: bumped by every change to the tree: a report names the one it applied
@@ -131,6 +138,7 @@ class LoadBalancerSyncData(TypedDict):
     vip: VipSyncData
     listeners: list[ListenerSyncData]
     pools: list[PoolSyncData]
+    flavor: FlavorSyncData  # {} without a flavor (and from a server before flavors)
 
 
 class ObjectStatus(TypedDict):

@@ -73,6 +73,31 @@ class InvalidOption(OctaviaError):
     message = "%(value)s is not a valid option for %(option)s"
 
 
+class DisabledOption(OctaviaError):
+    status = 400
+    message = "The selected %(option)s is not allowed in this deployment: %(value)s"
+
+
+class InvalidSubresource(OctaviaError):
+    status = 400
+    message = "%(resource)s %(id)s not found."
+
+
+class RecordAlreadyExists(OctaviaError):
+    status = 409
+    message = "A %(field)s of %(name)s already exists."
+
+
+class ObjectInUse(OctaviaError):
+    status = 409
+    message = "%(object)s %(id)s is in use and cannot be modified."
+
+
+class ProviderFlavorMismatch(OctaviaError):
+    status = 400
+    message = "Flavor '%(flavor)s' is not compatible with provider '%(provider)s'"
+
+
 class QuotaMet(OctaviaError):
     status = 403
     message = "Quota has been met for resources: %(resource)s"

@@ -31,6 +31,7 @@ from neutrino.rpc.contracts.lbaas import (
     AGENT_TYPE,
     PROVIDER,
     TOPIC,
+    FlavorSyncData,
     HealthMonitorSyncData,
     L7PolicySyncData,
     L7RuleSyncData,
@@ -47,6 +48,7 @@ from neutrino.services.agents import scheduling
 from neutrino.services.agents.dhcp_scheduler import enabled_agent
 from neutrino.services.agents.scheduling import Hosting
 from neutrino.services.octavia import errors
+from neutrino.services.octavia.catalog import FLAVORS, ZONES
 from neutrino.services.octavia.plugin import (
     HM,
     L7P,
@@ -73,21 +75,54 @@ UNSUPPORTED = {"listener": ("UDP", "SCTP"), "pool": ("UDP", "SCTP"),
                "l7rule": ("SSL_CONN_HAS_CERT", "SSL_VERIFY_RESULT", "SSL_DN_FIELD")}
 #: seconds between looks for load balancers without a (live) agent
 RESCHEDULE_INTERVAL = 10.0
+#: the flavor options HAProxy is given, and their bounds
+FLAVOR_LIMITS = {"maxconn": (1, 1_000_000), "nbthread": (1, 64)}
+ZONE_OPTION = "agent_availability_zone"
 
 
 class HaproxyProvider(Provider):
     """Completes nothing itself: the agent's report does."""
 
     completes = False
+    flavor_capabilities = {
+        "maxconn": "Connections the load balancer's HAProxy takes at once over all its "
+                   "listeners (its global maxconn), 1 to 1000000.",
+        "nbthread": "Threads of the load balancer's HAProxy, 1 to 64."}
+    availability_zone_capabilities = {
+        ZONE_OPTION: "The availability zone of the load-balancer agents that may run "
+                     "the load balancer (an agent's [agent] availability_zone)."}
 
-    def __init__(self, plugin: Any):
-        super().__init__(plugin)
+    def __init__(self, plugin: Any, name: str):
+        super().__init__(plugin, name)
         self.db = plugin.db
         self.down_time: int = plugin.conf.DEFAULT.agent_down_time
         self.notifier = Notifier(plugin.env.bus)
 
     def _alive_since(self) -> datetime.datetime:
         return agents_db.cutoff(now(), self.down_time)
+
+    def validate_flavor(self, options: dict[str, Any]) -> None:
+        super().validate_flavor(options)
+        for name, (low, high) in FLAVOR_LIMITS.items():
+            value = options.get(name, low)
+            if isinstance(value, bool) or not isinstance(value, int) or \
+                    not low <= value <= high:
+                raise errors.ProviderUnsupported(
+                    provider=self.name, reason=f"flavor metadata failed validation: "
+                                               f"{name} must be an integer from {low} to {high}")
+
+    def validate_availability_zone(self, options: dict[str, Any]) -> None:
+        super().validate_availability_zone(options)
+        zone = options.get(ZONE_OPTION, "nova")
+        if not isinstance(zone, str) or not zone:
+            raise errors.ProviderUnsupported(
+                provider=self.name, reason=f"availability zone metadata failed validation: "
+                                           f"{ZONE_OPTION} must be a zone's name")
+
+    def _eligible(self, conn: Connection, zone: str | None) -> Callable[[Row], bool] | None:
+        """Which agents may run a load balancer of availability zone ``zone``."""
+        wanted = self.plugin.catalog.options(conn, ZONES, zone).get(ZONE_OPTION)
+        return None if wanted is None else (lambda agent: agent.availability_zone == wanted)
 
     def check(self, kind: str, value: str) -> None:
         """UDP and SCTP need IPVS (or another kernel balancer), not HAProxy; rules
@@ -100,7 +135,8 @@ class HaproxyProvider(Provider):
     def pending(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
         hosts = [row.host for row in scheduling.agents_hosting(conn, LBAAS, [lb.id])[lb.id]]
         if not hosts:
-            chosen = scheduling.schedule(conn, LBAAS, lb.id, 1, self._alive_since())
+            chosen = scheduling.schedule(conn, LBAAS, lb.id, 1, self._alive_since(),
+                                         self._eligible(conn, lb.availability_zone))
             if not chosen:
                 LOG.warning("load balancer %s waits for an alive %s", lb.id, AGENT_TYPE)
                 return
@@ -113,7 +149,8 @@ class HaproxyProvider(Provider):
         """Onto another alive agent if there is one (the one it leaves takes its
         HAProxy down), else afresh on the same."""
         leaving = scheduling.agents_hosting(conn, LBAAS, [lb.id])[lb.id]
-        chosen = scheduling.choose(conn, LBAAS, lb.id, len(leaving) + 1, self._alive_since())
+        chosen = scheduling.choose(conn, LBAAS, lb.id, len(leaving) + 1, self._alive_since(),
+                                   self._eligible(conn, lb.availability_zone))
         if not chosen:
             self.pending(conn, lb, after)
             return
@@ -155,11 +192,12 @@ class HaproxyProvider(Provider):
                 LOG.warning("load balancer %s leaves the dead agent on %s",
                             binding.resource_id, binding.host)
             waiting = conn.execute(
-                select(LB.c.id, LB.c.vip_port_id).where(
+                select(LB.c.id, LB.c.vip_port_id, LB.c.availability_zone).where(
                     LB.c.provider == PROVIDER,
                     LB.c.id.not_in(select(LBAAS.resource)))).all()
-            for lb_id, port_id in waiting:
-                chosen = scheduling.schedule(conn, LBAAS, lb_id, 1, self._alive_since())
+            for lb_id, port_id, zone in waiting:
+                chosen = scheduling.schedule(conn, LBAAS, lb_id, 1, self._alive_since(),
+                                             self._eligible(conn, zone))
                 if chosen:
                     moved.append((lb_id, port_id, chosen[0].host))
             return moved
@@ -237,7 +275,7 @@ def _listener(row: Row) -> ListenerSyncData:
             "insert_headers": {}, "allowed_cidrs": None, "l7policies": []}
 
 
-def sync_data(core: Any, conn: Connection, lb: Row) -> LoadBalancerSyncData:
+def sync_data(plugin: Any, conn: Connection, lb: Row) -> LoadBalancerSyncData:
     """``lb``'s whole tree as its agent needs it (objects being deleted left out)."""
     pool_rows = conn.execute(select(PO).where(PO.c.loadbalancer_id == lb.id)
                              .order_by(PO.c.created_at, PO.c.id)).all()
@@ -273,8 +311,19 @@ def sync_data(core: Any, conn: Connection, lb: Row) -> LoadBalancerSyncData:
         listeners.append(listener)
     return {"id": lb.id, "revision_number": lb.revision_number,
             "admin_state_up": lb.admin_state_up,
-            "provisioning_status": lb.provisioning_status, "vip": _vip(core, conn, lb),
-            "listeners": listeners, "pools": pools}
+            "provisioning_status": lb.provisioning_status,
+            "vip": _vip(plugin.core, conn, lb), "listeners": listeners, "pools": pools,
+            "flavor": _flavor(plugin.catalog.options(conn, FLAVORS, lb.flavor_id))}
+
+
+def _flavor(options: dict[str, Any]) -> FlavorSyncData:
+    """The flavor's options HAProxy is given (the provider checked them)."""
+    found: FlavorSyncData = {}
+    if "maxconn" in options:
+        found["maxconn"] = int(options["maxconn"])
+    if "nbthread" in options:
+        found["nbthread"] = int(options["nbthread"])
+    return found
 
 
 class LbaasRpc:
@@ -300,7 +349,7 @@ class LbaasRpc:
             if lb is None or lb.provider != PROVIDER:
                 return None
             try:
-                return sync_data(self.plugin.core, conn, lb)
+                return sync_data(self.plugin, conn, lb)
             except exc.NotFound as error:  # the VIP port or subnet went on the other API
                 LOG.warning("load balancer %s cannot be run: %s", loadbalancer_id, error)
                 return None

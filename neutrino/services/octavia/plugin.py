@@ -11,6 +11,7 @@ whether the work completes at once (``noop``) or stays pending.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -27,6 +28,7 @@ from neutrino.definitions.validators import new_uuid
 from neutrino.plugins.base import Plugin
 from neutrino.plugins.loader import find
 from neutrino.services.octavia import errors
+from neutrino.services.octavia.catalog import FLAVORS, ZONES, Catalog
 from neutrino.services.octavia.providers import Provider
 
 LOG = logging.getLogger(__name__)
@@ -126,7 +128,8 @@ class OctaviaPlugin(Plugin):
                 f"default_provider_driver {self.default_provider} is not one of "
                 f"enabled_provider_drivers ({', '.join(self.enabled)})")
         self.providers: dict[str, Provider] = {
-            name: find(PROVIDERS_GROUP, name)(self) for name in self.enabled}
+            name: find(PROVIDERS_GROUP, name)(self, name) for name in self.enabled}
+        self.catalog = Catalog(self.provider_named)
 
     def rpc_endpoints(self) -> dict[str, list[Any]]:
         found: dict[str, list[Any]] = {}
@@ -246,7 +249,9 @@ class OctaviaPlugin(Plugin):
         conn.execute(delete(LI).where(LI.c.loadbalancer_id == lb.id))
         conn.execute(delete(PO).where(PO.c.loadbalancer_id == lb.id))
         conn.execute(delete(LB).where(LB.c.id == lb.id))
-        if lb.vip_port_id:
+        if lb.vip_port_id and not lb.vip_port_owned:
+            self._give_back(conn, lb.vip_port_id, after)
+        elif lb.vip_port_id:
             # a floating IP or port forwarding on the VIP lets go of it, as when
             # a port is deleted on the Networking API
             hooks = self.env.hooks
@@ -257,6 +262,17 @@ class OctaviaPlugin(Plugin):
                 return  # someone removed it on the Networking API
             after.append(lambda: self.core.port_deleted(context))
             after.extend(told)
+
+    def _give_back(self, conn: Connection, port_id: str, after: list[Callable[[], None]]
+                   ) -> None:
+        """A project's port that was a VIP, unused again (and unbound from the
+        agent's host it was wired on)."""
+        try:
+            context = self.core.update_port_in(conn, ADMIN, port_id, {
+                "device_id": "", "binding:host_id": ""})
+        except exc.NotFound:
+            return  # someone removed it on the Networking API
+        after.append(lambda: self.core.port_updated(context))
 
     @staticmethod
     def _mark(conn: Connection, table: Any, row_id: str, status: str,
@@ -292,63 +308,132 @@ class OctaviaPlugin(Plugin):
             raise errors.NotFound(resource="Load Balancer", id=lb_id)
         return row
 
-    def provider_of(self, name: str | None) -> str:
+    def provider_named(self, name: str | None) -> Provider:
+        """The enabled provider ``name`` (the default one for None)."""
         name = name or self.default_provider
         if name not in self.providers:
             raise errors.BadRequest(f"Provider '{name}' is not enabled.")
-        return name
+        return self.providers[name]
+
+    def _offered(self, conn: Connection, data: dict[str, Any]) -> str:
+        """A new load balancer's provider (the one asked for, else its flavor's,
+        else the default), which must take its flavor's and availability
+        zone's options, as Octavia decides."""
+        flavor_id, zone = data.get("flavor_id"), data.get("availability_zone")
+        flavor_provider: str | None = None
+        flavor_options: dict[str, Any] = {}
+        if flavor_id:
+            flavor_provider, flavor_options = self.catalog.chosen(conn, FLAVORS, flavor_id)
+            if data.get("provider") and data["provider"] != flavor_provider:
+                raise errors.ProviderFlavorMismatch(flavor=flavor_id, provider=data["provider"])
+        provider = self.provider_named(data.get("provider") or flavor_provider)
+        if flavor_id:
+            provider.validate_flavor(flavor_options)
+        if zone:
+            provider.validate_availability_zone(self.catalog.chosen(conn, ZONES, zone)[1])
+        return provider.name
 
     def create_lb(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
-        """``data``: validated, with ``project_id`` and ``provider`` decided."""
+        """``data``: validated, with ``project_id`` decided."""
 
         def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
-            network_id = data.get("vip_network_id")
-            subnet_id = data.get("vip_subnet_id")
-            if subnet_id:
-                try:
-                    subnet = self.core.subnet_in(conn, ctx, subnet_id)
-                except exc.NotFound:
-                    raise errors.BadRequest(f"Subnet {subnet_id} not found.") from None
-                if network_id and subnet["network_id"] != network_id:
-                    raise errors.Validation(detail=f"Subnet {subnet_id} is not on network "
-                                                   f"{network_id}.")
-                network_id = subnet["network_id"]
-            else:
-                try:
-                    self.core.network_row_in(conn, ctx, network_id)
-                except exc.NotFound:
-                    raise errors.BadRequest(f"Network {network_id} not found.") from None
-            self._within_quota(conn, "load_balancer", data["project_id"])
+            provider = self._offered(conn, data)
             lb_id = new_uuid()
-            wanted: dict[str, Any] = {}
-            if subnet_id:
-                wanted["subnet_id"] = subnet_id
-            if data.get("vip_address"):
-                wanted["ip_address"] = data["vip_address"]
-            port = self.core.create_port_in(conn, ADMIN, {
-                "name": f"octavia-lb-{lb_id}", "admin_state_up": False,
-                "project_id": data["project_id"], "network_id": network_id,
-                "device_owner": VIP_OWNER, "device_id": f"lb-{lb_id}",
-                "fixed_ips": [wanted] if wanted else None, **self._vip_filtering(data)})
-            after.append(lambda: self.core.port_created(ADMIN, port))
-            fixed = port["fixed_ips"][0] if port["fixed_ips"] else {}
+            given = bool(data.get("vip_port_id"))
+            if given:
+                network_id, fixed = self._given_vip(conn, ctx, lb_id, data, after)
+            else:
+                network_id = self._vip_network(conn, ctx, data)
+            self._within_quota(conn, "load_balancer", data["project_id"])
+            if not given:
+                fixed = self._new_vip(conn, lb_id, network_id, data, after)
             stamp = now()
             conn.execute(insert(LB).values(
                 id=lb_id, project_id=data["project_id"], name=data.get("name") or "",
                 description=data.get("description") or "", created_at=stamp,
                 updated_at=stamp, revision_number=0, provisioning_status=PENDING_CREATE,
                 operating_status=OFFLINE, admin_state_up=data.get("admin_state_up", True),
-                tags=data.get("tags") or [], provider=data["provider"],
-                vip_address=fixed.get("ip_address"), vip_port_id=port["id"],
+                tags=data.get("tags") or [], provider=provider,
+                vip_address=fixed.get("ip_address"), vip_port_id=fixed["port_id"],
                 vip_subnet_id=fixed.get("subnet_id"), vip_network_id=network_id,
                 vip_sg_ids=data.get("vip_sg_ids") or [],
-                availability_zone=data.get("availability_zone"), flavor_id=None))
+                availability_zone=data.get("availability_zone"),
+                flavor_id=data.get("flavor_id"),
+                vip_port_owned=not given))
             row = self.get_lb_row(conn, lb_id)
             view = self.lb_view(conn, row)
             self.settle(conn, row, after)
             return view
 
         return self._write(work)
+
+    def _vip_network(self, conn: Connection, ctx: Context, data: dict[str, Any]) -> str:
+        """The VIP's network, from ``vip_subnet_id`` or ``vip_network_id``."""
+        network_id: str = data.get("vip_network_id") or ""
+        subnet_id = data.get("vip_subnet_id")
+        if subnet_id:
+            try:
+                subnet = self.core.subnet_in(conn, ctx, subnet_id)
+            except exc.NotFound:
+                raise errors.BadRequest(f"Subnet {subnet_id} not found.") from None
+            if network_id and subnet["network_id"] != network_id:
+                raise errors.Validation(detail=f"Subnet {subnet_id} is not on network "
+                                               f"{network_id}.")
+            return subnet["network_id"]
+        try:
+            self.core.network_row_in(conn, ctx, network_id)
+        except exc.NotFound:
+            raise errors.BadRequest(f"Network {network_id} not found.") from None
+        return network_id
+
+    def _new_vip(self, conn: Connection, lb_id: str, network_id: str, data: dict[str, Any],
+                 after: list[Callable[[], None]]) -> dict[str, Any]:
+        """A VIP port made for the load balancer: its fixed IP, and its id."""
+        wanted: dict[str, Any] = {}
+        if data.get("vip_subnet_id"):
+            wanted["subnet_id"] = data["vip_subnet_id"]
+        if data.get("vip_address"):
+            wanted["ip_address"] = data["vip_address"]
+        port = self.core.create_port_in(conn, ADMIN, {
+            "name": f"octavia-lb-{lb_id}", "admin_state_up": False,
+            "project_id": data["project_id"], "network_id": network_id,
+            "device_owner": VIP_OWNER, "device_id": f"lb-{lb_id}",
+            "fixed_ips": [wanted] if wanted else None, **self._vip_filtering(data)})
+        after.append(lambda: self.core.port_created(ADMIN, port))
+        return {**(port["fixed_ips"][0] if port["fixed_ips"] else {}), "port_id": port["id"]}
+
+    def _given_vip(self, conn: Connection, ctx: Context, lb_id: str, data: dict[str, Any],
+                   after: list[Callable[[], None]]) -> tuple[str, dict[str, Any]]:
+        """The project's own port as the VIP (``vip_port_id``), Octavia's way:
+        unused, its address the one in ``vip_subnet_id`` or equal to
+        ``vip_address``, or its only one. It is marked used by the load balancer
+        (device_id) and given back when the load balancer goes."""
+        port_id = data["vip_port_id"]
+        try:
+            port = self.core.port_in(conn, ctx, port_id)
+        except exc.NotFound:
+            raise errors.InvalidSubresource(resource="Port", id=port_id) from None
+        if port["device_id"]:
+            raise errors.Validation(detail=f"Port {port_id} is already used by device "
+                                           f"{port['device_id']}")
+        fixed_ips = port["fixed_ips"]
+        if data.get("vip_subnet_id"):
+            found = [ip for ip in fixed_ips if ip["subnet_id"] == data["vip_subnet_id"]]
+            missing = "No VIP address found on the specified VIP port within the " \
+                      "specified subnet."
+        elif data.get("vip_address"):
+            wanted = ipaddress.ip_address(data["vip_address"])
+            found = [ip for ip in fixed_ips if ipaddress.ip_address(ip["ip_address"]) == wanted]
+            missing = "Specified VIP address not found on the specified VIP port."
+        else:
+            found = fixed_ips if len(fixed_ips) == 1 else []
+            missing = ("VIP port's subnet could not be determined. Please specify either "
+                       "a VIP subnet or address.")
+        if not found:
+            raise errors.Validation(detail=missing)
+        context = self.core.update_port_in(conn, ADMIN, port_id, {"device_id": f"lb-{lb_id}"})
+        after.append(lambda: self.core.port_updated(context))
+        return port["network_id"], {**found[0], "port_id": port_id}
 
     def _vip_filtering(self, data: dict[str, Any]) -> dict[str, Any]:
         """The VIP port's security groups: ``vip_sg_ids`` if given; else, as

@@ -16,17 +16,38 @@ from typing import Any, ClassVar
 
 from sqlalchemy.engine import Connection, Row
 
+from neutrino.services.octavia import errors
+
 
 class Provider:
     """A provider driver found by name (entry point ``neutrino.octavia.providers``),
-    made with the plugin it serves."""
+    made with the plugin it serves and the name it is enabled by."""
 
     #: whether pending work (create, update, delete) completes in the same
     #: transaction: ACTIVE (ONLINE, or OFFLINE when disabled), deletes done
     completes: ClassVar[bool] = False
+    #: the flavor options it applies, and the availability zone options
+    #: (Octavia's flavor and availability zone capabilities): name -> meaning
+    flavor_capabilities: ClassVar[dict[str, str]] = {}
+    availability_zone_capabilities: ClassVar[dict[str, str]] = {}
 
-    def __init__(self, plugin: Any):
+    def __init__(self, plugin: Any, name: str):
         self.plugin = plugin
+        self.name = name
+
+    def validate_flavor(self, options: dict[str, Any]) -> None:
+        """``errors.ProviderUnsupported`` for flavor options it cannot apply."""
+        self._only(options, self.flavor_capabilities, "flavor")
+
+    def validate_availability_zone(self, options: dict[str, Any]) -> None:
+        self._only(options, self.availability_zone_capabilities, "availability zone")
+
+    def _only(self, options: dict[str, Any], known: dict[str, str], what: str) -> None:
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            raise errors.ProviderUnsupported(
+                provider=self.name,
+                reason=f"{what} metadata failed validation: unknown {', '.join(unknown)}")
 
     def check(self, kind: str, value: str) -> None:
         """``errors.ProviderUnsupported`` if this provider cannot realise a
@@ -51,9 +72,17 @@ class Provider:
 
 
 class NoopProvider(Provider):
-    """Everything ACTIVE at once; nothing programmed (no dataplane)."""
+    """Everything ACTIVE at once; nothing programmed (no dataplane): every
+    flavor and availability zone option is taken, none applied (as Octavia's
+    no-op driver)."""
 
     completes = True
+
+    def validate_flavor(self, options: dict[str, Any]) -> None:
+        pass
+
+    def validate_availability_zone(self, options: dict[str, Any]) -> None:
+        pass
 
 
 class PendingProvider(Provider):
