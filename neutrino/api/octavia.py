@@ -189,7 +189,10 @@ LISTENER_FIELDS = _fields(
     timeout_client_data=Field(TIMEOUT, default=50000),
     timeout_member_connect=Field(TIMEOUT, default=5000),
     timeout_member_data=Field(TIMEOUT, default=50000),
-    timeout_tcp_inspect=Field(TIMEOUT, default=0))
+    timeout_tcp_inspect=Field(TIMEOUT, default=0),
+    # certificates, in a secret store: asked for, never stored (none serves here)
+    default_tls_container_ref=Field(text(), put=False),
+    sni_container_refs=Field(tags, put=False))
 POOL_FIELDS = _fields(
     project_id=Field(text(), put=False), tenant_id=Field(text(), put=False),
     loadbalancer_id=Field(optional_uuid, put=False),
@@ -782,9 +785,17 @@ class OctaviaRouter:
         for key in NOT_STORED:
             data.pop(key, None)
         self._parent_lb(req.context, data["loadbalancer_id"])
-        if data["protocol"] == "TERMINATED_HTTPS":
+        refs = [ref for ref in (data.pop("default_tls_container_ref", None),
+                                *(data.pop("sni_container_refs", None) or [])) if ref]
+        if data["protocol"] == "TERMINATED_HTTPS" and not refs:
             raise errors.Validation(detail="An SNI or default certificate container reference "
                                            "must be provided for TERMINATED_HTTPS listeners.")
+        if refs and data["protocol"] != "TERMINATED_HTTPS":
+            raise errors.Validation(detail="Certificate container references are only "
+                                           "allowed on TERMINATED_HTTPS protocol listeners.")
+        if refs:  # Octavia without a secret store it can read
+            raise errors.BadRequest(f"Could not retrieve certificate: {refs[0]} (no secret "
+                                    "store serves this cloud)")
         if data["protocol"] == "PROMETHEUS":
             raise errors.Validation(detail="PROMETHEUS listeners are not supported yet.")
         return Response(201, {"listener": self.plugin.create_listener(data)})

@@ -419,6 +419,13 @@ def test_a_pending_load_balancer_is_immutable(lbapi: ApiClient, subnet: dict):
      "missing."),
     ("/v2/lbaas/listeners", "listener", {"protocol": "TERMINATED_HTTPS",
                                          "protocol_port": 443}, None),
+    ("/v2/lbaas/listeners", "listener", {"protocol": "TERMINATED_HTTPS", "protocol_port": 443,
+                                         "default_tls_container_ref": "https://kms/c1"},
+     "Could not retrieve certificate: https://kms/c1 (no secret store serves this cloud)"),
+    ("/v2/lbaas/listeners", "listener", {"protocol": "HTTP", "protocol_port": 81,
+                                         "sni_container_refs": ["https://kms/c1"]},
+     "Validation failure: Certificate container references are only allowed on "
+     "TERMINATED_HTTPS protocol listeners."),
     ("/v2/lbaas/pools", "pool", {"protocol": "HTTP", "lb_algorithm": "RANDOM"}, None),
     ("/v2/lbaas/pools", "pool", {"protocol": "UDP", "lb_algorithm": "ROUND_ROBIN"},
      "Validation failure: The pool protocol 'UDP' is invalid while the listener protocol "
