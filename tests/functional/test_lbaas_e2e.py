@@ -29,6 +29,7 @@ from tests.harness import ApiClient, free_port
 pytestmark = pytest.mark.slow
 
 LBAAS, L2, L3 = "Loadbalancerv2 agent", "Linux bridge agent", "L3 agent"
+OVS = "Open vSwitch agent"
 EXTERNAL_CIDR, UPSTREAM = "203.0.113.0/24", "203.0.113.1"
 TENANT_CIDR = "10.61.0.0/24"
 SERVER_EXTRA = ("[DEFAULT]\nservice_plugins = router,octavia\n"
@@ -223,3 +224,85 @@ def test_a_load_balancer_in_front_of_three_instances(lab):
     assert f"qlbaas-{lb['id']}" not in namespaces.stdout
     assert process.cmdline(pid) is None  # gone (or a zombie no one has reaped yet)
     print(f"load balancer: first answer {first_answer:.2f} s after the create call")
+
+
+@pytest.fixture
+def ovs_lab(tmp_path, rabbit_url):
+    skip_unless_root("ip", "socat", "curl", "haproxy", "ovs-vswitchd", "ovsdb-server")
+    with sandbox() as box:
+        d = Deployment(box, tmp_path, rabbit_url, server_extra=SERVER_EXTRA,
+                       octavia_port=free_port())
+        try:
+            d.add_host("h1", 1)
+            d.add_ovs("h1")
+            d.start_ovs_agent("h1")
+            d.start_lbaas_agent("h1")
+            for agent_type in (OVS, LBAAS):
+                wait_until(lambda t=agent_type: d.agent_alive("h1", t), 30, f"the {agent_type}")
+            yield d
+        finally:
+            d.close()
+
+
+def test_a_flavored_load_balancer_on_an_open_vswitch_host(ovs_lab):
+    """The VIP plugged by the openvswitch interface driver; the flavor's limits
+    and the zone's agents reach HAProxy."""
+    d = ovs_lab
+    api, lb_api = d.api, d.server.octavia(None)
+    net = api.network()
+    subnet = api.subnet(net["id"], TENANT_CIDR)
+    servers = {}
+    for name in ("alpha", "beta", "client"):
+        port = api.port(net["id"])
+        d.plug("h1", port["id"])
+        ns = f"inst-{port['id'][:11]}"
+        run("ip", "addr", "add", f"{port['fixed_ips'][0]['ip_address']}/24", "dev", "eth0",
+            namespace=ns)
+        servers[name] = (port, ns, serve_http(d, ns, name))
+    client_port, client, _ = servers.pop("client")
+    # the members open to the VIP: as with Octavia, the load balancer is in no group
+    made_rule = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
+        "security_group_id": client_port["security_groups"][0], "direction": "ingress",
+        "ethertype": "IPv4", "protocol": "tcp", "port_range_min": 80, "port_range_max": 80,
+        "remote_ip_prefix": TENANT_CIDR}})
+    assert made_rule.status_code == 201, made_rule.text
+    profile = made_in(lb_api, "flavorprofiles", {"flavorprofile": {
+        "name": "small", "provider_name": "haproxy",
+        "flavor_data": '{"maxconn": 500, "nbthread": 2}'}})
+    flavor = made_in(lb_api, "flavors", {"flavor": {
+        "name": "small", "flavor_profile_id": profile["id"]}})
+    zone_profile = made_in(lb_api, "availabilityzoneprofiles", {"availability_zone_profile": {
+        "name": "here", "provider_name": "haproxy",
+        "availability_zone_data": '{"agent_availability_zone": "nova"}'}})
+    made_in(lb_api, "availabilityzones", {"availability_zone": {
+        "name": "here", "availability_zone_profile_id": zone_profile["id"]}})
+
+    lb = made_in(lb_api, "loadbalancers", {"loadbalancer": {
+        "vip_subnet_id": subnet["id"], "flavor_id": flavor["id"], "availability_zone": "here"}})
+    settle(lb_api, lb["id"])
+    listener = made(lb_api, "listeners", {"listener": {
+        "loadbalancer_id": lb["id"], "protocol": "HTTP", "protocol_port": 80}}, lb["id"])
+    pool = made(lb_api, "pools", {"pool": {
+        "listener_id": listener["id"], "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}},
+        lb["id"])
+    for port, _, _ in servers.values():
+        made(lb_api, f"pools/{pool['id']}/members", {"member": {
+            "address": port["fixed_ips"][0]["ip_address"], "protocol_port": 80}}, lb["id"])
+    vip = f"http://{lb['vip_address']}/"
+    wait_until(lambda: http_get(client, vip) in servers, 20, "the VIP to answer")
+    seen = collections.Counter(http_get(client, vip) for _ in range(20))
+    assert seen == {"alpha": 10, "beta": 10}, seen
+    config = (d.tmp / "h1" / "lbaas" / lb["id"] / "haproxy.cfg").read_text()
+    assert "    maxconn 500\n" in config and "    nbthread 2\n" in config
+
+    assert lb_api.delete(f"{LBS}/loadbalancers/{lb['id']}?cascade=true").status_code == 204
+    wait_until(lambda: f"qlbaas-{lb['id']}" not in subprocess.run(
+        ["ip", "netns", "list"], capture_output=True, text=True).stdout, 20,
+        "the load balancer's namespace to go")
+
+
+def made_in(lb: ApiClient, collection: str, body: dict[str, Any]) -> dict[str, Any]:
+    resp = lb.post(f"{LBS}/{collection}", json=body)
+    assert resp.status_code == 201, resp.text
+    [item] = resp.json().values()
+    return item
