@@ -261,7 +261,12 @@ class Keystone:
     def register_network_endpoint(self, url: str) -> None:
         """Put neutrino in the catalog: service type ``network`` with a public
         endpoint in RegionOne at ``url`` (replaces an earlier one)."""
-        service = self._ensure("services", "neutron", type="network")
+        self.register_endpoint("neutron", "network", url)
+
+    def register_endpoint(self, name: str, service_type: str, url: str) -> None:
+        """A service ``name`` of ``service_type`` in the catalog, with a public
+        endpoint in RegionOne at ``url`` (replaces an earlier one)."""
+        service = self._ensure("services", name, type=service_type)
         endpoints = self._ok(self.request("GET", "/endpoints", params={
             "service_id": service, "interface": "public"}))["endpoints"]
         for endpoint in endpoints:

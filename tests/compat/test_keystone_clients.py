@@ -21,7 +21,7 @@ import pytest
 from openstack import exceptions as sdk_exc
 
 from tests.compat.cli import MARK, OPENSTACK, Session, cli_env
-from tests.harness import Server, start_server
+from tests.harness import Server, free_port, start_server
 from tests.keystone import Keystone, clouds_yaml, keystone_fixture  # noqa: F401
 
 pytestmark = pytest.mark.slow
@@ -33,8 +33,10 @@ EXT_CIDR = "172.24.50.0/24"
 def server(keystone: Keystone, tmp_path_factory) -> Server:
     tmp = tmp_path_factory.mktemp("keystone-clients")
     srv = start_server(tmp, f"sqlite:///{tmp}/neutrino.db", auth="keystone",
-                       extra="service_plugins = router\n\n" + keystone.authtoken_section())
+                       extra="service_plugins = router,octavia\n\n" +
+                       keystone.authtoken_section(), octavia_port=free_port())
     keystone.register_network_endpoint(srv.url)
+    keystone.register_endpoint("octavia", "load-balancer", srv.octavia_url)
     yield srv
     srv.stop()
 
@@ -166,6 +168,36 @@ def test_sdk_admin_lists_alpha_with_a_project_filter(connect, alices, keystone):
         assert {item.project_id for item in items.values()} == {alpha}, kind
 
 
+def test_sdk_load_balancers_by_keystone_roles(connect):
+    """The load-balancer API found in the catalog; Octavia's policy on keystone's
+    roles: alice (member) makes, rita (reader) reads, bob (another project)
+    sees none, the admin offers a flavor."""
+    alice, rita, bob, admin = (connect(u) for u in ("alice", "rita", "bob", "admin"))
+    net = alice.network.create_network(name="lb-net")
+    subnet = alice.network.create_subnet(network_id=net.id, cidr="10.93.0.0/24", ip_version=4)
+    profile = admin.load_balancer.create_flavor_profile(
+        name="ks-fp", provider_name="noop", flavor_data="{}")
+    flavor = admin.load_balancer.create_flavor(name="ks-small", flavor_profile_id=profile.id)
+    lb = None
+    try:
+        with pytest.raises(sdk_exc.ForbiddenException):
+            alice.load_balancer.create_flavor(name="mine", flavor_profile_id=profile.id)
+        assert [f.name for f in alice.load_balancer.flavors()] == ["ks-small"]
+        lb = alice.load_balancer.create_load_balancer(name="ks-lb", vip_subnet_id=subnet.id,
+                                                      flavor_id=flavor.id)
+        lb = alice.load_balancer.wait_for_load_balancer(lb.id, wait=30)
+        assert lb.project_id == alice.current_project_id
+        assert [x.id for x in rita.load_balancer.load_balancers()] == [lb.id]
+        with pytest.raises(sdk_exc.ForbiddenException):
+            rita.load_balancer.update_load_balancer(lb, description="no")
+        assert list(bob.load_balancer.load_balancers()) == []
+    finally:
+        if lb is not None:
+            alice.load_balancer.delete_load_balancer(lb)
+        admin.load_balancer.delete_flavor(flavor)
+        admin.load_balancer.delete_flavor_profile(profile)
+
+
 def test_sdk_rbac_shares_a_network_with_beta(connect, keystone, server):
     alice, bob, carol = connect("alice"), connect("bob"), connect("carol")
     net = alice.network.create_network(name="sdk-for-beta")
@@ -240,6 +272,10 @@ BOB = [
              "--remote-ip 0.0.0.0/0 -f json"),
     ("networks", "network list -f json"),
     ("rbac-list", "network rbac list -f json"),
+    # python-octaviaclient finds the load-balancer API in the catalog too
+    ("lb", "loadbalancer create --name cli-beta-lb --vip-subnet-id cli-beta-sub -f json"),
+    ("lbs", "loadbalancer list -f json"),
+    ("lb-delete", "loadbalancer delete cli-beta-lb"),
 ]
 ALICE_LAST = [("networks", "network list -f json")]
 ADMIN = [
@@ -285,6 +321,10 @@ def test_cli_bob_builds_a_project_network(cli, external, keystone):
     assert rule["security_group_id"] == bob.json("sg")["id"]
     assert (rule["protocol"], rule["port_range_min"], rule["port_range_max"]) == (
         "tcp", 22, 22)
+    lb = bob.json("lb")
+    assert (lb["project_id"], lb["vip_subnet_id"]) == (beta, subnet["id"])
+    assert [row["name"] for row in bob.json("lbs")] == ["cli-beta-lb"]
+    bob.quiet("lb-delete")
 
 
 def test_cli_who_sees_which_network(cli):
