@@ -12,11 +12,13 @@ everything happens in namespaces the test makes and removes."""
 from __future__ import annotations
 
 import collections
+import contextlib
 import os
 import signal
 import subprocess
 import time
 import uuid
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -95,23 +97,37 @@ def haproxy_pid(d: Deployment, lb_id: str) -> int | None:
     return None
 
 
-@pytest.fixture
-def lab(tmp_path, rabbit_url):
-    skip_unless_root("ip", "socat", "curl", "haproxy", "iptables", "conntrack")
+@contextlib.contextmanager
+def deployment(tmp_path, rabbit_url, start: Callable[[Deployment], None],
+               agent_types: tuple[str, ...]) -> Iterator[Deployment]:
+    """A host "h1" whose agents ``start`` starts, with a load-balancer agent,
+    all alive."""
     with sandbox() as box:
         d = Deployment(box, tmp_path, rabbit_url, server_extra=SERVER_EXTRA,
                        octavia_port=free_port())
         try:
             d.add_host("h1", 1)
-            d.start_l2_agent("h1", firewall="iptables")
-            d.start_l3_agent("h1")
-            agent = d.start_lbaas_agent("h1")
-            external = d.add_external_host(f"{UPSTREAM}/24")
-            for agent_type in (L2, L3, LBAAS):
+            start(d)
+            for agent_type in (*agent_types, LBAAS):
                 wait_until(lambda t=agent_type: d.agent_alive("h1", t), 30, f"the {agent_type}")
-            yield d, external, agent
+            yield d
         finally:
             d.close()
+
+
+@pytest.fixture
+def lab(tmp_path, rabbit_url):
+    skip_unless_root("ip", "socat", "curl", "haproxy", "iptables", "conntrack")
+    found = {}
+
+    def start(d: Deployment) -> None:
+        d.start_l2_agent("h1", firewall="iptables")
+        d.start_l3_agent("h1")
+        found["agent"] = d.start_lbaas_agent("h1")
+        found["external"] = d.add_external_host(f"{UPSTREAM}/24")
+
+    with deployment(tmp_path, rabbit_url, start, (L2, L3)) as d:
+        yield d, found["external"], found["agent"]
 
 
 def test_a_load_balancer_in_front_of_three_instances(lab):
@@ -229,19 +245,14 @@ def test_a_load_balancer_in_front_of_three_instances(lab):
 @pytest.fixture
 def ovs_lab(tmp_path, rabbit_url):
     skip_unless_root("ip", "socat", "curl", "haproxy", "ovs-vswitchd", "ovsdb-server")
-    with sandbox() as box:
-        d = Deployment(box, tmp_path, rabbit_url, server_extra=SERVER_EXTRA,
-                       octavia_port=free_port())
-        try:
-            d.add_host("h1", 1)
-            d.add_ovs("h1")
-            d.start_ovs_agent("h1")
-            d.start_lbaas_agent("h1")
-            for agent_type in (OVS, LBAAS):
-                wait_until(lambda t=agent_type: d.agent_alive("h1", t), 30, f"the {agent_type}")
-            yield d
-        finally:
-            d.close()
+
+    def start(d: Deployment) -> None:
+        d.add_ovs("h1")
+        d.start_ovs_agent("h1")
+        d.start_lbaas_agent("h1")
+
+    with deployment(tmp_path, rabbit_url, start, (OVS,)) as d:
+        yield d
 
 
 def test_a_flavored_load_balancer_on_an_open_vswitch_host(ovs_lab):
