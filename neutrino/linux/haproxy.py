@@ -60,7 +60,6 @@ an agent to stop those it no longer has.
 from __future__ import annotations
 
 import csv
-import hashlib
 import ipaddress
 import logging
 import os
@@ -772,11 +771,7 @@ class Haproxy:
 def socket_path(directory: str) -> str:
     """The stats socket of ``directory``: in it, or by a hash of it under
     ``SHORT_SOCKETS`` when that path is too long for a UNIX socket."""
-    path = os.path.join(os.path.abspath(directory), SOCKET)
-    if len(path.encode()) < 100:
-        return path
-    digest = hashlib.sha256(os.path.abspath(directory).encode()).hexdigest()[:24]
-    return os.path.join(SHORT_SOCKETS, f"{digest}.sock")
+    return process.socket_path(directory, SOCKET, SHORT_SOCKETS)
 
 
 def running(state_dir: str) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 import signal
 import time
@@ -54,3 +55,15 @@ def exit_fd(pid: int) -> int | None:
         return os.pidfd_open(pid)
     except ProcessLookupError:
         return None
+
+
+def socket_path(directory: str, name: str, short_dir: str) -> str:
+    """A daemon's UNIX socket ``name`` in ``directory``; by a hash of the
+    directory under ``short_dir`` when that path is too long (sun_path holds
+    108 bytes)."""
+    path = os.path.join(os.path.abspath(directory), name)
+    if len(path.encode()) < 100:
+        return path
+    digest = hashlib.sha256(os.path.abspath(directory).encode()).hexdigest()[:24]
+    suffix = os.path.splitext(name)[1]
+    return os.path.join(short_dir, f"{digest}{suffix}")

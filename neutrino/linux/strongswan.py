@@ -31,7 +31,6 @@ device, ``ipsec0``; it only speaks ESP in UDP, so ``encap`` is forced).
 from __future__ import annotations
 
 import base64
-import hashlib
 import ipaddress
 import logging
 import os
@@ -248,11 +247,7 @@ def strongswan_conf(directory: str, socket: str, mode: Mode) -> str:
 def socket_path(directory: str) -> str:
     """The VICI socket of ``directory``: in it, or by a hash of it under
     ``SHORT_SOCKETS`` when that is too long for a UNIX socket."""
-    path = os.path.join(os.path.abspath(directory), SOCKET)
-    if len(path.encode()) < 100:
-        return path
-    digest = hashlib.sha256(os.path.abspath(directory).encode()).hexdigest()[:24]
-    return os.path.join(SHORT_SOCKETS, f"{digest}.vici")
+    return process.socket_path(directory, SOCKET, SHORT_SOCKETS)
 
 
 # --- what charon says ---------------------------------------------------------------------
