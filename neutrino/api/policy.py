@@ -198,6 +198,8 @@ DEFAULT_RULES: dict[str, str] = {
     "update_agent": ADMIN,
     "delete_agent": ADMIN,
     "get_availability_zone": ADMIN,
+    # how full the networks are: an admin's to know
+    "get_network_ip_availability": ADMIN,
     # service providers belong to no project: any reader may list them
     "get_service_provider": "role:reader",
     # which agents host which networks and routers

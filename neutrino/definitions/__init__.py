@@ -20,6 +20,7 @@ from neutrino.definitions import (
     metering,
     net_mtu,
     network,
+    network_ip_availability,
     port,
     port_forwarding,
     port_security,
@@ -73,6 +74,7 @@ EXTENSIONS: dict[str, Extension] = {
         *availability_zone.EXTENSIONS,
         *rbac.EXTENSIONS,
         servicetype.EXTENSION,
+        *network_ip_availability.EXTENSIONS,
         logging.EXTENSION,
     )
 }
