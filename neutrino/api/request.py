@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlencode
@@ -72,4 +73,9 @@ class Response:
             return b""
         if self.body is JSON_NULL:
             return b"null"
-        return orjson.dumps(self.body)
+        try:
+            return orjson.dumps(self.body)
+        except TypeError:
+            # orjson stops at 64 bits; an IPv6 subnet counts 2**64 addresses and
+            # more, which JSON (and Neutron) answers whole
+            return json.dumps(self.body, separators=(",", ":")).encode()

@@ -48,8 +48,8 @@ class NetworkIpAvailabilityPlugin(Plugin):
 
 def _where(stmt: Select, filters: dict[str, list[Any]]) -> Select:
     for name, values in filters.items():
-        if name == "ip_version":
-            values = [_version(value) for value in values]
+        if name == "ip_version":  # another number than 4 or 6 matches nothing
+            values = [version for version in map(_version, values) if version in (4, 6)]
         stmt = stmt.where(FILTERS[name].in_(values))
     return stmt
 

@@ -16,6 +16,8 @@ def test_counts_per_subnet_and_network(admin: ApiClient, user: ApiClient, projec
                      allocation_pools=[{"start": "10.44.0.10", "end": "10.44.0.19"},
                                        {"start": "10.44.0.100", "end": "10.44.0.109"}])
     v6 = user.subnet(net["id"], "fd44::/120", name="six")
+    # 2**64 addresses: more than 64 bits count them, and the answer says so whole
+    wide = user.subnet(net["id"], "fd45::/64", name="wide")
     user.port(net["id"], fixed_ips=[{"subnet_id": v4["id"], "ip_address": "10.44.0.15"},
                                     {"subnet_id": v6["id"]}])
     user.port(net["id"], fixed_ips=[{"subnet_id": v4["id"], "ip_address": "10.44.0.105"}])
@@ -35,7 +37,8 @@ def test_counts_per_subnet_and_network(admin: ApiClient, user: ApiClient, projec
         "used_ips_in_subnet": 3, "used_ips_in_allocation_pool": 2}
     assert six["used_ips"] == 1 and six["subnet_id"] == v6["id"]
     assert six["ip_availability_details"]["total_ips_in_subnet"] == 256
-    assert found["total_ips"] == four["total_ips"] + six["total_ips"]
+    assert subnets["wide"]["total_ips"] == 2 ** 64 - 1 and wide["cidr"] == "fd45::/64"
+    assert found["total_ips"] == four["total_ips"] + six["total_ips"] + 2 ** 64 - 1
     assert found["used_ips"] == 4
     assert found["ip_availability_details"]["used_ips_in_allocation_pool"] == (
         2 + six["ip_availability_details"]["used_ips_in_allocation_pool"])
@@ -55,6 +58,8 @@ def test_filters_and_fields(admin: ApiClient, user: ApiClient, project: str):
     assert only_v6["network_ip_availabilities"] == []
     named = admin.get(PATH, params={"network_name": net["name"], "fields": "used_ips"}).json()
     assert named["network_ip_availabilities"] == [{"used_ips": 0}]
+    huge = admin.get(PATH, params={"project_id": project, "ip_version": "9" * 30})
+    assert huge.status_code == 200 and huge.json()["network_ip_availabilities"] == []
     resp = admin.get(PATH, params={"ip_version": "four"})
     assert resp.status_code == 400, resp.text
     resp = admin.get(PATH, params={"cidr": "10.45.0.0/24"})
