@@ -65,6 +65,8 @@ EXTENSIONS: dict[str, Extension] = {
         tagging.CREATION,
         quotas.EXTENSION,
         quotas.DETAILS,
+        quotas.CHECK_LIMIT,
+        quotas.CHECK_LIMIT_DEFAULT,
         *flags.FLAGS,
         *l3.EXTENSIONS,
         *port_forwarding.EXTENSIONS,

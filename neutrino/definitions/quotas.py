@@ -14,3 +14,19 @@ DETAILS = Extension(
     description="Expose functions for quotas usage statistics per project",
     required=("quotas",),
 )
+
+CHECK_LIMIT = Extension(
+    alias="quota-check-limit",
+    name="Quota engine limit check",
+    description="A quota update may ask that no new limit be below the project's use "
+                "(check_limit).",
+    required=("quotas",),
+)
+
+CHECK_LIMIT_DEFAULT = Extension(
+    alias="quota-check-limit-default",
+    name="Quota engine limit check by default",
+    description="Every quota update refuses a limit below the project's use unless it "
+                "says force.",
+    required=("quota-check-limit",),
+)

@@ -165,6 +165,13 @@ def test_lowering_below_usage(admin, user, project):
     assert set_quota(admin, project, network=-1)["network"] == -1
     resp = admin.put(f"/v2.0/quotas/{project}", json={"quota": {"network": 1, "force": "yes"}})
     assert resp.status_code == 400  # only a JSON true forces
+    # check_limit (quota-check-limit) asks for what is done anyway
+    resp = admin.put(f"/v2.0/quotas/{project}", json={"quota": {"network": 1,
+                                                               "check_limit": True}})
+    expect(resp, 400, "HTTPBadRequest",
+           "Quota limit 1 for network must be greater than or equal to already used 2")
+    aliases = {e["alias"] for e in admin.get("/v2.0/extensions").json()["extensions"]}
+    assert {"quota-check-limit", "quota-check-limit-default"} <= aliases
     assert set_quota(admin, project, network=1, force=True)["network"] == 1
     expect(user.post("/v2.0/networks", json={"network": {}}), 409, "OverQuota",
            "Quota exceeded for resources: ['network'].")
