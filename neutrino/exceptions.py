@@ -165,6 +165,11 @@ class SubnetPoolInUse(InUse):
     message = "Unable to complete operation on subnet pool %(subnet_pool_id)s. %(reason)s."
 
 
+class PortBound(InUse):
+    message = ("Unable to complete operation on port %(port_id)s, port is already bound, "
+               "port type: %(vif_type)s, old_mac %(old_mac)s, new_mac %(new_mac)s.")
+
+
 class MacAddressInUse(InUse):
     message = ("Unable to complete operation for network %(net_id)s. "
                "The mac address %(mac)s is in use.")

@@ -48,6 +48,7 @@ EXTENSIONS: dict[str, Extension] = {
         external_net.EXTENSION,
         net_mtu.EXTENSION,
         net_mtu.WRITABLE,
+        port.MAC_REGENERATE,
         provider_net.PROVIDER,
         provider_net.MULTI_PROVIDER,
         portbindings.EXTENSION,

@@ -2,7 +2,7 @@
 
 from neutrino import exceptions as exc
 from neutrino.definitions import validators as v
-from neutrino.definitions.base import REQUIRED, Attr, Resource, attrs, standard_attrs
+from neutrino.definitions.base import REQUIRED, Attr, Extension, Resource, attrs, standard_attrs
 
 RESOURCE = Resource(
     name="port",
@@ -26,4 +26,19 @@ RESOURCE = Resource(
             Attr("status", sort=True),
         ),
     },
+)
+
+
+def _mac_or_none(value: object) -> str | None:
+    return None if value is None else v.mac_address(value)
+
+
+MAC_REGENERATE = Extension(
+    alias="port-mac-address-regenerate",
+    name="Neutron Port MAC address regenerate",
+    description="A port given mac_address null gets a new MAC (one not bound to a host).",
+    updated="2018-05-03T10:00:00-00:00",
+    attributes={"ports": attrs(
+        Attr("mac_address", allow_post=True, allow_put=True, convert=v.canonical_mac,
+             validate=_mac_or_none, sort=True))},
 )

@@ -175,6 +175,23 @@ def test_binding_of_an_unbound_port_becomes_active(binding_server, project):
     assert admin.get(f"/v2.0/ports/{port['id']}").json()["port"]["binding:vif_type"] == "fake"
 
 
+def test_a_bound_port_keeps_its_mac(binding_server, project):
+    admin = binding_server.client(project, roles=("admin",))
+    port = admin.port(admin.network()["id"], **{"binding:host_id": "h1"})
+    assert port["binding:vif_type"] == "fake"
+    resp = admin.put(f"/v2.0/ports/{port['id']}", json={"port": {"mac_address": None}})
+    error = expect_error(resp, 409, "PortBound")
+    assert error["message"].startswith(f"Unable to complete operation on port {port['id']}, "
+                                       "port is already bound, port type: fake, old_mac "
+                                       f"{port['mac_address']}, new_mac ")
+    assert admin.show("ports", port["id"])["mac_address"] == port["mac_address"]
+    # unbound, it may have a new one
+    admin.put(f"/v2.0/ports/{port['id']}", json={"port": {"binding:host_id": ""}})
+    resp = admin.put(f"/v2.0/ports/{port['id']}", json={"port": {"mac_address": None}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["port"]["mac_address"] != port["mac_address"]
+
+
 @pytest.fixture(scope="module")
 def port_security_server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("portsec")

@@ -323,6 +323,13 @@ def test_update_mac(admin, user, net, v4):
     other_port = user.port(net["id"])
     expect_error(_put(admin, other_port["id"], mac_address="fa:16:3e:00:00:01"), 409,
            "MacAddressInUse")
+    # null: a new MAC (port-mac-address-regenerate), and new EUI-64 addresses with it
+    fresh = _put(admin, port["id"], mac_address=None).json()["port"]
+    assert fresh["mac_address"] not in ("fa:16:3e:00:00:01", None)
+    assert fresh["mac_address"].startswith("fa:16:3e:")
+    assert (slaac["id"], _eui64("2001:db8::/64", fresh["mac_address"])) in _ips(fresh)
+    made = user.create("ports", network_id=net["id"], mac_address=None)
+    assert made["mac_address"].startswith("fa:16:3e:")
 
 
 def test_update_device_and_attributes(user, net, v4):

@@ -62,7 +62,7 @@ class Ml2Plugin(Plugin):
         "standard-attr-description", "standard-attr-revisions", "standard-attr-timestamp",
         "subnet_allocation", "default-subnetpools", "ip-substring-filtering",
         "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
-        "binding", "binding-extended", "segment",
+        "binding", "binding-extended", "segment", "port-mac-address-regenerate",
     )
     option_groups = OPTION_GROUPS
     #: service plugins (by entry point name) built with this one, as Neutron's ML2
@@ -541,6 +541,8 @@ class Ml2Plugin(Plugin):
                      ) -> tuple[PortContext, bool]:
         """Update inside the transaction; the context, and whether to bind again."""
         original = self._port(conn, ctx, port_id)
+        if "mac_address" in data:
+            data = self._new_mac(original, data)
         ports.update(conn, original, data, if_revision, self.settings.max_fixed_ips_per_port)
         rebind = bindings.request(conn, port_id, original, data) is not None
         for driver in self.extension_drivers:
@@ -552,6 +554,16 @@ class Ml2Plugin(Plugin):
                                context.current)
         self.mechanisms.call("update_port_precommit", context)
         return context, rebind
+
+    def _new_mac(self, original: dict[str, Any], data: dict[str, Any]) -> dict[str, Any]:
+        """``data`` with a MAC made for ``mac_address: null``
+        (port-mac-address-regenerate); a bound port keeps its MAC, as in Neutron."""
+        mac = data["mac_address"] or ports.random_mac(self.settings.base_mac)
+        vif_type = original.get(VIF_TYPE) or "unbound"
+        if mac != original["mac_address"] and vif_type not in ("unbound", "binding_failed"):
+            raise exc.PortBound(port_id=original["id"], vif_type=vif_type,
+                                old_mac=original["mac_address"], new_mac=mac)
+        return {**data, "mac_address": mac}
 
     def _updated(self, conn: Connection, ctx: Context, original: dict[str, Any],
                  data: dict[str, Any], rebind: bool) -> dict[str, Any]:
