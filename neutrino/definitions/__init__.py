@@ -46,6 +46,7 @@ CORE_RESOURCES: tuple[Resource, ...] = (
 EXTENSIONS: dict[str, Extension] = {
     ext.alias: ext for ext in (
         external_net.EXTENSION,
+        external_net.SUBNETS,
         net_mtu.EXTENSION,
         net_mtu.WRITABLE,
         port.MAC_REGENERATE,

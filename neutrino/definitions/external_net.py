@@ -19,3 +19,12 @@ EXTENSION = Extension(
              convert=v.to_boolean, admin_only=True, sort=True),
     )},
 )
+
+SUBNETS = Extension(
+    alias="subnet-external-network",
+    name="Subnet External Network",
+    description="Subnets say (and are filtered by) whether their network is external.",
+    updated="2020-09-06T10:00:00-00:00",
+    attributes={"subnets": attrs(Attr("router:external", convert=v.to_boolean))},
+    required=("external-net",),
+)

@@ -10,7 +10,7 @@ SUBNET_KEYS = {
     "id", "name", "network_id", "tenant_id", "project_id", "ip_version", "subnetpool_id",
     "enable_dhcp", "ipv6_ra_mode", "ipv6_address_mode", "gateway_ip", "cidr",
     "allocation_pools", "host_routes", "dns_nameservers", "description", "tags",
-    "created_at", "updated_at", "revision_number", "segment_id",
+    "created_at", "updated_at", "revision_number", "segment_id", "router:external",
 }
 
 
@@ -565,3 +565,24 @@ def test_non_owner_cannot_create_subnet_on_shared_network(admin, other):
     expect_error(resp, 403, "PolicyNotAuthorized", "update_subnet is disallowed by policy")
     resp = other.delete(f"/v2.0/subnets/{subnet['id']}")
     expect_error(resp, 403, "PolicyNotAuthorized", "delete_subnet is disallowed by policy")
+
+
+def test_subnets_say_whether_their_network_is_external(admin, user, project):
+    """subnet-external-network: router:external on subnets, read and filtered."""
+    ext = admin.network(**{"router:external": True})
+    public = admin.subnet(ext["id"], "203.0.113.0/28")
+    assert public["router:external"] is True
+    inside = user.subnet(user.network()["id"], "10.48.0.0/24")
+    assert inside["router:external"] is False
+    assert user.show("subnets", inside["id"])["router:external"] is False
+    external = admin.get("/v2.0/subnets", params={"router:external": "true",
+                                                 "project_id": project}).json()["subnets"]
+    assert [s["id"] for s in external] == [public["id"]]
+    internal = admin.get("/v2.0/subnets", params={"router:external": "false",
+                                                 "project_id": project}).json()["subnets"]
+    assert [s["id"] for s in internal] == [inside["id"]]
+    # it follows the network
+    admin.put(f"/v2.0/networks/{ext['id']}", json={"network": {"router:external": False}})
+    assert admin.show("subnets", public["id"])["router:external"] is False
+    resp = user.put(f"/v2.0/subnets/{inside['id']}", json={"subnet": {"router:external": True}})
+    assert resp.status_code == 400, resp.text

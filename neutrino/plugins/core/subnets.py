@@ -42,8 +42,14 @@ def visible(ctx: Context) -> list:
                 S.c.network_id.in_(networks.granted(ctx)))]
 
 
+#: whether the subnet's network is external (subnet-external-network), read with it
+_EXTERNAL = (select(models.networks.c.router_external)
+             .where(models.networks.c.id == S.c.network_id)
+             .scalar_subquery().label("router_external"))
+
+
 def get_row(conn: Connection, ctx: Context, subnet_id: str) -> Row:
-    row = conn.execute(select(S).where(S.c.id == subnet_id, *visible(ctx))).first()
+    row = conn.execute(select(S, _EXTERNAL).where(S.c.id == subnet_id, *visible(ctx))).first()
     if row is None:
         raise exc.SubnetNotFound(subnet_id=subnet_id)
     return row
@@ -56,7 +62,7 @@ def view(row: Any, details: dict[str, Any], tag_list: list[str]) -> dict[str, An
         "ip_version": row.ip_version, "subnetpool_id": row.subnetpool_id,
         "enable_dhcp": row.enable_dhcp, "ipv6_ra_mode": row.ipv6_ra_mode,
         "ipv6_address_mode": row.ipv6_address_mode, "gateway_ip": row.gateway_ip,
-        "cidr": row.cidr, "segment_id": None,
+        "cidr": row.cidr, "segment_id": None, "router:external": bool(row.router_external),
         "allocation_pools": details.get("allocation_pools", []),
         "host_routes": details.get("host_routes", []),
         "dns_nameservers": details.get("dns_nameservers", []),
@@ -97,10 +103,15 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[s
         N = models.networks
         where.append(S.c.network_id.in_(select(N.c.id).where(
             networks.shared_column(ctx).in_(shared))))
+    external = query.pop_filter("router:external")
+    if external is not None:
+        N = models.networks
+        where.append(S.c.network_id.in_(select(N.c.id).where(
+            N.c.router_external.in_(external))))
     segment = query.pop_filter("segment_id")
     if segment is not None and any(value is not None for value in segment):
         where.append(false())  # no subnet is on a segment of its own
-    rows = select_page(conn, S, COLUMNS, query, where)
+    rows = select_page(conn, S, COLUMNS, query, where, (S, _EXTERNAL))
     ids = [r.id for r in rows]
     details = _details(conn, ids)
     tag_map = tags.load(conn, ids)
@@ -258,7 +269,7 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], settings: Any
                "dns_nameservers": list(data.get("dns_nameservers") or []),
                "host_routes": [{"destination": r["destination"], "nexthop": r["nexthop"]}
                                for r in data.get("host_routes") or []]}
-    return view(SimpleNamespace(**row), details, [])
+    return view(SimpleNamespace(**row, router_external=network.router_external), details, [])
 
 
 def _write_pools(conn: Connection, subnet_id: str, version: int, ranges: list[P.Range]) -> None:
