@@ -150,6 +150,9 @@ DEFAULT_RULES: dict[str, str] = {
     "update_router:external_gateway_info:enable_snat": ADMIN,
     "update_router:external_gateway_info:external_fixed_ips": ADMIN,
     "add_router_interface": ADMIN_OR_MEMBER,
+    # a pool's prefixes, a pool at a time (subnetpool-prefix-ops): its owner's
+    "add_prefixes": ADMIN_OR_MEMBER,
+    "remove_prefixes": ADMIN_OR_MEMBER,
     "remove_router_interface": ADMIN_OR_MEMBER,
     "add_extraroutes": ADMIN_OR_MEMBER,
     "remove_extraroutes": ADMIN_OR_MEMBER,

@@ -50,6 +50,7 @@ EXTENSIONS: dict[str, Extension] = {
         net_mtu.EXTENSION,
         net_mtu.WRITABLE,
         port.MAC_REGENERATE,
+        subnetpool.PREFIX_OPS,
         provider_net.PROVIDER,
         provider_net.MULTI_PROVIDER,
         portbindings.EXTENSION,

@@ -2,12 +2,15 @@
 
 from neutrino import exceptions as exc
 from neutrino.definitions import validators as v
-from neutrino.definitions.base import REQUIRED, Attr, Resource, attrs, standard_attrs
+from neutrino.definitions.base import REQUIRED, Attr, Extension, Resource, attrs, standard_attrs
 
 RESOURCE = Resource(
     name="subnetpool",
     collection="subnetpools",
     taggable=True,
+    # subnetpool-prefix-ops: PUT /subnetpools/{id}/add_prefixes, remove_prefixes
+    member_actions={"add_prefixes": "add_subnetpool_prefixes",
+                    "remove_prefixes": "remove_subnetpool_prefixes"},
     not_found=exc.SubnetPoolNotFound,
     attrs={
         **standard_attrs(),
@@ -33,4 +36,12 @@ RESOURCE = Resource(
                  validate=v.uuid_or_none, sort=True),
         ),
     },
+)
+
+PREFIX_OPS = Extension(
+    alias="subnetpool-prefix-ops",
+    name="Subnet Pool Prefix Operations",
+    description="Prefixes join a subnet pool, or leave it when no subnet uses them, "
+                "without the whole list being given again.",
+    updated="2019-06-07T00:00:00-00:00",
 )

@@ -380,3 +380,35 @@ def test_default_pool_and_use_default_subnetpool(admin, user):
         assert user.delete(f"/v2.0/subnets/{subnet['id']}").status_code == 204
     finally:
         assert admin.delete(f"/v2.0/subnetpools/{pool['id']}").status_code == 204
+
+
+def test_prefixes_join_and_leave_a_pool(user, other):
+    """subnetpool-prefix-ops: add_prefixes collapses, remove_prefixes keeps what
+    subnets use."""
+    pool = user.create("subnetpools", name="ops", prefixes=["10.60.0.0/24"],
+                       default_prefixlen=26)
+    path = f"/v2.0/subnetpools/{pool['id']}"
+    resp = user.put(f"{path}/add_prefixes", json={"prefixes": ["10.60.1.0/24",
+                                                               "10.70.0.0/24"]})
+    assert resp.status_code == 200, resp.text
+    assert resp.json() == {"prefixes": ["10.60.0.0/23", "10.70.0.0/24"]}
+    assert user.show("subnetpools", pool["id"])["prefixes"] == ["10.60.0.0/23", "10.70.0.0/24"]
+    net = user.network()
+    subnet = user.create("subnets", network_id=net["id"], ip_version=4,
+                         subnetpool_id=pool["id"], cidr="10.70.0.0/26")
+    resp = user.put(f"{path}/remove_prefixes", json={"prefixes": ["10.70.0.0/24"]})
+    expect_error(resp, 400, "IllegalSubnetPoolPrefixUpdate")
+    resp = user.put(f"{path}/remove_prefixes", json={"prefixes": ["10.60.1.0/24"]})
+    assert resp.status_code == 200 and resp.json() == {
+        "prefixes": ["10.60.0.0/24", "10.70.0.0/24"]}
+    # prefixes the pool does not have: nothing to do
+    resp = user.put(f"{path}/remove_prefixes", json={"prefixes": ["192.168.0.0/24"]})
+    assert resp.json() == {"prefixes": ["10.60.0.0/24", "10.70.0.0/24"]}
+    for body in ({"prefixes": "10.1.0.0/24"}, {"prefixes": ["not-a-cidr"]}, {}):
+        expect_error(user.put(f"{path}/add_prefixes", json=body), 400, "InvalidInput")
+    expect_error(user.put(f"{path}/add_prefixes", json={"prefixes": ["fd00::/64"]}), 400,
+                 "PrefixVersionMismatch")
+    # another project's pool is not its to change
+    resp = other.put(f"{path}/add_prefixes", json={"prefixes": ["10.80.0.0/24"]})
+    assert resp.status_code == 404, resp.text
+    assert subnet["cidr"] == "10.70.0.0/26"

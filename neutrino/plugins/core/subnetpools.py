@@ -14,6 +14,7 @@ from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import bump, check_revision, now, timestamp
+from neutrino.definitions import validators as v
 from neutrino.definitions.validators import new_uuid
 
 SP = models.subnetpools
@@ -222,6 +223,63 @@ def update(conn: Connection, ctx: Context, pool_id: str, data: dict[str, Any],
         "name", "description", "default_quota", "is_default", "address_scope_id") if k in data}
     values.update(min_prefixlen=min_len, max_prefixlen=max_len, default_prefixlen=default_len)
     bump(conn, SP, pool_id, if_revision, values)
+
+
+def operation_prefixes(body: dict[str, Any]) -> list[str]:
+    """The prefixes of an add_prefixes or remove_prefixes body."""
+    prefixes = body.get("prefixes")
+    if not isinstance(prefixes, list):
+        raise exc.InvalidInput(error_message="the body must be {'prefixes': [<CIDR>, ...]}")
+    error = v.subnet_cidr_list(prefixes)
+    if error:
+        raise exc.InvalidInput(error_message=f"Invalid prefixes: {error}")
+    return prefixes
+
+
+def add_prefixes(conn: Connection, ctx: Context, pool_id: str, prefixes: list[str]
+                 ) -> list[str]:
+    """The pool's prefixes with ``prefixes`` joined in (collapsed)."""
+    current = _prefixes(conn, [get_row(conn, ctx, pool_id).id]).get(pool_id, [])
+    if prefixes:
+        update(conn, ctx, pool_id, {"prefixes": current + prefixes}, None)
+    return _prefixes(conn, [pool_id]).get(pool_id, [])
+
+
+def remove_prefixes(conn: Connection, ctx: Context, pool_id: str, prefixes: list[str]
+                    ) -> list[str]:
+    """The pool's prefixes less ``prefixes``, none of whose addresses a subnet
+    of the pool may use (400); the last one cannot go."""
+    row = get_row(conn, ctx, pool_id)
+    current = [ipaddress.ip_network(c) for c in _prefixes(conn, [pool_id]).get(pool_id, [])]
+    leaving = [ipaddress.ip_network(p, strict=False) for p in prefixes]
+    if not any(a.version == b.version and a.overlaps(b)
+               for a in current for b in leaving):
+        return [str(n) for n in current]
+    used = [ipaddress.ip_network(c) for c in conn.execute(
+        select(S.c.cidr).where(S.c.subnetpool_id == pool_id)).scalars()]
+    if any(a.version == b.version and a.overlaps(b)
+           for a in used for b in leaving):
+        raise IllegalSubnetPoolPrefixUpdate(
+            msg="One or more the prefixes to be removed is in use by a subnet")
+    kept: list[Any] = list(current)
+    for gone in leaving:
+        kept = [piece for net in kept for piece in _without(net, gone)]
+    if not kept:
+        raise EmptySubnetPoolPrefixList()
+    nets = sorted(ipaddress.collapse_addresses(kept))
+    conn.execute(delete(SPP).where(SPP.c.subnetpool_id == pool_id))
+    conn.execute(SPP.insert(), [{"subnetpool_id": pool_id, "cidr": str(n)} for n in nets])
+    bump(conn, SP, row.id, None, {})
+    return [str(n) for n in nets]
+
+
+def _without(net: Any, gone: Any) -> list[Any]:
+    """``net`` less the addresses of ``gone``."""
+    if net.version != gone.version or not net.overlaps(gone):
+        return [net]
+    if net.subnet_of(gone):
+        return []
+    return list(net.address_exclude(gone))
 
 
 def delete_(conn: Connection, ctx: Context, pool_id: str, if_revision: int | None) -> None:

@@ -64,6 +64,7 @@ class Ml2Plugin(Plugin):
         "subnet_allocation", "default-subnetpools", "ip-substring-filtering",
         "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
         "binding", "binding-extended", "segment", "port-mac-address-regenerate",
+        "subnetpool-prefix-ops",
     )
     option_groups = OPTION_GROUPS
     #: service plugins (by entry point name) built with this one, as Neutron's ML2
@@ -773,6 +774,18 @@ class Ml2Plugin(Plugin):
             return subnetpools.get(conn, ctx, pool_id, text_lengths=False)
 
         return self.db.write(work)
+
+    def add_subnetpool_prefixes(self, ctx: Context, pool_id: str, body: dict[str, Any]
+                                ) -> dict[str, Any]:
+        prefixes = subnetpools.operation_prefixes(body)
+        return {"prefixes": self.db.write(
+            lambda conn: subnetpools.add_prefixes(conn, ctx, pool_id, prefixes))}
+
+    def remove_subnetpool_prefixes(self, ctx: Context, pool_id: str, body: dict[str, Any]
+                                   ) -> dict[str, Any]:
+        prefixes = subnetpools.operation_prefixes(body)
+        return {"prefixes": self.db.write(
+            lambda conn: subnetpools.remove_prefixes(conn, ctx, pool_id, prefixes))}
 
     def delete_subnetpool(self, ctx: Context, pool_id: str,
                           if_revision: int | None = None) -> None:
