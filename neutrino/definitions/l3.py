@@ -76,6 +76,10 @@ class FloatingIPPortAlreadyAssociated(exc.InUse):
                "floating IP on external network %(net_id)s.")
 
 
+class IPAddressChangeNotAllowed(exc.BadRequest):
+    message = "IP updates for port %(port_id)s are not allowed"
+
+
 class ServicePortInUse(exc.InUse):
     message = "Port %(port_id)s cannot be deleted directly via the port API: %(reason)s."
 
@@ -269,5 +273,14 @@ FLOATINGIP_POOLS = Extension(
     required=("router",),
 )
 
+PORT_IP_CHANGE_NOT_ALLOWED = Extension(
+    alias="l3-port-ip-change-not-allowed",
+    name="Prevent L3 router ports IP address change extension",
+    description="A router interface's IPv4 addresses change with the router's "
+                "interfaces only, not by an update of its port.",
+    updated="2018-10-09T10:00:00-00:00",
+    required=("router",),
+)
+
 EXTENSIONS = (ROUTER_EXTENSION, EXT_GW_MODE, EXTRAROUTE, EXTRAROUTE_ATOMIC, FIP_PORT_DETAILS,
-              FLOATINGIP_POOLS)
+              FLOATINGIP_POOLS, PORT_IP_CHANGE_NOT_ALLOWED)

@@ -18,9 +18,9 @@ from neutrino.context import Context
 # (conn, ctx, id) -> None, or what to do once the delete has committed (tell the
 # agents what it changed on hosts); raise a NeutronException to veto
 DeleteCheck = Callable[[Connection, Context, str], Callable[[], None] | None]
-# (conn, ctx, port as it is about to be committed) -> None, when its fixed IPs were
-# given; raise to veto the update
-PortUpdateCheck = Callable[[Connection, Context, dict[str, Any]], None]
+# (conn, ctx, port as it is about to be committed, port as it was) -> None, when its
+# fixed IPs were given; raise to veto the update
+PortUpdateCheck = Callable[[Connection, Context, dict[str, Any], dict[str, Any]], None]
 
 
 # (conn, port id) -> None: the port is being removed, by the API or by the plugin

@@ -389,3 +389,32 @@ def test_concurrent_interface_adds_never_duplicate_a_subnet(user, inside):
     interfaces = user.get("/v2.0/ports", params={
         "device_id": r["id"], "device_owner": "network:router_interface"}).json()["ports"]
     assert len(interfaces) == 1
+
+
+def test_an_interfaces_ipv4_address_is_the_routers(user, inside):
+    """l3-port-ip-change-not-allowed: the interface port's IPv4 addresses do not
+    change through the port API; its IPv6 ones and other attributes may."""
+    net, subnet = inside
+    r = router(user)
+    port_id = add_interface(user, r["id"], subnet_id=subnet["id"]).json()["port_id"]
+    path = f"/v2.0/ports/{port_id}"
+    for fixed_ips in ([{"subnet_id": subnet["id"], "ip_address": "10.1.0.99"}],
+                      [{"subnet_id": subnet["id"], "ip_address": subnet["gateway_ip"]},
+                       {"subnet_id": subnet["id"], "ip_address": "10.1.0.98"}]):
+        resp = user.put(path, json={"port": {"fixed_ips": fixed_ips}})
+        expect_error(resp, 400, "IPAddressChangeNotAllowed",
+                     f"IP updates for port {port_id} are not allowed")
+    assert user.show("ports", port_id)["fixed_ips"] == [
+        {"subnet_id": subnet["id"], "ip_address": subnet["gateway_ip"]}]
+    v6 = user.subnet(net["id"], "fd10::/64", ipv6_ra_mode="slaac",
+                     ipv6_address_mode="slaac")
+    resp = user.put(path, json={"port": {"fixed_ips": [
+        {"subnet_id": subnet["id"], "ip_address": subnet["gateway_ip"]},
+        {"subnet_id": v6["id"], "ip_address": "fd10::1"}], "name": "kept"}})
+    assert resp.status_code == 200, resp.text
+    assert len(resp.json()["port"]["fixed_ips"]) == 2
+    # a port no router has is anyone's to renumber
+    plain = user.port(net["id"], fixed_ips=[{"subnet_id": subnet["id"]}])
+    resp = user.put(f"/v2.0/ports/{plain['id']}", json={"port": {"fixed_ips": [
+        {"subnet_id": subnet["id"], "ip_address": "10.1.0.97"}]}})
+    assert resp.status_code == 200, resp.text

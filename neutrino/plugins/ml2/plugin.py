@@ -553,7 +553,7 @@ class Ml2Plugin(Plugin):
                               original)
         if "fixed_ips" in data:
             self.env.hooks.run(self.env.hooks.before_port_update_commit, conn, ctx,
-                               context.current)
+                               context.current, original)
         self.mechanisms.call("update_port_precommit", context)
         return context, rebind
 

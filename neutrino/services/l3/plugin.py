@@ -83,7 +83,8 @@ def _v4(address: str) -> bool:
 class L3RouterPlugin(Plugin):
     supported_extension_aliases = ("router", "ext-gw-mode", "extraroute", "extraroute-atomic",
                                    "fip-port-details", "floatingip-pools",
-                                   "router_availability_zone")
+                                   "router_availability_zone",
+                                   "l3-port-ip-change-not-allowed")
 
     def __init__(self, env: Environment):
         super().__init__(env)
@@ -95,6 +96,7 @@ class L3RouterPlugin(Plugin):
         env.hooks.before_network_delete.append(self._before_network_delete)
         env.hooks.after_network_change.append(self._network_changed)
         env.hooks.before_port_update_commit.append(self._keep_floating_ips_addresses)
+        env.hooks.before_port_update_commit.append(self._keep_interfaces_ipv4)
         # which L3 agents serve which routers; they hear of every change
         self.scheduler = L3AgentSchedulerPlugin(env, self)
         self.companions = [self.scheduler]
@@ -680,8 +682,8 @@ class L3RouterPlugin(Plugin):
     # --- hooks on the core plugin's updates and deletes ---------------------------------
 
     @staticmethod
-    def _keep_floating_ips_addresses(conn: Connection, ctx: Context, port: dict[str, Any]
-                                     ) -> None:
+    def _keep_floating_ips_addresses(conn: Connection, ctx: Context, port: dict[str, Any],
+                                     _original: dict[str, Any]) -> None:
         """A fixed IP that a floating IP points at stays on its port, as in Neutron."""
         kept = {ip["ip_address"] for ip in port["fixed_ips"]}
         if any(fip.fixed_ip_address not in kept
@@ -689,6 +691,22 @@ class L3RouterPlugin(Plugin):
             raise exc.BadRequest(resource="port", msg=(
                 f"Cannot update the fixed_ips of the port {port['id']}, because its "
                 "original fixed_ip has been associated to a floating ip"))
+
+    @staticmethod
+    def _keep_interfaces_ipv4(conn: Connection, ctx: Context, port: dict[str, Any],
+                              original: dict[str, Any]) -> None:
+        """A router interface's IPv4 addresses are the router's to change, not the
+        port's (l3-port-ip-change-not-allowed); its IPv6 ones may come and go."""
+        if original["device_owner"] != ROUTER_INTERFACE or not routers.owner_of(
+                conn, original["id"]):
+            return
+
+        def ipv4(item: dict[str, Any]) -> set[tuple[str, str]]:
+            return {(ip["subnet_id"], ip["ip_address"]) for ip in item["fixed_ips"]
+                    if ":" not in ip["ip_address"]}
+
+        if ipv4(port) != ipv4(original):
+            raise l3.IPAddressChangeNotAllowed(port_id=original["id"])
 
     def _network_changed(self, network_id: str) -> None:
         """A network or one of its subnets changed (a gateway IP, DNS servers
