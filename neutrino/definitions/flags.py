@@ -15,6 +15,9 @@ FLAGS = (
               "Extension to add descriptions to standard attributes"),
     Extension("standard-attr-revisions", "Resource revision numbers",
               "This extension will display the revision number of neutron resources."),
+    Extension("revision-if-match", "If-Match constraints based on revision_number",
+              "An update or delete sent with If-Match: revision_number=N happens only "
+              "while the resource is at that revision (412 otherwise)."),
     Extension("standard-attr-timestamp", "Resource timestamps",
               "Adds created_at and updated_at fields to all Neutron resources that "
               "have Neutron standard attributes."),

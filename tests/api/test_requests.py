@@ -394,20 +394,29 @@ def test_if_match_on_delete(user):
 
 
 def test_if_match_on_every_collection(user):
+    """revision-if-match, listed: every resource with revision numbers honours it."""
     net = user.network()
+    group = user.post("/v2.0/security-groups", json={"security_group": {"name": "m"}})
     items = {"networks": net, "subnets": user.subnet(net["id"], "10.64.0.0/24"),
              "ports": user.port(net["id"]),
-             "subnetpools": user.create("subnetpools", name="m", prefixes=["10.65.0.0/16"])}
+             "subnetpools": user.create("subnetpools", name="m", prefixes=["10.65.0.0/16"]),
+             "routers": user.create("routers", name="m"),
+             "security-groups": group.json()["security_group"],
+             "address-groups": user.post("/v2.0/address-groups", json={
+                 "address_group": {"name": "m"}}).json()["address_group"]}
     for collection, item in items.items():
-        current = user.show(collection, item["id"])["revision_number"]
+        key = collection[:-1].replace("-", "_")
+        current = user.get(f"/v2.0/{collection}/{item['id']}").json()[key]["revision_number"]
         resp = user.put(f"/v2.0/{collection}/{item['id']}",
-                        json={collection[:-1]: {"description": "x"}},
+                        json={key: {"description": "x"}},
                         headers={"If-Match": f"revision_number={current + 1}"})
         assert resp.status_code == 412, (collection, resp.text)
         resp = user.put(f"/v2.0/{collection}/{item['id']}",
-                        json={collection[:-1]: {"description": "x"}},
+                        json={key: {"description": "x"}},
                         headers={"If-Match": f"revision_number={current}"})
         assert resp.status_code == 200, (collection, resp.text)
+    aliases = {e["alias"] for e in user.get("/v2.0/extensions").json()["extensions"]}
+    assert "revision-if-match" in aliases
 
 
 @pytest.mark.parametrize("header,message", [
