@@ -66,6 +66,7 @@ EXTENSIONS: dict[str, Extension] = {
         *vpn.EXTENSIONS,
         tagging.EXTENSION,
         tagging.CREATION,
+        tagging.BULK_PORTS,
         quotas.EXTENSION,
         quotas.DETAILS,
         quotas.CHECK_LIMIT,

@@ -21,3 +21,11 @@ CREATION = Extension(
     description="Allow to create multiple tags for a resource",
     updated="2024-23-07T10:00:00-00:00",  # sic: Neutron's
 )
+
+BULK_PORTS = Extension(
+    alias="tag-ports-during-bulk-creation",
+    name="Tag Ports During Bulk Creation",
+    description="Each port of a bulk create may carry its own tags.",
+    updated="2019-12-16T10:00:00-00:00",
+    required=("standard-attr-tag",),
+)

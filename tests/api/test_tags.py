@@ -277,6 +277,8 @@ def test_ports_take_tags_in_a_bulk_create(user):
     made = resp.json()["ports"]
     assert [p["tags"] for p in made] == [["a", "b"], []]
     assert user.show("ports", made[0]["id"])["tags"] == ["a", "b"]
+    aliases = {e["alias"] for e in user.get("/v2.0/extensions").json()["extensions"]}
+    assert "tag-ports-during-bulk-creation" in aliases
     resp = user.post("/v2.0/ports", json={"port": {"network_id": net["id"],
                                                    "tags": ["a", "a"]}})
     assert resp.status_code == 400

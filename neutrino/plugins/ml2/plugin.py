@@ -57,7 +57,7 @@ BUILTIN_EXTENSION_DRIVERS: tuple[str, ...] = ("allowed_address_pairs", "extra_dh
 class Ml2Plugin(Plugin):
     supported_extension_aliases = (
         "external-net", "subnet-external-network", "net-mtu", "standard-attr-tag",
-        "tag-creation", "quotas",
+        "tag-creation", "tag-ports-during-bulk-creation", "quotas",
         "quota_details", "quota-check-limit", "quota-check-limit-default",
         "project-id", "pagination", "sorting", "filter-validation",
         "standard-attr-description", "standard-attr-revisions", "revision-if-match",
