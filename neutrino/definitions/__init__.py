@@ -57,6 +57,7 @@ EXTENSIONS: dict[str, Extension] = {
         portbindings_extended.EXTENSION,
         port_security.EXTENSION,
         allowed_address_pairs.EXTENSION,
+        allowed_address_pairs.REJECT_MULTICAST,
         extra_dhcp_opt.EXTENSION,
         dns.EXTENSION,
         segment.EXTENSION,

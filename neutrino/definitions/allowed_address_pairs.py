@@ -6,6 +6,7 @@ Addresses and MACs are kept exactly as written, as Neutron keeps them
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any
 
 from neutrino import exceptions as exc
@@ -40,6 +41,33 @@ def _address_error(address: Any) -> str | None:
     return v.ip_address(address)
 
 
+#: the multicast ranges an address pair may not reach into (aap-reject-multicast)
+_MULTICAST = {4: ipaddress.ip_network("224.0.0.0/4"), 6: ipaddress.ip_network("ff00::/8")}
+
+
+def _multicast_error(address: str) -> str | None:
+    """A multicast address, or a prefix overlapping the multicast range (a
+    default route aside), would let the port send as a whole group."""
+    if "/" not in address:
+        if ipaddress.ip_address(address).is_multicast:
+            return f"IP {address} is a multicast address, which is not supported."
+        return None
+    net = ipaddress.ip_network(address, strict=False)
+    if net.prefixlen == 0 and net.version == 4:
+        return None
+    group = _MULTICAST[net.version]
+    if net.overlaps(group):
+        return (f"Subnet {address} overlaps with multicast range {group}, which is not "
+                "supported.")
+    return None
+
+
+def _multicast_mac_error(mac: str) -> str | None:
+    if int(mac.replace("-", ":").split(":")[0], 16) & 1:
+        return f"MAC address {mac} is a multicast address, which is not supported."
+    return None
+
+
 def check_pairs(value: Any) -> str | None:
     """Neutron's checks in Neutron's order; most failures have a type of their own,
     so they are raised rather than returned. The count limit is configuration and
@@ -63,7 +91,9 @@ def check_pairs(value: Any) -> str | None:
         unknown = sorted(set(pair) - set(KEYS))
         if unknown:
             raise exc.HTTPBadRequest(msg=f"Unrecognized attribute(s) '{', '.join(unknown)}'")
-        error = _address_error(pair["ip_address"])
+        error = _address_error(pair["ip_address"]) or _multicast_error(pair["ip_address"])
+        if not error and pair.get("mac_address") is not None:
+            error = _multicast_mac_error(pair["mac_address"])
         if error:
             raise exc.HTTPBadRequest(msg=error)
     return None
@@ -78,4 +108,12 @@ EXTENSION = Extension(
         Attr(ADDRESS_PAIRS, allow_post=True, allow_put=True, convert=v.none_to_empty_list,
              validate=check_pairs, filter=False),
     )},
+)
+
+REJECT_MULTICAST = Extension(
+    alias="aap-reject-multicast",
+    name="Allowed address pairs reject multicast",
+    description="Address pairs may not name multicast addresses, ranges or MACs.",
+    updated="2024-01-10T10:00:00-00:00",
+    required=("allowed-address-pairs",),
 )

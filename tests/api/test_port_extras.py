@@ -107,12 +107,27 @@ def test_pairs_keep_the_mac_they_were_given(admin, net):
      "'010.0.0.5' is not an accepted IP address, '10.0.0.5' is recommended"),
     ([{"ip_address": "10.0.0.0/33"}], "HTTPBadRequest", "'10.0.0.0/33' is not a valid IP subnet"),
     ([{"ip_address": 5}], "HTTPBadRequest", "'5' is not a valid IP address"),
+    # aap-reject-multicast
+    ([{"ip_address": "224.0.0.5"}], "HTTPBadRequest",
+     "IP 224.0.0.5 is a multicast address, which is not supported."),
+    ([{"ip_address": "ff02::1"}], "HTTPBadRequest",
+     "IP ff02::1 is a multicast address, which is not supported."),
+    ([{"ip_address": "192.0.0.0/2"}], "HTTPBadRequest",
+     "Subnet 192.0.0.0/2 overlaps with multicast range 224.0.0.0/4, which is not "
+     "supported."),
+    ([{"ip_address": "10.0.0.5", "mac_address": "01:00:5e:00:00:05"}], "HTTPBadRequest",
+     "MAC address 01:00:5e:00:00:05 is a multicast address, which is not supported."),
 ])
 def test_bad_pairs(user, net, pairs, type_, message):
     expect_error(_post(user, net["id"], allowed_address_pairs=pairs), 400, type_, message)
     port = user.port(net["id"])
     expect_error(_put(user, port["id"], allowed_address_pairs=pairs), 400, type_, message)
     assert _ports_of(user, net["id"]) == [user.show("ports", port["id"])]
+
+
+def test_a_default_route_pair_is_no_multicast_range(user, net):
+    port = user.port(net["id"], allowed_address_pairs=[{"ip_address": "0.0.0.0/0"}])
+    assert port["allowed_address_pairs"][0]["ip_address"] == "0.0.0.0/0"
 
 
 def test_a_pair_given_twice_once_with_the_port_mac(user, net):

@@ -66,6 +66,8 @@ class Ml2Plugin(Plugin):
         "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
         "binding", "binding-extended", "segment", "port-mac-address-regenerate",
         "subnetpool-prefix-ops",
+        # the allowed-address-pairs driver is always loaded (BUILTIN_EXTENSION_DRIVERS)
+        "aap-reject-multicast",
     )
     option_groups = OPTION_GROUPS
     #: service plugins (by entry point name) built with this one, as Neutron's ML2
