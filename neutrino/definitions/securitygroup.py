@@ -333,6 +333,9 @@ EXTENSIONS = (
     Extension("security-groups-shared-filtering", "Security group filtering on the shared "
               "field", "Support filtering security groups on the shared field",
               updated="2021-01-26T10:00:00-00:00", required=("security-group",)),
+    Extension("port-security-groups-filtering", "Port filtering on security groups",
+              "Ports may be listed by the security groups they are in.",
+              updated="2022-01-01T10:00:00-00:00", required=("security-group",)),
     Extension("security-groups-default-rules", "Default rules for security groups",
               "Configure set of security group rules used as default rules for every new "
               "security group", updated="2022-12-19T10:00:00-00:00",

@@ -713,6 +713,8 @@ def test_list_ports_with_groups_and_filter(user, net):
     assert len(resp.json()["ports"]) == 6
     resp = user.get("/v2.0/ports", params={"security_groups": "no\x00such"})
     assert resp.status_code == 400, resp.text
+    aliases = {e["alias"] for e in user.get("/v2.0/extensions").json()["extensions"]}
+    assert "port-security-groups-filtering" in aliases
 
 
 def test_port_security_and_groups(user, net):

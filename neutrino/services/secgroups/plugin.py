@@ -27,6 +27,7 @@ class SecurityGroupPlugin(Plugin):
         "security-group", "stateful-security-group", "security-groups-normalized-cidr",
         "security-groups-shared-filtering", "security-groups-remote-address-group",
         "security-groups-default-rules", "security-groups-rules-belongs-to-default-sg",
+        "port-security-groups-filtering",
     )
 
     def __init__(self, env: Environment):
