@@ -123,6 +123,9 @@ DEFAULT_RULES: dict[str, str] = {
     "update_port:binding:host_id": f"{ADMIN} or {SERVICE}",
     "update_port:binding:profile": f"{ADMIN} or {SERVICE}",
     "update_port:allowed_address_pairs": ADMIN_OR_NET_OWNER_MEMBER,
+    # port-trusted-vif: an admin's mark
+    "create_port:trusted": ADMIN,
+    "update_port:trusted": ADMIN,
     "delete_port": f"rule:context_is_advsvc or {SERVICE} or {ADMIN_OR_NET_OWNER_MEMBER} "
                    f"or ({PROJECT_MEMBER})",
 

@@ -415,6 +415,26 @@ port_dns = Table(
     Column("dns_name", String(256), nullable=False),  # 255 and the final dot
 )
 
+# Attributes of ports that Nova and Cyborg read, each kept by an extension
+# driver of its own (a row only when the port has a value).
+port_numa_affinity_policies = Table(
+    "port_numa_affinity_policies", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("numa_affinity_policy", String(16), nullable=False),
+)
+
+port_device_profiles = Table(
+    "port_device_profiles", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("device_profile", String(255), nullable=False),
+)
+
+port_trusted = Table(
+    "port_trusted", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("trusted", Boolean, nullable=False),
+)
+
 network_dns_domains = Table(
     "network_dns_domains", metadata,
     Column("network_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"),
