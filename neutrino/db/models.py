@@ -413,6 +413,8 @@ port_dns = Table(
     "port_dns", metadata,
     Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
     Column("dns_name", String(256), nullable=False),  # 255 and the final dot
+    # the port's own domain (dns-domain-ports), for an external DNS service
+    Column("dns_domain", String(255), nullable=False, server_default=""),
 )
 
 # Attributes of ports that Nova and Cyborg read, each kept by an extension

@@ -62,6 +62,7 @@ EXTENSIONS: dict[str, Extension] = {
         allowed_address_pairs.REJECT_MULTICAST,
         extra_dhcp_opt.EXTENSION,
         dns.EXTENSION,
+        dns.DOMAIN_PORTS,
         segment.EXTENSION,
         *securitygroup.EXTENSIONS,
         *address_group.EXTENSIONS,

@@ -96,6 +96,17 @@ def name_in_domain(name: str, domain: str, configured: str) -> str | None:
     return None
 
 
+DOMAIN_PORTS = Extension(
+    alias="dns-domain-ports",
+    name="dns_domain for ports",
+    description="A port may name a DNS domain of its own.",
+    updated="2017-06-08T18:00:00-00:00",
+    attributes={"ports": attrs(
+        Attr(DNS_DOMAIN, allow_post=True, allow_put=True, default="",
+             convert=to_case_insensitive, validate=dns_domain, filter=False))},
+    required=("dns-integration",),
+)
+
 EXTENSION = Extension(
     alias="dns-integration",
     name="DNS Integration",

@@ -13,6 +13,7 @@ from neutrino.definitions.base import Attr, Extension, attrs
 
 NUMA_AFFINITY_POLICY = "numa_affinity_policy"
 NUMA_POLICIES = ("required", "preferred", "legacy")
+SOCKET = "socket"
 DEVICE_PROFILE = "device_profile"
 TRUSTED = "trusted"
 
@@ -21,6 +22,12 @@ def _numa_policy(value: Any) -> str | None:
     if value is None or value in NUMA_POLICIES:
         return None
     return f"'{value}' is not in {[*NUMA_POLICIES, None]}"
+
+
+def _numa_policy_or_socket(value: Any) -> str | None:
+    if value is None or value in (*NUMA_POLICIES, SOCKET):
+        return None
+    return f"'{value}' is not in {[*NUMA_POLICIES, SOCKET, None]}"
 
 
 def _string_or_none(value: Any) -> str | None:
@@ -34,6 +41,17 @@ NUMA = Extension(
     updated="2020-07-08T10:00:00-00:00",
     attributes={"ports": attrs(Attr(NUMA_AFFINITY_POLICY, allow_post=True, allow_put=True,
                                     default=None, validate=_numa_policy, filter=False))},
+)
+
+NUMA_SOCKET = Extension(
+    alias="port-numa-affinity-policy-socket",
+    name='Port NUMA affinity policy "socket"',
+    description="A port may also ask for an instance on its NUMA node's socket.",
+    updated="2024-02-09T10:00:00-00:00",
+    attributes={"ports": attrs(Attr(NUMA_AFFINITY_POLICY, allow_post=True, allow_put=True,
+                                    default=None, validate=_numa_policy_or_socket,
+                                    filter=False))},
+    required=("port-numa-affinity-policy",),
 )
 
 DEVICE = Extension(
@@ -57,4 +75,4 @@ TRUSTED_VIF = Extension(
     required=("binding",),
 )
 
-EXTENSIONS = (NUMA, DEVICE, TRUSTED_VIF)
+EXTENSIONS = (NUMA, NUMA_SOCKET, DEVICE, TRUSTED_VIF)

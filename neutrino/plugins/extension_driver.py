@@ -25,6 +25,8 @@ class ExtensionDriver:
     """
 
     extension_alias: ClassVar[str] = ""
+    #: more aliases it implements (a driver that refines another's)
+    extension_aliases: ClassVar[tuple[str, ...]] = ()
     #: the port attributes ``extend_ports`` fills (None: unknown), and the port
     #: attributes they follow: a port update reads again only the drivers whose
     #: attributes, or what they follow, it changed

@@ -46,6 +46,8 @@ def test_the_attributes_are_kept_and_shown(attr_server: Server):
     expect_error(user.put(f"/v2.0/ports/{port['id']}", json={"port": {
         "numa_affinity_policy": "nearby"}}), 400, "HTTPBadRequest")
     expect_error(user.put(f"/v2.0/ports/{port['id']}", json={"port": {
+        "numa_affinity_policy": "socket"}}), 400, "HTTPBadRequest")  # not without its driver
+    expect_error(user.put(f"/v2.0/ports/{port['id']}", json={"port": {
         "device_profile": "gpu-2"}}), 400, "HTTPBadRequest")  # set once
     # trusted: an admin sets it and sees it
     expect_error(user.post("/v2.0/ports", json={"port": {"network_id": net["id"],
@@ -59,3 +61,18 @@ def test_the_attributes_are_kept_and_shown(attr_server: Server):
         "network_id": net["id"]}).json()["ports"]}
     assert (listed[port["id"]]["trusted"], listed[plain["id"]]["trusted"]) == (True, None)
     assert listed[port["id"]]["device_profile"] == "gpu-1"
+
+
+def test_the_socket_policy_comes_with_its_driver(tmp_path):
+    url, drop = create_database("sqlite", tmp_path)
+    srv = start_server(tmp_path, url, auth="trusted_headers", extra=(
+        "[ml2]\nextension_drivers = port_numa_affinity_policy_socket\n"))
+    try:
+        user = srv.client(uuid.uuid4().hex)
+        aliases = {e["alias"] for e in user.get("/v2.0/extensions").json()["extensions"]}
+        assert {"port-numa-affinity-policy", "port-numa-affinity-policy-socket"} <= aliases
+        port = user.port(user.network()["id"], numa_affinity_policy="socket")
+        assert port["numa_affinity_policy"] == "socket"
+    finally:
+        srv.stop()
+        drop()

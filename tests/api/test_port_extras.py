@@ -342,18 +342,20 @@ DOMAIN = "example.org."
 LONG_PQDN = ".".join(["a" * 60] * 4)  # 243 characters: with ".example.org." over 255
 
 
-def _dns_server(tmp, backend, dns_domain=None):
+def _dns_server(tmp, backend, dns_domain=None, driver="dns"):
     url, drop = create_database(backend, tmp)
     domain = f"dns_domain = {dns_domain}\n" if dns_domain else ""
     srv = start_server(tmp, url, auth="trusted_headers",
-                       extra=f"{domain}[ml2]\nextension_drivers = port_security,dns\n")
+                       extra=f"{domain}[ml2]\nextension_drivers = port_security,{driver}\n")
     return srv, drop
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def dns_server(request, tmp_path_factory):
+    # dns_domain_ports: the dns driver and ports' own domains; the plain driver
+    # serves default_domain_server below
     srv, drop = _dns_server(tmp_path_factory.mktemp(f"dns-{request.param}"), request.param,
-                            DOMAIN)
+                            DOMAIN, "dns_domain_ports")
     yield srv
     srv.stop()
     drop()
@@ -499,6 +501,23 @@ def test_bad_dns_names(dns_user, dns_net, name, reason):
     port = dns_user.port(dns_net["id"], dns_name="kept")
     expect_error(_put(dns_user, port["id"], dns_name=name), 400, "HTTPBadRequest", message)
     assert dns_user.show("ports", port["id"])["dns_name"] == "kept"
+
+
+def test_ports_keep_a_domain_of_their_own(dns_user, dns_net):
+    """dns-domain-ports: the port's dns_domain is kept beside its name."""
+    assert "dns-domain-ports" in _aliases(dns_user)
+    port = dns_user.port(dns_net["id"], dns_name="web", dns_domain="Zone.Example.NET.")
+    assert (port["dns_name"], port["dns_domain"]) == ("web", "zone.example.net.")
+    path = f"/v2.0/ports/{port['id']}"
+    resp = dns_user.put(path, json={"port": {"dns_name": "api"}})
+    assert resp.json()["port"]["dns_domain"] == "zone.example.net."  # kept
+    resp = dns_user.put(path, json={"port": {"dns_domain": ""}})
+    assert (resp.json()["port"]["dns_name"], resp.json()["port"]["dns_domain"]) == ("api", "")
+    assert dns_user.show("ports", port["id"])["dns_domain"] == ""
+    plain = dns_user.port(dns_net["id"])
+    assert plain["dns_domain"] == ""
+    resp = dns_user.put(f"/v2.0/ports/{plain['id']}", json={"port": {"dns_domain": "bad_.x."}})
+    assert resp.status_code == 400, resp.text
 
 
 def test_dns_assignment_is_read_only(dns_user, dns_net):

@@ -109,8 +109,8 @@ class Ml2Plugin(Plugin):
             driver_class(loader.ML2_EXTENSION_GROUP, name, "extension_drivers")(conf)
             for name in names]
         self.supported_extension_aliases = type(self).supported_extension_aliases + tuple(
-            driver.extension_alias for driver in self.extension_drivers
-            if driver.extension_alias)
+            alias for driver in self.extension_drivers
+            for alias in (driver.extension_alias, *driver.extension_aliases) if alias)
         self.notifier = L2AgentNotifier(Notifier(env.bus))
         self.l2pop = (L2Population(L2PopulationNotifier(Notifier(env.bus)))
                       if "l2population" in conf.ml2.mechanism_drivers else None)

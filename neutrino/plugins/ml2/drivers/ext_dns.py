@@ -38,10 +38,13 @@ def _load(conn: Connection, key: Any, value: Any, page: Page) -> dict[str, str]:
 
 def _store(conn: Connection, table: Any, key: Any, item_id: str, values: dict[str, str]
            ) -> None:
-    """One row holding ``values``, or none when the value is empty."""
+    """One row holding ``values`` with what else it held, or none when all is empty."""
+    current = conn.execute(select(table).where(key == item_id)).first()
+    kept = {**({} if current is None else dict(current._mapping)), **values}
+    kept.pop(key.name, None)
     conn.execute(delete(table).where(key == item_id))
-    if any(values.values()):
-        conn.execute(table.insert().values({key.name: item_id, **values}))
+    if any(kept.values()):
+        conn.execute(table.insert().values({key.name: item_id, **kept}))
 
 
 def host_name(address: str) -> str:
@@ -127,3 +130,32 @@ class DnsExtensionDriver(ExtensionDriver):
             name = found.get(view["id"], "")
             view[DNS_NAME] = name
             view[DNS_ASSIGNMENT] = self.assignment(view["fixed_ips"], name)
+
+
+class DnsDomainPortsExtensionDriver(DnsExtensionDriver):
+    """Neutron's ``dns_domain_ports``: the dns driver, and ``dns_domain`` on
+    ports, kept for an external DNS service (none is driven here)."""
+
+    extension_aliases = ("dns-domain-ports",)
+    port_attributes = DnsExtensionDriver.port_attributes | {DNS_DOMAIN}
+
+    def process_create_port(self, conn: Connection, data: dict[str, Any],
+                            view: dict[str, Any]) -> None:
+        super().process_create_port(conn, data, view)
+        view[DNS_DOMAIN] = data.get(DNS_DOMAIN) or ""
+        if view[DNS_DOMAIN]:
+            _store(conn, PORT_DNS, PORT_DNS.c.port_id, view["id"],
+                   {"dns_domain": view[DNS_DOMAIN]})
+
+    def process_update_port(self, conn: Connection, data: dict[str, Any],
+                            view: dict[str, Any]) -> None:
+        super().process_update_port(conn, data, view)
+        if DNS_DOMAIN in data:
+            _store(conn, PORT_DNS, PORT_DNS.c.port_id, view["id"],
+                   {"dns_domain": data[DNS_DOMAIN] or ""})
+
+    def extend_ports(self, conn: Connection, views: list[dict[str, Any]], page: Page) -> None:
+        super().extend_ports(conn, views, page)
+        found = _load(conn, PORT_DNS.c.port_id, PORT_DNS.c.dns_domain, page)
+        for view in views:
+            view[DNS_DOMAIN] = found.get(view["id"], "")

@@ -54,6 +54,12 @@ class NumaAffinityPolicyDriver(PortAttributeDriver):
     attribute = NUMA_AFFINITY_POLICY
 
 
+class NumaAffinityPolicySocketDriver(NumaAffinityPolicyDriver):
+    """The same, with the "socket" policy too."""
+
+    extension_aliases = ("port-numa-affinity-policy-socket",)
+
+
 class DeviceProfileDriver(PortAttributeDriver):
     extension_alias = "port-device-profile"
     port_attributes = frozenset({DEVICE_PROFILE})
