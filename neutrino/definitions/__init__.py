@@ -64,6 +64,8 @@ EXTENSIONS: dict[str, Extension] = {
         dns.EXTENSION,
         dns.DOMAIN_PORTS,
         segment.EXTENSION,
+        segment.STANDARD_ATTRS,
+        segment.L2_ADJACENCY,
         *securitygroup.EXTENSIONS,
         *address_group.EXTENSIONS,
         *firewall.EXTENSIONS,

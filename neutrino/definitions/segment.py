@@ -46,3 +46,19 @@ EXTENSION = Extension(
     # ``segment_id`` null, as a Neutron subnet on no segment does.
     attributes={"subnets": attrs(Attr("segment_id", convert_filter=_none_or_text))},
 )
+
+STANDARD_ATTRS = Extension(
+    alias="standard-attr-segment",
+    name="Standard Attribute Segment Extension",
+    description="Segments carry a description, timestamps and a revision number.",
+    updated="2018-04-09T10:00:00-00:00",
+    required=("segment",),
+)
+
+L2_ADJACENCY = Extension(
+    alias="l2_adjacency",
+    name="L2 Adjacency",
+    description="A network says whether all its addresses are on one L2 domain.",
+    updated="2016-04-12T16:00:00-00:00",
+    attributes={"networks": attrs(Attr("l2_adjacency", filter=False))},
+)

@@ -180,12 +180,19 @@ def test_segments_resource(admin, user):
         "vxlan", 99999, "second")
     shown = admin.show("networks", net["id"])
     assert len(shown["segments"]) == 2 and "provider:network_type" not in shown
+    # no subnet is bound to a segment: one L2 domain still (l2_adjacency)
+    assert shown["l2_adjacency"] is True
+    aliases = {e["alias"] for e in admin.get("/v2.0/extensions").json()["extensions"]}
+    assert {"l2_adjacency", "standard-attr-segment"} <= aliases
     resp = admin.post("/v2.0/segments", json={"segment": {
         "network_id": net["id"], "network_type": "vxlan", "segmentation_id": 99999}})
     assert resp.status_code == 409 and error_of(resp)["type"] == "TunnelIdInUse"
     renamed = admin.put(f"/v2.0/segments/{added['id']}",
-                        json={"segment": {"name": "renamed"}}).json()["segment"]
+                        json={"segment": {"name": "renamed", "description": "d"}}
+                        ).json()["segment"]
     assert renamed["name"] == "renamed" and renamed["revision_number"] == 1
+    # standard attributes (standard-attr-segment)
+    assert renamed["description"] == "d" and renamed["updated_at"] >= renamed["created_at"]
     assert user.get("/v2.0/segments").json()["segments"] == []
     assert user.get(f"/v2.0/segments/{added['id']}").status_code == 404
     assert user.post("/v2.0/segments", json={"segment": {

@@ -64,7 +64,8 @@ class Ml2Plugin(Plugin):
         "standard-attr-timestamp",
         "subnet_allocation", "default-subnetpools", "ip-substring-filtering",
         "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
-        "binding", "binding-extended", "segment", "port-mac-address-regenerate",
+        "binding", "binding-extended", "segment", "standard-attr-segment", "l2_adjacency",
+        "port-mac-address-regenerate",
         "subnetpool-prefix-ops",
         # the allowed-address-pairs driver is always loaded (BUILTIN_EXTENSION_DRIVERS)
         "aap-reject-multicast",

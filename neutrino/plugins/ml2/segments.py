@@ -79,16 +79,22 @@ def requested(data: dict[str, Any]) -> list[Segment] | None:
     return segs
 
 
+L2_ADJACENCY = "l2_adjacency"
+
+
 def provider_view(segs: Sequence[Segment]) -> dict[str, Any]:
-    """One segment shows as provider attributes, several as ``segments``."""
+    """One segment shows as provider attributes, several as ``segments``; and
+    ``l2_adjacency``: every address of the network is on one L2 domain, since
+    no subnet is bound to a segment here (there are no routed networks)."""
     if len(segs) > 1:
         return {"segments": [{NETWORK_TYPE: s["network_type"],
                               PHYSICAL_NETWORK: s["physical_network"],
-                              SEGMENTATION_ID: s["segmentation_id"]} for s in segs]}
+                              SEGMENTATION_ID: s["segmentation_id"]} for s in segs],
+                L2_ADJACENCY: True}
     first = segs[0] if segs else {}
     return {NETWORK_TYPE: first.get("network_type"),
             PHYSICAL_NETWORK: first.get("physical_network"),
-            SEGMENTATION_ID: first.get("segmentation_id")}
+            SEGMENTATION_ID: first.get("segmentation_id"), L2_ADJACENCY: True}
 
 
 _FILTER_COLUMNS = {NETWORK_TYPE: SEG.c.network_type, PHYSICAL_NETWORK: SEG.c.physical_network,
