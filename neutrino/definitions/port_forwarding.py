@@ -112,4 +112,13 @@ IN_FIP = Extension(
     required=("router", "floating-ip-port-forwarding"),
 )
 
-EXTENSIONS = (EXTENSION, IN_FIP, DESCRIPTION, PORT_RANGES)
+DETAIL = Extension(
+    alias="floating-ip-port-forwarding-detail",
+    name="Floating IP port forwarding detail",
+    description="The forwardings a floating IP lists name themselves (id) and the port "
+                "they forward to (internal_port_id).",
+    updated="2022-05-06T10:00:00-00:00",
+    required=("expose-port-forwarding-in-fip",),
+)
+
+EXTENSIONS = (EXTENSION, IN_FIP, DESCRIPTION, PORT_RANGES, DETAIL)

@@ -153,7 +153,7 @@ def test_floatingip_lists_its_forwardings(user, setup):
     """expose-port-forwarding-in-fip: a floating IP shows its forwardings, the
     single ports only where they are not ranges, as Neutron shows them."""
     aliases = {e["alias"] for e in user.get("/v2.0/extensions").json()["extensions"]}
-    assert "expose-port-forwarding-in-fip" in aliases
+    assert {"expose-port-forwarding-in-fip", "floating-ip-port-forwarding-detail"} <= aliases
     fip_id = setup["fip"]["id"]
     assert user.show("floatingips", fip_id)["port_forwardings"] == []
     single = forward(user, setup, external_port=2222, internal_port=22).json()
