@@ -88,6 +88,41 @@ def made(lb: ApiClient, collection: str, body: dict[str, Any], lb_id: str) -> di
     return item
 
 
+def http_instance(d: Deployment, network_id: str, name: str, gateway: str | None = None
+                  ) -> tuple[dict[str, Any], str, subprocess.Popen]:
+    """An instance on host h1 answering HTTP with ``name``: its port, namespace
+    and server."""
+    port = d.api.port(network_id)
+    d.plug("h1", port["id"])
+    ns = f"inst-{port['id'][:11]}"
+    run("ip", "addr", "add", f"{port['fixed_ips'][0]['ip_address']}/24", "dev", "eth0",
+        namespace=ns)
+    if gateway:
+        run("ip", "route", "add", "default", "via", gateway, namespace=ns)
+    return port, ns, serve_http(d, ns, name)
+
+
+def open_to_the_vip(api: ApiClient, port: dict[str, Any]) -> None:
+    """HTTP in from the tenant subnet to the members (of ``port``'s default group):
+    as with Octavia, the members' groups must let the load balancer in, which
+    connects (and checks their health) from the VIP, in no group."""
+    rule = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
+        "security_group_id": port["security_groups"][0], "direction": "ingress",
+        "ethertype": "IPv4", "protocol": "tcp", "port_range_min": 80, "port_range_max": 80,
+        "remote_ip_prefix": TENANT_CIDR}})
+    assert rule.status_code == 201, rule.text
+
+
+def http_listener_and_pool(lb_api: ApiClient, lb_id: str) -> tuple[dict, dict]:
+    """An HTTP listener on port 80 and its round-robin pool, each ACTIVE."""
+    listener = made(lb_api, "listeners", {"listener": {
+        "loadbalancer_id": lb_id, "protocol": "HTTP", "protocol_port": 80}}, lb_id)
+    pool = made(lb_api, "pools", {"pool": {
+        "listener_id": listener["id"], "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}},
+        lb_id)
+    return listener, pool
+
+
 def haproxy_pid(d: Deployment, lb_id: str) -> int | None:
     state = d.tmp / "h1" / "lbaas" / lb_id
     for name in os.listdir(state) if state.is_dir() else ():
@@ -145,34 +180,16 @@ def test_a_load_balancer_in_front_of_three_instances(lab):
     assert api.put(f"/v2.0/routers/{router['id']}/add_router_interface",
                    json={"subnet_id": subnet["id"]}).status_code == 200
 
-    def instance(name: str) -> tuple[dict[str, Any], str, subprocess.Popen]:
-        port = api.port(net["id"])
-        d.plug("h1", port["id"])
-        ns = f"inst-{port['id'][:11]}"
-        run("ip", "addr", "add", f"{port['fixed_ips'][0]['ip_address']}/24", "dev", "eth0",
-            namespace=ns)
-        run("ip", "route", "add", "default", "via", subnet["gateway_ip"], namespace=ns)
-        return port, ns, serve_http(d, ns, name)
-
-    backends = {name: instance(name) for name in ("alpha", "beta", "gamma")}
-    client_port, client, _ = instance("client")
-    # as with Octavia, the members' groups must let the load balancer in: it
-    # connects (and checks their health) from the VIP, which is in no group
-    rule = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
-        "security_group_id": client_port["security_groups"][0], "direction": "ingress",
-        "ethertype": "IPv4", "protocol": "tcp", "port_range_min": 80, "port_range_max": 80,
-        "remote_ip_prefix": TENANT_CIDR}})
-    assert rule.status_code == 201, rule.text
+    backends = {name: http_instance(d, net["id"], name, subnet["gateway_ip"])
+                for name in ("alpha", "beta", "gamma")}
+    client_port, client, _ = http_instance(d, net["id"], "client", subnet["gateway_ip"])
+    open_to_the_vip(api, client_port)
 
     started = time.monotonic()
     lb = lb_api.post(f"{LBS}/loadbalancers", json={"loadbalancer": {
         "name": "web", "vip_subnet_id": subnet["id"]}}).json()["loadbalancer"]
     settle(lb_api, lb["id"])
-    listener = made(lb_api, "listeners", {"listener": {
-        "loadbalancer_id": lb["id"], "protocol": "HTTP", "protocol_port": 80}}, lb["id"])
-    pool = made(lb_api, "pools", {"pool": {
-        "listener_id": listener["id"], "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}},
-        lb["id"])
+    listener, pool = http_listener_and_pool(lb_api, lb["id"])
     members = {}
     for name, (port, _, _) in backends.items():
         members[name] = made(lb_api, f"pools/{pool['id']}/members", {"member": {
@@ -262,21 +279,9 @@ def test_a_flavored_load_balancer_on_an_open_vswitch_host(ovs_lab):
     api, lb_api = d.api, d.server.octavia(None)
     net = api.network()
     subnet = api.subnet(net["id"], TENANT_CIDR)
-    servers = {}
-    for name in ("alpha", "beta", "client"):
-        port = api.port(net["id"])
-        d.plug("h1", port["id"])
-        ns = f"inst-{port['id'][:11]}"
-        run("ip", "addr", "add", f"{port['fixed_ips'][0]['ip_address']}/24", "dev", "eth0",
-            namespace=ns)
-        servers[name] = (port, ns, serve_http(d, ns, name))
-    client_port, client, _ = servers.pop("client")
-    # the members open to the VIP: as with Octavia, the load balancer is in no group
-    made_rule = api.post("/v2.0/security-group-rules", json={"security_group_rule": {
-        "security_group_id": client_port["security_groups"][0], "direction": "ingress",
-        "ethertype": "IPv4", "protocol": "tcp", "port_range_min": 80, "port_range_max": 80,
-        "remote_ip_prefix": TENANT_CIDR}})
-    assert made_rule.status_code == 201, made_rule.text
+    servers = {name: http_instance(d, net["id"], name) for name in ("alpha", "beta")}
+    client_port, client, _ = http_instance(d, net["id"], "client")
+    open_to_the_vip(api, client_port)
     profile = made_in(lb_api, "flavorprofiles", {"flavorprofile": {
         "name": "small", "provider_name": "haproxy",
         "flavor_data": '{"maxconn": 500, "nbthread": 2}'}})
@@ -291,11 +296,7 @@ def test_a_flavored_load_balancer_on_an_open_vswitch_host(ovs_lab):
     lb = made_in(lb_api, "loadbalancers", {"loadbalancer": {
         "vip_subnet_id": subnet["id"], "flavor_id": flavor["id"], "availability_zone": "here"}})
     settle(lb_api, lb["id"])
-    listener = made(lb_api, "listeners", {"listener": {
-        "loadbalancer_id": lb["id"], "protocol": "HTTP", "protocol_port": 80}}, lb["id"])
-    pool = made(lb_api, "pools", {"pool": {
-        "listener_id": listener["id"], "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}},
-        lb["id"])
+    listener, pool = http_listener_and_pool(lb_api, lb["id"])
     for port, _, _ in servers.values():
         made(lb_api, f"pools/{pool['id']}/members", {"member": {
             "address": port["fixed_ips"][0]["ip_address"], "protocol_port": 80}}, lb["id"])
