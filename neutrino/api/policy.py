@@ -156,6 +156,7 @@ DEFAULT_RULES: dict[str, str] = {
     # a pool's prefixes, a pool at a time (subnetpool-prefix-ops): its owner's
     "add_prefixes": ADMIN_OR_MEMBER,
     "remove_prefixes": ADMIN_OR_MEMBER,
+    "onboard_network_subnets": ADMIN_OR_MEMBER,
     "remove_router_interface": ADMIN_OR_MEMBER,
     "add_extraroutes": ADMIN_OR_MEMBER,
     "remove_extraroutes": ADMIN_OR_MEMBER,

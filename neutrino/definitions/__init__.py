@@ -53,6 +53,7 @@ EXTENSIONS: dict[str, Extension] = {
         port.MAC_REGENERATE,
         *port_attributes.EXTENSIONS,
         subnetpool.PREFIX_OPS,
+        subnetpool.ONBOARD,
         provider_net.PROVIDER,
         provider_net.MULTI_PROVIDER,
         portbindings.EXTENSION,

@@ -10,7 +10,9 @@ RESOURCE = Resource(
     taggable=True,
     # subnetpool-prefix-ops: PUT /subnetpools/{id}/add_prefixes, remove_prefixes
     member_actions={"add_prefixes": "add_subnetpool_prefixes",
-                    "remove_prefixes": "remove_subnetpool_prefixes"},
+                    "remove_prefixes": "remove_subnetpool_prefixes",
+                    # subnet_onboard
+                    "onboard_network_subnets": "onboard_network_subnets"},
     not_found=exc.SubnetPoolNotFound,
     attrs={
         **standard_attrs(),
@@ -44,4 +46,12 @@ PREFIX_OPS = Extension(
     description="Prefixes join a subnet pool, or leave it when no subnet uses them, "
                 "without the whole list being given again.",
     updated="2019-06-07T00:00:00-00:00",
+)
+
+ONBOARD = Extension(
+    alias="subnet_onboard",
+    name="Subnet Onboard",
+    description="A network's subnets join a subnet pool, their prefixes with them.",
+    updated="2018-12-18T09:00:00-00:00",
+    required=("subnet_allocation",),
 )

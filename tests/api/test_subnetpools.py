@@ -412,3 +412,29 @@ def test_prefixes_join_and_leave_a_pool(user, other):
     resp = other.put(f"{path}/add_prefixes", json={"prefixes": ["10.80.0.0/24"]})
     assert resp.status_code == 404, resp.text
     assert subnet["cidr"] == "10.70.0.0/26"
+
+
+def test_a_networks_subnets_join_a_pool(user, other):
+    """subnet_onboard: the network's subnets of the pool's version join it, their
+    CIDRs with them; none may overlap what the pool has given out."""
+    pool = user.create("subnetpools", name="onboard", prefixes=["10.90.0.0/24"])
+    net = user.network()
+    first = user.subnet(net["id"], "10.91.0.0/24")
+    second = user.subnet(net["id"], "10.92.0.0/25")
+    user.subnet(net["id"], "fd90::/64")  # another IP version stays out
+    path = f"/v2.0/subnetpools/{pool['id']}/onboard_network_subnets"
+    resp = user.put(path, json={"network_id": net["id"]})
+    assert resp.status_code == 200, resp.text
+    assert sorted(resp.json(), key=lambda s: s["cidr"]) == [
+        {"id": first["id"], "cidr": "10.91.0.0/24"}, {"id": second["id"], "cidr": "10.92.0.0/25"}]
+    assert user.show("subnets", first["id"])["subnetpool_id"] == pool["id"]
+    assert user.show("subnetpools", pool["id"])["prefixes"] == [
+        "10.90.0.0/24", "10.91.0.0/24", "10.92.0.0/25"]
+    # onboarded again: they overlap what the pool now holds
+    expect_error(user.put(path, json={"network_id": net["id"]}), 400, "IllegalSubnetPoolUpdate")
+    expect_error(user.put(path, json={}), 400, "InvalidInput")
+    expect_error(user.put(path, json={"network_id": "nope"}), 404, "NetworkNotFound")
+    # another project's network is not the caller's to move
+    theirs = other.network()
+    resp = user.put(path, json={"network_id": theirs["id"]})
+    assert resp.status_code == 403, resp.text

@@ -273,6 +273,43 @@ def remove_prefixes(conn: Connection, ctx: Context, pool_id: str, prefixes: list
     return [str(n) for n in nets]
 
 
+class IllegalSubnetPoolUpdate(exc.BadRequest):
+    message = "Illegal subnetpool update : %(reason)s."
+
+
+def onboard(conn: Connection, ctx: Context, pool_id: str, body: dict[str, Any]
+            ) -> list[dict[str, str]]:
+    """The network's subnets of the pool's IP version join it, their CIDRs
+    added to its prefixes (subnet_onboard); none may overlap a subnet the
+    pool has already. Only the network's owner (or an admin) moves them."""
+    network_id = body.get("network_id")
+    if not isinstance(network_id, str) or not network_id:
+        raise exc.InvalidInput(error_message="network_id must be specified.")
+    owner = conn.execute(select(models.networks.c.project_id).where(
+        models.networks.c.id == network_id)).first()
+    if owner is None:
+        raise exc.NetworkNotFound(net_id=network_id)
+    if not ctx.is_admin and owner.project_id != ctx.project_id:
+        raise exc.NotAuthorized()
+    row = get_row(conn, ctx, pool_id)
+    joining = conn.execute(select(S.c.id, S.c.cidr).where(
+        S.c.network_id == network_id, S.c.ip_version == row.ip_version)
+        .order_by(S.c.created_at, S.c.id)).all()
+    allocated = [ipaddress.ip_network(c) for c in conn.execute(
+        select(S.c.cidr).where(S.c.subnetpool_id == pool_id)).scalars()]
+    for subnet_id, cidr in joining:
+        if any(ipaddress.ip_network(cidr).overlaps(taken) for taken in allocated):
+            raise IllegalSubnetPoolUpdate(reason=(
+                f"Onboarding subnet {subnet_id}: {cidr} conflicts with allocated prefixes "
+                f"in subnet pool {pool_id}"))
+    if joining:
+        current = _prefixes(conn, [pool_id]).get(pool_id, [])
+        update(conn, ctx, pool_id, {"prefixes": current + [c for _, c in joining]}, None)
+        conn.execute(S.update().where(S.c.id.in_([i for i, _ in joining])).values(
+            subnetpool_id=pool_id))
+    return [{"id": subnet_id, "cidr": cidr} for subnet_id, cidr in joining]
+
+
 def _without(net: Any, gone: Any) -> list[Any]:
     """``net`` less the addresses of ``gone``."""
     if net.version != gone.version or not net.overlaps(gone):

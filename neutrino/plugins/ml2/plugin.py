@@ -66,7 +66,7 @@ class Ml2Plugin(Plugin):
         "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
         "binding", "binding-extended", "segment", "standard-attr-segment", "l2_adjacency",
         "port-mac-address-regenerate",
-        "subnetpool-prefix-ops",
+        "subnetpool-prefix-ops", "subnet_onboard",
         # the allowed-address-pairs driver is always loaded (BUILTIN_EXTENSION_DRIVERS)
         "aap-reject-multicast",
     )
@@ -790,6 +790,10 @@ class Ml2Plugin(Plugin):
         prefixes = subnetpools.operation_prefixes(body)
         return {"prefixes": self.db.write(
             lambda conn: subnetpools.remove_prefixes(conn, ctx, pool_id, prefixes))}
+
+    def onboard_network_subnets(self, ctx: Context, pool_id: str, body: dict[str, Any]
+                                ) -> list[dict[str, str]]:
+        return self.db.write(lambda conn: subnetpools.onboard(conn, ctx, pool_id, body))
 
     def delete_subnetpool(self, ctx: Context, pool_id: str,
                           if_revision: int | None = None) -> None:
