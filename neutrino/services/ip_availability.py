@@ -23,6 +23,7 @@ from neutrino.definitions.network_ip_availability import DETAILS_ATTR
 from neutrino.plugins.base import Plugin
 
 N, S, POOLS, IA = models.networks, models.subnets, models.allocation_pools, models.ip_allocations
+WITHIN = N.join(S, S.c.network_id == N.c.id)  # a subnet with its network, to filter on
 #: filter -> the column it is on
 FILTERS = {"network_id": N.c.id, "network_name": N.c.name, "project_id": N.c.project_id,
            "tenant_id": N.c.project_id, "ip_version": S.c.ip_version}
@@ -67,6 +68,37 @@ def _as_int(address: str) -> int:
     return int.from_bytes(socket.inet_pton(family, address), "big")
 
 
+def _pools(conn: Connection, filters: dict[str, list[Any]]
+           ) -> dict[str, list[tuple[int, int]]]:
+    """Each subnet's allocation pools, as sorted ranges of numbers."""
+    pools: dict[str, list[tuple[int, int]]] = {}
+    for subnet_id, first, last in conn.execute(_where(
+            select(POOLS.c.subnet_id, POOLS.c.first_ip, POOLS.c.last_ip)
+            .select_from(WITHIN.join(POOLS, POOLS.c.subnet_id == S.c.id)), filters)):
+        pools.setdefault(subnet_id, []).append((_as_int(first), _as_int(last)))
+    for ranges in pools.values():
+        ranges.sort()
+    return pools
+
+
+def _used(conn: Connection, filters: dict[str, list[Any]],
+          pools: dict[str, list[tuple[int, int]]]) -> tuple[dict[str, int], dict[str, int]]:
+    """Per subnet, the addresses ports hold, and those of them in its pools."""
+    used: dict[str, int] = {}
+    in_pools: dict[str, int] = {}
+    for subnet_id, address in conn.execute(_where(
+            select(IA.c.subnet_id, IA.c.ip_address)
+            .select_from(WITHIN.join(IA, IA.c.subnet_id == S.c.id)), filters)):
+        used[subnet_id] = used.get(subnet_id, 0) + 1
+        ranges = pools.get(subnet_id)
+        if ranges:
+            value = _as_int(address)
+            at = bisect.bisect_right(ranges, (value, 1 << 129)) - 1
+            if at >= 0 and ranges[at][0] <= value <= ranges[at][1]:
+                in_pools[subnet_id] = in_pools.get(subnet_id, 0) + 1
+    return used, in_pools
+
+
 def availabilities(conn: Connection, filters: dict[str, list[Any]]) -> list[dict[str, Any]]:
     """Each network the filters select, with its subnets' counts."""
     rows = conn.execute(_where(
@@ -74,26 +106,8 @@ def availabilities(conn: Connection, filters: dict[str, list[Any]]) -> list[dict
                S.c.name.label("subnet_name"), S.c.cidr, S.c.ip_version)
         .select_from(N.outerjoin(S, S.c.network_id == N.c.id))
         .order_by(N.c.id, S.c.created_at, S.c.id), filters)).all()
-    within = N.join(S, S.c.network_id == N.c.id)
-    pools: dict[str, list[tuple[int, int]]] = {}
-    for subnet_id, first, last in conn.execute(_where(
-            select(POOLS.c.subnet_id, POOLS.c.first_ip, POOLS.c.last_ip)
-            .select_from(within.join(POOLS, POOLS.c.subnet_id == S.c.id)), filters)):
-        pools.setdefault(subnet_id, []).append((_as_int(first), _as_int(last)))
-    for subnet_pools in pools.values():
-        subnet_pools.sort()
-    used: dict[str, int] = {}
-    used_in_pools: dict[str, int] = {}
-    for subnet_id, address in conn.execute(_where(
-            select(IA.c.subnet_id, IA.c.ip_address)
-            .select_from(within.join(IA, IA.c.subnet_id == S.c.id)), filters)):
-        used[subnet_id] = used.get(subnet_id, 0) + 1
-        ranges = pools.get(subnet_id)
-        if ranges:
-            value = _as_int(address)
-            at = bisect.bisect_right(ranges, (value, 1 << 129)) - 1
-            if at >= 0 and ranges[at][0] <= value <= ranges[at][1]:
-                used_in_pools[subnet_id] = used_in_pools.get(subnet_id, 0) + 1
+    pools = _pools(conn, filters)
+    used, used_in_pools = _used(conn, filters, pools)
     found: dict[str, dict[str, Any]] = {}
     for row in rows:
         network = found.get(row.id)
