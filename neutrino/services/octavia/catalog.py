@@ -40,20 +40,21 @@ class Offer:
     reference: str  # the column naming the profile
     data: str  # the profile's column of options
     lb_column: str  # the load balancer's column naming one
+    invalid: str  # what a load balancer naming a missing one is told is invalid
+    validator: str  # the provider's method that checks the options
 
     def validate(self, provider: Provider, options: dict[str, Any]) -> None:
-        if self is FLAVORS:
-            provider.validate_flavor(options)
-        else:
-            provider.validate_availability_zone(options)
+        getattr(provider, self.validator)(options)
 
 
 FLAVORS = Offer(models.lbaas_flavors, "id", "Flavor", "flavor", models.lbaas_flavor_profiles,
-                "Flavor profile", "flavor_profile_id", "flavor_data", "flavor_id")
+                "Flavor profile", "flavor_profile_id", "flavor_data", "flavor_id",
+                "flavor_id", "validate_flavor")
 ZONES = Offer(models.lbaas_availability_zones, "name", "Availability Zone",
               "availability_zone", models.lbaas_availability_zone_profiles,
               "Availability zone profile", "availability_zone_profile_id",
-              "availability_zone_data", "availability_zone")
+              "availability_zone_data", "availability_zone", "availability zone",
+              "validate_availability_zone")
 LB = models.lbaas_loadbalancers
 
 
@@ -191,8 +192,7 @@ class Catalog:
             .join(offer.profiles, offer.profiles.c.id == offer.table.c[offer.reference])
             .where(offer.table.c[offer.key] == key)).first()
         if row is None:
-            what = "flavor_id" if offer is FLAVORS else "availability zone"
-            raise errors.Validation(detail=f"Invalid {what}.")
+            raise errors.Validation(detail=f"Invalid {offer.invalid}.")
         if not row.enabled:
             raise errors.DisabledOption(option=offer.option, value=key)
         return row.provider_name, options_of(offer, row[2])
