@@ -138,7 +138,7 @@ class ResourceController:
             raise method_not_allowed()
         body = req.json()
         name, collection = self.resource.name, self.resource.collection
-        if collection in body:  # Neutron looks for a bulk body first
+        if self._bulk(body):  # Neutron looks for a bulk body first
             items = body[collection]
             if not items:
                 raise bad("Resources required")
@@ -169,10 +169,17 @@ class ResourceController:
                 self.prepare_update(body[self.resource.name])
         return self._not_found(None)
 
+    def _bulk(self, body: Any) -> bool:
+        """A body of many items: under the plural name (a list, where the
+        resource's single and plural names are one word)."""
+        collection = self.resource.collection
+        return isinstance(body, dict) and collection in body and (
+            collection != self.resource.name or isinstance(body[collection], list))
+
     def _update_body(self, req: Request) -> dict[str, Any]:
         body = req.json()
         name = self.resource.name
-        if self.resource.collection in body:
+        if self._bulk(body):
             raise bad("Bulk operation not supported")
         if name not in body:
             raise bad(f"Unable to find '{name}' in request body")
@@ -254,7 +261,12 @@ class ResourceController:
                           "not specified")
             elif attr.default is not UNSET:
                 data[attr.name] = attr.default
-        self._fill_project(ctx, data)
+        if self.resource.projectless and ctx.is_admin and "project_id" in item \
+                and item["project_id"] is None and item.get("tenant_id") is None:
+            data.pop("tenant_id", None)
+            data["project_id"] = None
+        else:
+            self._fill_project(ctx, data)
         self.authorize("create", ctx, {**data, **(owner or {})}, item, None)
         return data
 

@@ -157,6 +157,9 @@ DEFAULT_RULES: dict[str, str] = {
     "add_prefixes": ADMIN_OR_MEMBER,
     "remove_prefixes": ADMIN_OR_MEMBER,
     "onboard_network_subnets": ADMIN_OR_MEMBER,
+    # the stateful value of a project's new security groups: its manager's
+    **_crud("security_groups_default_statefulness", read=ADMIN_OR_READER,
+            write=ADMIN_OR_MANAGER),
     "remove_router_interface": ADMIN_OR_MEMBER,
     "add_extraroutes": ADMIN_OR_MEMBER,
     "remove_extraroutes": ADMIN_OR_MEMBER,

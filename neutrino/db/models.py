@@ -255,6 +255,15 @@ security_groups = Table(
 
 # A project's default group. The primary key lets exactly one exist however many
 # first requests of a project race to make it; deleting the group frees the slot.
+# The stateful value a new security group takes when its request says none:
+# per project, or system-wide (project_id NULL), else true
+sg_default_statefulness = Table(
+    "sg_default_statefulness", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", PROJECT, nullable=True, unique=True),
+    Column("stateful", Boolean, nullable=False),
+)
+
 default_security_groups = Table(
     "default_security_groups", metadata,
     Column("project_id", PROJECT, primary_key=True),

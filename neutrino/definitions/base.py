@@ -68,6 +68,9 @@ class Resource:
     hyphenated: bool = False
     # a service's resources under a path of its own (``fwaas/firewall_rules``)
     prefix: str = ""
+    # an admin's explicit ``project_id: null`` makes one of no project (a
+    # system-wide setting) rather than one of the caller's project
+    projectless: bool = False
 
     @property
     def path(self) -> str:

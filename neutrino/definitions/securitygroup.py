@@ -246,11 +246,28 @@ GROUP = Resource(
             Attr("name", allow_post=True, allow_put=True, default="",
                  validate=name_not_default, sort=True),
             Attr("security_group_rules", filter=False),
-            Attr("stateful", allow_post=True, allow_put=True, default=True,
-                 convert=v.to_boolean, sort=True),
+            # none given: the project's or system-wide default statefulness
+            Attr("stateful", allow_post=True, allow_put=True, convert=v.to_boolean,
+                 sort=True),
             Attr("shared", convert_filter=v.to_boolean),
         ),
     },
+)
+
+# One resource whose single and plural names are the same, as Neutron's.
+DEFAULT_STATEFULNESS = Resource(
+    name="security_groups_default_statefulness",
+    collection="security_groups_default_statefulness",
+    hyphenated=True,
+    projectless=True,  # project_id null: the system-wide setting
+    attrs=attrs(
+        Attr("id", validate=v.uuid, sort=True),
+        Attr("project_id", allow_post=True, default=None, validate=v.string_or_none(255),
+             sort=True),
+        Attr("tenant_id", sort=True),
+        Attr("stateful", allow_post=True, allow_put=True, default=True,
+             convert=v.to_boolean, sort=True),
+    ),
 )
 
 #: a default rule's remote_group_id meaning the group the rule is made for
@@ -341,6 +358,11 @@ EXTENSIONS = (
               "security group", updated="2022-12-19T10:00:00-00:00",
               resources=(DEFAULT_RULE,),
               required=("security-group", "standard-attr-description")),
+    Extension("security-groups-default-statefulness",
+              "Security Groups Default Statefulness",
+              "The stateful value of new security groups, set per project or for all.",
+              updated="2026-04-13T00:00:00-00:00", resources=(DEFAULT_STATEFULNESS,),
+              required=("security-group", "stateful-security-group")),
     Extension("security-groups-rules-belongs-to-default-sg",
               "Security group rule belongs to the project's default security group",
               "Flag to determine if the security group rule belongs to the project's "

@@ -442,7 +442,8 @@ def cleanup(world: World, path: str, resp: httpx.Response) -> None:
         return
     body = resp.json()
     resource = world.resources[path]
-    made = body.get(resource.collection) or [body.get(resource.name) or {}]
+    many = body.get(resource.collection)  # a dict where the two names are one word
+    made = many if isinstance(many, list) else [body.get(resource.name) or {}]
     key = MEMBER_KEY.get(path, "id")
     for item in made:
         if isinstance(item, dict) and item.get(key):

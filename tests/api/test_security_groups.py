@@ -753,3 +753,48 @@ def test_ports_of_an_open_network_get_no_group(user):
     assert user.port(network["id"])["security_groups"] == []
     secured = user.port(network["id"], port_security_enabled=True)
     assert len(secured["security_groups"]) == 1
+
+
+def test_default_statefulness_of_new_groups(server, project, other_project):
+    """security-groups-default-statefulness: a project's setting, else the
+    system-wide one, else true, for a group asking none (its default group too)."""
+    admin = server.client(project, roles=("admin",))
+    manager = server.client(project, roles=("manager", "member"))
+    member = server.client(project, roles=("member",))
+    path = "/v2.0/security-groups-default-statefulness"
+    key = "security_groups_default_statefulness"
+    resp = admin.post(path, json={key: {"project_id": None, "stateful": False}})
+    assert resp.status_code == 201, resp.text
+    everywhere = resp.json()[key]
+    try:
+        assert everywhere["project_id"] is None and everywhere["stateful"] is False
+        fresh = server.client(other_project, roles=("member",))
+        groups = fresh.get("/v2.0/security-groups").json()["security_groups"]
+        assert [g["stateful"] for g in groups if g["name"] == "default"] == [False]
+        made = fresh.post("/v2.0/security-groups", json={"security_group": {"name": "a"}})
+        assert made.json()["security_group"]["stateful"] is False
+        asked = fresh.post("/v2.0/security-groups", json={"security_group": {
+            "name": "b", "stateful": True}})
+        assert asked.json()["security_group"]["stateful"] is True
+        # the project's own setting wins; its manager's to make, not a member's
+        resp = member.post(path, json={key: {"project_id": project, "stateful": True}})
+        assert resp.status_code == 403, resp.text
+        resp = manager.post(path, json={key: {"project_id": project, "stateful": True}})
+        assert resp.status_code == 201, resp.text
+        mine = resp.json()[key]
+        made = member.post("/v2.0/security-groups", json={"security_group": {"name": "c"}})
+        assert made.json()["security_group"]["stateful"] is True
+        again = admin.post(path, json={key: {"project_id": project, "stateful": False}})
+        expect_error(again, 409, "SecurityGroupDefaultStatefulnessAlreadyExists")
+        listed = member.get(path).json()[key]
+        assert [item["id"] for item in listed] == [mine["id"]]  # the system-wide: an admin's
+        assert member.get(f"{path}/{everywhere['id']}").status_code == 404
+        resp = manager.put(f"{path}/{mine['id']}", json={key: {"stateful": False}})
+        assert resp.status_code == 200 and resp.json()[key]["stateful"] is False
+        assert admin.get(f"{path}/{mine['id']}").json()[key]["stateful"] is False
+        assert manager.delete(f"{path}/{mine['id']}").status_code == 204
+        assert admin.get(f"{path}/{mine['id']}").status_code == 404
+    finally:
+        admin.delete(f"{path}/{everywhere['id']}")
+    made = member.post("/v2.0/security-groups", json={"security_group": {"name": "d"}})
+    assert made.json()["security_group"]["stateful"] is True

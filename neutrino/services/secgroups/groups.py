@@ -16,7 +16,7 @@ from neutrino.db.quota import QuotaEngine
 from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.validators import new_uuid
-from neutrino.services.secgroups import bindings, default_rules, rules
+from neutrino.services.secgroups import bindings, default_rules, rules, statefulness
 
 G = models.security_groups
 D = models.default_security_groups
@@ -101,7 +101,7 @@ def ensure_default(conn: Connection, project_id: str, quota: QuotaEngine) -> str
     if found is not None:
         return found
     return insert(conn, project_id, sg.DEFAULT_NAME, sg.DEFAULT_DESCRIPTION,
-                  default=True)["id"]
+                  statefulness.default_for(conn, project_id), default=True)["id"]
 
 
 def update(conn: Connection, ctx: Context, group_id: str, data: dict[str, Any],

@@ -19,7 +19,14 @@ from neutrino.definitions import securitygroup as sg
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.rpc.contracts.l2 import L2AgentNotifier
 from neutrino.rpc.notifier import Notifier
-from neutrino.services.secgroups import address_groups, checks, default_rules, groups, rules
+from neutrino.services.secgroups import (
+    address_groups,
+    checks,
+    default_rules,
+    groups,
+    rules,
+    statefulness,
+)
 
 
 class SecurityGroupPlugin(Plugin):
@@ -27,7 +34,7 @@ class SecurityGroupPlugin(Plugin):
         "security-group", "stateful-security-group", "security-groups-normalized-cidr",
         "security-groups-shared-filtering", "security-groups-remote-address-group",
         "security-groups-default-rules", "security-groups-rules-belongs-to-default-sg",
-        "port-security-groups-filtering",
+        "port-security-groups-filtering", "security-groups-default-statefulness",
     )
 
     def __init__(self, env: Environment):
@@ -70,8 +77,11 @@ class SecurityGroupPlugin(Plugin):
         project = item["project_id"]
         self.quota.check(conn, project, "security_group_rule",
                          groups.initial_rule_count(conn, False))
+        stateful = item.get("stateful")
+        if stateful is None:
+            stateful = statefulness.default_for(conn, project)
         return groups.insert(conn, project, item.get("name", ""), item.get("description", ""),
-                             item.get("stateful", True))
+                             stateful)
 
     def create_security_group(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         return self._make_groups(ctx, [data])[0]
@@ -79,6 +89,30 @@ class SecurityGroupPlugin(Plugin):
     def create_security_group_bulk(self, ctx: Context, items: list[dict[str, Any]]
                                    ) -> list[dict[str, Any]]:
         return self._make_groups(ctx, items)
+
+    # --- the stateful value of new groups (security-groups-default-statefulness) --------
+
+    def create_security_groups_default_statefulness(self, ctx: Context, data: dict[str, Any]
+                                                    ) -> dict[str, Any]:
+        return self.db.write(lambda conn: statefulness.create(conn, data))
+
+    def get_security_groups_default_statefulness(
+            self, ctx: Context, wanted: CollectionQuery | str) -> Any:
+        """One name for the list and for one setting (the resource's singular and
+        plural are the same word): a query lists, an id shows."""
+        if isinstance(wanted, CollectionQuery):
+            return self._read(lambda conn: statefulness.list_(conn, ctx, wanted))
+        return self._read(lambda conn: statefulness.view(
+            statefulness.get_row(conn, ctx, wanted)))
+
+    def update_security_groups_default_statefulness(
+            self, ctx: Context, setting_id: str, data: dict[str, Any],
+            if_revision: int | None = None) -> dict[str, Any]:
+        return self.db.write(lambda conn: statefulness.update_(conn, ctx, setting_id, data))
+
+    def delete_security_groups_default_statefulness(
+            self, ctx: Context, setting_id: str, if_revision: int | None = None) -> None:
+        self.db.write(lambda conn: statefulness.delete_(conn, ctx, setting_id))
 
     def get_security_group(self, ctx: Context, group_id: str) -> dict[str, Any]:
         return self._read(lambda conn: groups.get(conn, ctx, group_id))
