@@ -9,7 +9,7 @@ port's requested name is ignored and every address is ``host-<address>``.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection
@@ -55,6 +55,8 @@ class DnsExtensionDriver(ExtensionDriver):
     extension_alias = "dns-integration"
     port_attributes = frozenset({DNS_NAME, DNS_ASSIGNMENT})
     port_follows = frozenset({"fixed_ips"})  # an address's name is made of it
+    #: ports have a dns_domain of their own (dns-domain-ports)
+    ports_have_domains: ClassVar[bool] = False
 
     def __init__(self, conf: Config):
         super().__init__(conf)
@@ -112,24 +114,36 @@ class DnsExtensionDriver(ExtensionDriver):
                             view: dict[str, Any]) -> None:
         name = (data.get(DNS_NAME) or "") if self.names_used else ""
         self._check(name)
-        if name:
-            conn.execute(PORT_DNS.insert().values(port_id=view["id"], dns_name=name))
+        values = {"dns_name": name}
+        if self.ports_have_domains:
+            values["dns_domain"] = view[DNS_DOMAIN] = data.get(DNS_DOMAIN) or ""
+        if any(values.values()):
+            conn.execute(PORT_DNS.insert().values(port_id=view["id"], **values))
         view[DNS_NAME] = name
         view[DNS_ASSIGNMENT] = self.assignment(view["fixed_ips"], name)
 
     def process_update_port(self, conn: Connection, data: dict[str, Any],
                             view: dict[str, Any]) -> None:
-        if DNS_NAME not in data or not self.names_used:
-            return  # as Neutron: under the default domain a name is not even kept
-        self._check(data[DNS_NAME])
-        _store(conn, PORT_DNS, PORT_DNS.c.port_id, view["id"], {"dns_name": data[DNS_NAME]})
+        changes = {}
+        # as Neutron: under the default domain a name is not even kept
+        if DNS_NAME in data and self.names_used:
+            self._check(data[DNS_NAME])
+            changes["dns_name"] = data[DNS_NAME]
+        if self.ports_have_domains and DNS_DOMAIN in data:
+            changes["dns_domain"] = data[DNS_DOMAIN] or ""
+        if changes:
+            _store(conn, PORT_DNS, PORT_DNS.c.port_id, view["id"], changes)
 
     def extend_ports(self, conn: Connection, views: list[dict[str, Any]], page: Page) -> None:
-        found = _load(conn, PORT_DNS.c.port_id, PORT_DNS.c.dns_name, page)
+        found = {port_id: (name, domain) for port_id, name, domain in page.read(
+            conn, select(PORT_DNS.c.port_id, PORT_DNS.c.dns_name, PORT_DNS.c.dns_domain),
+            PORT_DNS.c.port_id)}
         for view in views:
-            name = found.get(view["id"], "")
+            name, domain = found.get(view["id"], ("", ""))
             view[DNS_NAME] = name
             view[DNS_ASSIGNMENT] = self.assignment(view["fixed_ips"], name)
+            if self.ports_have_domains:
+                view[DNS_DOMAIN] = domain
 
 
 class DnsDomainPortsExtensionDriver(DnsExtensionDriver):
@@ -138,24 +152,4 @@ class DnsDomainPortsExtensionDriver(DnsExtensionDriver):
 
     extension_aliases = ("dns-domain-ports",)
     port_attributes = DnsExtensionDriver.port_attributes | {DNS_DOMAIN}
-
-    def process_create_port(self, conn: Connection, data: dict[str, Any],
-                            view: dict[str, Any]) -> None:
-        super().process_create_port(conn, data, view)
-        view[DNS_DOMAIN] = data.get(DNS_DOMAIN) or ""
-        if view[DNS_DOMAIN]:
-            _store(conn, PORT_DNS, PORT_DNS.c.port_id, view["id"],
-                   {"dns_domain": view[DNS_DOMAIN]})
-
-    def process_update_port(self, conn: Connection, data: dict[str, Any],
-                            view: dict[str, Any]) -> None:
-        super().process_update_port(conn, data, view)
-        if DNS_DOMAIN in data:
-            _store(conn, PORT_DNS, PORT_DNS.c.port_id, view["id"],
-                   {"dns_domain": data[DNS_DOMAIN] or ""})
-
-    def extend_ports(self, conn: Connection, views: list[dict[str, Any]], page: Page) -> None:
-        super().extend_ports(conn, views, page)
-        found = _load(conn, PORT_DNS.c.port_id, PORT_DNS.c.dns_domain, page)
-        for view in views:
-            view[DNS_DOMAIN] = found.get(view["id"], "")
+    ports_have_domains = True
