@@ -125,11 +125,12 @@ def test_load_balancer_crud_with_a_real_vip_port(lbapi: ApiClient, net: ApiClien
 
 def test_vip_on_a_network_and_at_a_chosen_address(lbapi: ApiClient, subnet: dict,
                                                   net: ApiClient):
+    # the chosen address first: a VIP allocated at random could otherwise take it
+    lb = make_lb(lbapi, subnet, vip_address="10.20.0.50")
+    assert lb["vip_address"] == "10.20.0.50"
     resp = lbapi.post(LBS, json={"loadbalancer": {"vip_network_id": subnet["network_id"]}})
     assert resp.status_code == 201, resp.text
     assert resp.json()["loadbalancer"]["vip_subnet_id"] == subnet["id"]
-    lb = make_lb(lbapi, subnet, vip_address="10.20.0.50")
-    assert lb["vip_address"] == "10.20.0.50"
     # the address is taken now: Networking's conflict, in Octavia's body, nothing made
     before = len(lbapi.get(LBS).json()["loadbalancers"])
     ports = len(net.get("/v2.0/ports").json()["ports"])
