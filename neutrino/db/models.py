@@ -69,6 +69,31 @@ networkrbacs = Table(
                      name="uq_networkrbacs_object_id_target_project_action"),
 )
 
+# Address scopes: subnet pools in one scope route without NAT among themselves and
+# not at all to other scopes. Not a standard-attribute resource, as in Neutron.
+address_scopes = Table(
+    "address_scopes", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", PROJECT, index=True),
+    Column("name", String(255), nullable=False),
+    Column("shared", Boolean, nullable=False, default=False),
+    Column("ip_version", Integer, nullable=False),
+)
+
+# RBAC entries of every object type but networks (whose entries, on the hot
+# path of every network read, keep a table of their own).
+rbac_entries = Table(
+    "rbac_entries", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("project_id", PROJECT),
+    Column("object_type", String(64), nullable=False),
+    Column("object_id", UUID, nullable=False, index=True),
+    Column("target_project", PROJECT, nullable=False, index=True),
+    Column("action", String(255), nullable=False),
+    UniqueConstraint("object_type", "object_id", "target_project", "action",
+                     name="uq_rbac_entries_object_type_object_id_target_project_action"),
+)
+
 subnetpools = Table(
     "subnetpools", metadata, *_standard(),
     Column("ip_version", Integer, nullable=False),
