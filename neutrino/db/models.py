@@ -17,6 +17,7 @@ from sqlalchemy import (
     String,
     Table,
     UniqueConstraint,
+    false,
     true,
 )
 from sqlalchemy.dialects import mysql
@@ -51,6 +52,8 @@ networks = Table(
     Column("shared", Boolean, nullable=False, default=False),
     Column("router_external", Boolean, nullable=False, default=False),
     Column("mtu", Integer, nullable=False),
+    # the default external network of auto-allocated topologies
+    Column("is_default", Boolean, nullable=False, default=False, server_default=false()),
 )
 
 # Who may use a network beyond its owner: ``access_as_shared`` (ports, subnets)
@@ -78,6 +81,33 @@ address_scopes = Table(
     Column("name", String(255), nullable=False),
     Column("shared", Boolean, nullable=False, default=False),
     Column("ip_version", Integer, nullable=False),
+)
+
+# Flavors: a service type's named offers, each served by one of its enabled
+# service profiles (a driver and its settings).
+flavors = Table(
+    "flavors", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("name", String(255)),
+    Column("description", String(1024)),
+    Column("enabled", Boolean, nullable=False, default=True),
+    Column("service_type", String(36)),
+)
+
+service_profiles = Table(
+    "service_profiles", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("description", String(1024)),
+    Column("driver", String(1024), nullable=False),
+    Column("enabled", Boolean, nullable=False, default=True),
+    Column("metainfo", String(4096)),
+)
+
+flavor_service_profiles = Table(
+    "flavor_service_profiles", metadata,
+    Column("flavor_id", UUID, ForeignKey("flavors.id", ondelete="CASCADE"), primary_key=True),
+    Column("service_profile_id", UUID, ForeignKey("service_profiles.id", ondelete="CASCADE"),
+           primary_key=True),
 )
 
 # RBAC entries of every object type but networks (whose entries, on the hot
@@ -372,6 +402,14 @@ router_ports = Table(
     Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"), nullable=False,
            index=True),
     Column("port_type", String(255), nullable=False),
+)
+
+# The network and router that auto-allocated-topology made for a project.
+auto_allocated_topologies = Table(
+    "auto_allocated_topologies", metadata,
+    Column("project_id", PROJECT, primary_key=True),
+    Column("network_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"), nullable=False),
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="SET NULL")),
 )
 
 router_routes = Table(
