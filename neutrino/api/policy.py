@@ -68,6 +68,7 @@ DEFAULT_RULES: dict[str, str] = {
     "admin_owner_or_network_owner": "rule:owner or rule:admin_or_network_owner",
     "network_device": "field:port:device_owner=~^network:",
     "shared_subnetpools": "field:subnetpools:shared=True",
+    "shared_address_scopes": "field:address_scopes:shared=True",
     "shared_security_group": "field:security_groups:shared=True",
     "shared_metering_label": "field:metering_labels:shared=True",
     "restrict_wildcard": "(not field:rbac_policy:target_tenant=* and "
@@ -98,6 +99,9 @@ DEFAULT_RULES: dict[str, str] = {
     "create_subnetpool:shared": ADMIN,
     "create_subnetpool:is_default": ADMIN,
     "update_subnetpool:is_default": ADMIN,
+    **_crud("address_scope", read=f"{ADMIN_OR_READER} or rule:shared_address_scopes"),
+    "create_address_scope:shared": ADMIN,
+    "update_address_scope:shared": ADMIN,
 
     # ports: the network's owner may also manage the ports on its network
     "create_port": f"{ADMIN_OR_MEMBER} or rule:context_is_advsvc or {SERVICE}",
@@ -142,7 +146,8 @@ DEFAULT_RULES: dict[str, str] = {
     **_crud("security_group_rule"),
     # a template without a project: anyone with a role reads it, admins change it
     **_crud("default_security_group_rule", read="role:reader", write=ADMIN),
-    **_crud("address_group"),
+    # which groups a project sees (its own, those shared with it) the query decides
+    **_crud("address_group", read="role:reader"),
     "add_addresses": ADMIN_OR_MEMBER,
     "remove_addresses": ADMIN_OR_MEMBER,
 

@@ -6,6 +6,7 @@ plugins claim; nothing here is loaded or imported by name elsewhere.
 
 from neutrino.definitions import (
     address_group,
+    address_scope,
     agent,
     agent_scheduler,
     allowed_address_pairs,
@@ -54,6 +55,7 @@ EXTENSIONS: dict[str, Extension] = {
         *port_attributes.EXTENSIONS,
         subnetpool.PREFIX_OPS,
         subnetpool.ONBOARD,
+        address_scope.EXTENSION,
         provider_net.PROVIDER,
         provider_net.MULTI_PROVIDER,
         portbindings.EXTENSION,

@@ -1,5 +1,10 @@
 """rbac-policies: share a network with chosen projects (``access_as_shared``) or
-offer it to them as an external network (``access_as_external``)."""
+offer it to them as an external network (``access_as_external``); share
+security groups, subnet pools, address scopes and address groups
+(``access_as_shared``: rbac-security-groups, rbac-subnetpool,
+rbac-address-scope, rbac-address-group)."""
+
+from typing import Any
 
 from neutrino import exceptions as exc
 from neutrino.definitions import validators as v
@@ -8,7 +13,7 @@ from neutrino.definitions.base import REQUIRED, Attr, Extension, Resource, attrs
 ACCESS_SHARED = "access_as_shared"
 ACCESS_EXTERNAL = "access_as_external"
 WILDCARD = "*"  # every project
-OBJECT_TYPES = ("network",)
+OBJECT_TYPES = ("network", "security_group", "subnetpool", "address_scope", "address_group")
 ACTIONS = (ACCESS_SHARED, ACCESS_EXTERNAL)
 
 
@@ -25,9 +30,28 @@ class DuplicateRbacPolicy(exc.Conflict):
     message = "An RBAC policy already exists with those values."
 
 
+class RbacPolicyInitError(exc.Conflict):
+    """Neutron's PolicyInitError (which its API turns into a 500): a 409 here,
+    the entry conflicting with how the pool's address scope is shared."""
+
+    message = "Failed to create RBAC policy on object %(object_id)s because %(reason)s."
+
+
+class InvalidActionForType(exc.InvalidInput):
+    message = ("Invalid action '%(action)s' for object type '%(object_type)s'. Valid "
+               "actions: %(valid_actions)s")
+
+
 def _not_found(rbac_policy_id: str) -> RbacPolicyNotFound:
-    """The controller's 404; every object type here is a network."""
-    return RbacPolicyNotFound(object_type="network", id=rbac_policy_id)
+    """The controller's 404: the type of an entry not found is not known."""
+    return RbacPolicyNotFound(object_type="unknown", id=rbac_policy_id)
+
+
+def view(row: Any) -> dict[str, Any]:
+    """An entry of any type (a row with ``object_type``)."""
+    return {"id": row.id, "project_id": row.project_id, "tenant_id": row.project_id,
+            "object_type": row.object_type, "object_id": row.object_id,
+            "target_tenant": row.target_project, "action": row.action}
 
 
 RESOURCE = Resource(
@@ -53,4 +77,17 @@ EXTENSIONS = (
     Extension("rbac-policies", "RBAC Policies",
               "Policies that share a resource with chosen projects.",
               updated="2015-06-17T12:15:12-00:00", resources=(RESOURCE,)),
+    Extension("rbac-security-groups", "Add security_group type to network RBAC",
+              "Security groups shared with chosen projects.",
+              updated="2019-02-14T00:00:00-00:00", required=("rbac-policies", "security-group")),
+    Extension("rbac-subnetpool", "Add subnetpool type to RBAC",
+              "Subnet pools shared with chosen projects.",
+              updated="2020-02-05T00:00:00-00:00",
+              required=("rbac-policies", "rbac-address-scope")),
+    Extension("rbac-address-scope", "Add address_scope type to RBAC",
+              "Address scopes shared with chosen projects.",
+              updated="2020-02-12T00:00:00-00:00", required=("rbac-policies", "address-scope")),
+    Extension("rbac-address-group", "Add address_group type to RBAC",
+              "Address groups shared with chosen projects.",
+              updated="2021-01-20T00:00:00-00:00", required=("rbac-policies", "security-group")),
 )

@@ -9,7 +9,7 @@ NETWORK_KEYS = {
     "id", "name", "tenant_id", "project_id", "admin_state_up", "mtu", "status", "subnets",
     "shared", "router:external", "description", "tags", "created_at", "updated_at",
     "revision_number", "port_security_enabled", "availability_zone_hints",
-    "availability_zones", "l2_adjacency",
+    "availability_zones", "l2_adjacency", "ipv4_address_scope", "ipv6_address_scope",
 }
 
 

@@ -145,7 +145,8 @@ def test_create_refusals(user, other, admin, other_project):
         "object_type": "qos_policy", "object_id": net["id"], "target_tenant": other_project,
         "action": "access_as_shared"}})
     expect_error(resp, 400, "HTTPBadRequest",
-                 "Invalid input for object_type. Reason: qos_policy is not in ['network'].")
+                 "Invalid input for object_type. Reason: qos_policy is not in ['network', "
+                 "'security_group', 'subnetpool', 'address_scope', 'address_group'].")
     resp = post(user, net["id"], other_project, action="access_as_owner")
     assert resp.status_code == 400, resp.text
     resp = user.post(URL, json={"rbac_policy": {"object_type": "network",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, NamedTuple
 
 from sqlalchemy import bindparam, delete, or_, select
 from sqlalchemy.engine import Connection, Row
@@ -80,14 +80,27 @@ def get_row(conn: Connection, ctx: Context, network_id: str, for_update: bool = 
                     lambda: exc.NetworkNotFound(net_id=network_id), for_update)
 
 
-def view(row: Row | SimpleNamespace, subnet_ids: list[str], tag_list: list[str],
+class Subnets(NamedTuple):
+    """What a network's view takes from its subnets: their ids, and the address
+    scope of each IP version (of the subnet pools they came from)."""
+
+    ids: list[str]
+    scopes: dict[int, str]
+
+
+NO_SUBNETS = Subnets([], {})
+
+
+def view(row: Row | SimpleNamespace, subnets: Subnets, tag_list: list[str],
          shared: bool = False) -> dict[str, Any]:
     """``row``: a network's row, or the values just inserted as one. ``shared``:
     shared with the caller's project (beyond '*', which the row says)."""
     return {
         "id": row.id, "name": row.name, "tenant_id": row.project_id,
         "project_id": row.project_id, "admin_state_up": row.admin_state_up,
-        "mtu": row.mtu, "status": row.status, "subnets": subnet_ids,
+        "mtu": row.mtu, "status": row.status, "subnets": subnets.ids,
+        "ipv4_address_scope": subnets.scopes.get(4),
+        "ipv6_address_scope": subnets.scopes.get(6),
         "shared": row.shared or shared, "router:external": row.router_external,
         "description": row.description, "tags": tag_list,
         "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
@@ -95,22 +108,28 @@ def view(row: Row | SimpleNamespace, subnet_ids: list[str], tag_list: list[str],
     }
 
 
-def _subnet_ids(conn: Connection, network_ids: list[str] | None) -> dict[str, list[str]]:
-    s = models.subnets
-    stmt = select(s.c.network_id, s.c.id).order_by(s.c.created_at, s.c.id)
+def _subnets(conn: Connection, network_ids: list[str] | None) -> dict[str, Subnets]:
+    """Each network's ``Subnets``, in one query (a network's subnets of one IP
+    version all share their pools' scope: subnets.py sees to that)."""
+    s, sp = models.subnets, models.subnetpools
+    stmt = (select(s.c.network_id, s.c.id, s.c.ip_version, sp.c.address_scope_id)
+            .outerjoin(sp, sp.c.id == s.c.subnetpool_id).order_by(s.c.created_at, s.c.id))
     if network_ids is not None:
         if not network_ids:
             return {}
         stmt = stmt.where(s.c.network_id.in_(network_ids))
-    found: dict[str, list[str]] = {}
-    for net_id, subnet_id in conn.execute(stmt):
-        found.setdefault(net_id, []).append(subnet_id)
+    found: dict[str, Subnets] = {}
+    for net_id, subnet_id, version, scope in conn.execute(stmt):
+        subnets = found.setdefault(net_id, Subnets([], {}))
+        subnets.ids.append(subnet_id)
+        if scope is not None:
+            subnets.scopes[version] = scope
     return found
 
 
 def get(conn: Connection, ctx: Context, network_id: str) -> dict[str, Any]:
     row = get_row(conn, ctx, network_id)
-    return view(row, _subnet_ids(conn, [row.id]).get(row.id, []), tags.of(conn, row.id),
+    return view(row, _subnets(conn, [row.id]).get(row.id, NO_SUBNETS), tags.of(conn, row.id),
                 row.id in _shared_with(conn, ctx))
 
 
@@ -123,10 +142,10 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery, where: Sequenc
     rows = select_page(conn, N, columns, query, [*_where(ctx), *where])
     ids = [r.id for r in rows]
     many = len(ids) > 200
-    subnet_map = _subnet_ids(conn, None if many else ids)
+    subnet_map = _subnets(conn, None if many else ids)
     tag_map = tags.load(conn, ids) if ids else {}
     mine = _shared_with(conn, ctx) if rows else set()
-    return [view(r, subnet_map.get(r.id, []), tag_map.get(r.id, []), r.id in mine)
+    return [view(r, subnet_map.get(r.id, NO_SUBNETS), tag_map.get(r.id, []), r.id in mine)
             for r in rows]
 
 
@@ -141,7 +160,7 @@ def create(conn: Connection, data: dict[str, Any], mtu: int) -> dict[str, Any]:
         "created_at": when, "updated_at": when, "revision_number": 1,
     }
     conn.execute(N.insert().values(**row))
-    return view(SimpleNamespace(**row), [], [])
+    return view(SimpleNamespace(**row), NO_SUBNETS, [])
 
 
 IPV4_MIN_MTU = 68

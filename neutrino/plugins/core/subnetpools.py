@@ -6,16 +6,19 @@ import ipaddress
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import delete, or_, select
+from sqlalchemy import delete, select
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models, tags
+from neutrino.db import rbac as shared
 from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import bump, check_revision, now, timestamp
+from neutrino.definitions import address_scope as a
 from neutrino.definitions import validators as v
 from neutrino.definitions.validators import new_uuid
+from neutrino.plugins.core import address_scopes
 
 SP = models.subnetpools
 SPP = models.subnetpool_prefixes
@@ -65,10 +68,11 @@ class NetworkSubnetPoolAffinityError(exc.BadRequest):
     message = "Subnets hosted on the same network must be allocated from the same subnet pool."
 
 
+TYPE = "subnetpool"
+
+
 def visible(ctx: Context) -> list:
-    if ctx.is_admin:
-        return []
-    return [or_(SP.c.project_id == ctx.project_id, SP.c.shared)]
+    return shared.visible(SP, TYPE, ctx)
 
 
 def get_row(conn: Connection, ctx: Context, pool_id: str) -> Row:
@@ -90,10 +94,11 @@ def _prefixes(conn: Connection, ids: list[str]) -> dict[str, list[str]]:
     return found
 
 
-def view(row: Any, prefixes: list[str], tag_list: list[str], text_lengths: bool = True
-         ) -> dict[str, Any]:
+def view(row: Any, prefixes: list[str], tag_list: list[str], text_lengths: bool = True,
+         shared_with_caller: bool = False) -> dict[str, Any]:
     """Neutron shows the three prefix lengths as strings, except in the answer
-    to an update (``text_lengths=False``), which it builds another way."""
+    to an update (``text_lengths=False``), which it builds another way.
+    ``shared_with_caller``: an RBAC entry shares it with the caller's project."""
     shown = str if text_lengths else int
     return {
         "id": row.id, "name": row.name, "tenant_id": row.project_id,
@@ -101,7 +106,7 @@ def view(row: Any, prefixes: list[str], tag_list: list[str], text_lengths: bool 
         "default_prefixlen": shown(row.default_prefixlen),
         "min_prefixlen": shown(row.min_prefixlen),
         "max_prefixlen": shown(row.max_prefixlen), "default_quota": row.default_quota,
-        "shared": row.shared, "is_default": row.is_default,
+        "shared": row.shared or shared_with_caller, "is_default": row.is_default,
         "address_scope_id": row.address_scope_id, "description": row.description,
         "tags": tag_list, "created_at": timestamp(row.created_at),
         "updated_at": timestamp(row.updated_at), "revision_number": row.revision_number,
@@ -112,15 +117,18 @@ def get(conn: Connection, ctx: Context, pool_id: str, text_lengths: bool = True
         ) -> dict[str, Any]:
     row = get_row(conn, ctx, pool_id)
     return view(row, _prefixes(conn, [row.id]).get(row.id, []), tags.of(conn, row.id),
-                text_lengths)
+                text_lengths, bool(shared.shared_with(conn, TYPE, [row.id], ctx.project_id)))
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-    rows = select_page(conn, SP, COLUMNS, query, visible(ctx))
+    columns = {**COLUMNS, "shared": SP.c.id.in_(shared.granted(TYPE, ctx.project_id))}
+    rows = select_page(conn, SP, columns, query, visible(ctx))
     ids = [r.id for r in rows]
     prefixes = _prefixes(conn, ids)
     tag_map = tags.load(conn, ids)
-    return [view(r, prefixes.get(r.id, []), tag_map.get(r.id, [])) for r in rows]
+    mine = shared.shared_with(conn, TYPE, ids, ctx.project_id)
+    return [view(r, prefixes.get(r.id, []), tag_map.get(r.id, []), shared_with_caller=r.id in mine)
+            for r in rows]
 
 
 def _collapse(prefixes: list[str]) -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
@@ -164,16 +172,7 @@ def _check_default(conn: Connection, version: int, pool_id: str | None) -> None:
             "default may exist per IP family"))
 
 
-def _check_scope(data: dict[str, Any]) -> None:
-    """A pool may only join an address scope that exists. None do yet: this server
-    has no address-scope extension, so every id names a missing one."""
-    scope_id = data.get("address_scope_id")
-    if scope_id is not None:
-        raise exc.AddressScopeNotFound(address_scope_id=scope_id)
-
-
 def create(conn: Connection, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
-    _check_scope(data)
     nets = _collapse(data["prefixes"])
     version = nets[0].version
     min_len, max_len, default_len = _bounds(version, data.get("min_prefixlen"),
@@ -186,20 +185,26 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any]) -> dict[str, An
         "id": new_uuid(), "project_id": data["project_id"], "name": data.get("name", ""),
         "description": data.get("description", ""), "ip_version": version,
         "default_prefixlen": default_len, "min_prefixlen": min_len, "max_prefixlen": max_len,
-        "default_quota": data.get("default_quota"), "shared": data.get("shared", False),
+        "default_quota": data.get("default_quota"), "shared": False,
         "is_default": data.get("is_default", False),
         "address_scope_id": data.get("address_scope_id"),
         "created_at": when, "updated_at": when, "revision_number": 0,
     }
+    address_scopes.check_pool_association(conn, ctx, row["id"], row["address_scope_id"],
+                                          version, [str(n) for n in nets], rescoped=False)
     conn.execute(SP.insert().values(**row))
     conn.execute(SPP.insert(), [{"subnetpool_id": row["id"], "cidr": str(n)} for n in nets])
+    if data.get("shared"):
+        shared.set_shared(conn, TYPE, SimpleNamespace(**row), True)
+        row["shared"], row["revision_number"] = True, 1
     return view(SimpleNamespace(**row), [str(n) for n in nets], [])
 
 
 def update(conn: Connection, ctx: Context, pool_id: str, data: dict[str, Any],
-           if_revision: int | None) -> None:
+           if_revision: int | None) -> bool:
+    """Change the pool; whether it moved to another address scope."""
     row = get_row(conn, ctx, pool_id)
-    _check_scope(data)
+    address_scopes.check_pool_update_allowed(conn, ctx, row)
     current = [ipaddress.ip_network(c) for c in _prefixes(conn, [pool_id]).get(pool_id, [])]
     nets = current
     if "prefixes" in data:
@@ -216,6 +221,10 @@ def update(conn: Connection, ctx: Context, pool_id: str, data: dict[str, Any],
         data.get("default_prefixlen", row.default_prefixlen))
     if data.get("is_default"):
         _check_default(conn, row.ip_version, pool_id)
+    scope_id = data.get("address_scope_id", row.address_scope_id)
+    address_scopes.check_pool_association(conn, ctx, pool_id, scope_id, row.ip_version,
+                                          [str(n) for n in nets],
+                                          rescoped=scope_id != row.address_scope_id)
     if "prefixes" in data:
         conn.execute(delete(SPP).where(SPP.c.subnetpool_id == pool_id))
         conn.execute(SPP.insert(), [{"subnetpool_id": pool_id, "cidr": str(n)} for n in nets])
@@ -223,6 +232,13 @@ def update(conn: Connection, ctx: Context, pool_id: str, data: dict[str, Any],
         "name", "description", "default_quota", "is_default", "address_scope_id") if k in data}
     values.update(min_prefixlen=min_len, max_prefixlen=max_len, default_prefixlen=default_len)
     bump(conn, SP, pool_id, if_revision, values)
+    return scope_id != row.address_scope_id
+
+
+def networks_of(conn: Connection, pool_id: str) -> list[str]:
+    """The networks with subnets from the pool."""
+    return list(conn.execute(select(S.c.network_id).distinct().where(
+        S.c.subnetpool_id == pool_id).order_by(S.c.network_id)).scalars())
 
 
 def operation_prefixes(body: dict[str, Any]) -> list[str]:
@@ -324,6 +340,7 @@ def delete_(conn: Connection, ctx: Context, pool_id: str, if_revision: int | Non
     check_revision(conn, SP, row.id, if_revision)
     if conn.execute(select(S.c.id).where(S.c.subnetpool_id == pool_id).limit(1)).first():
         raise SubnetPoolDeleteError(reason="Subnet pool has existing allocations")
+    shared.forget(conn, TYPE, pool_id)
     conn.execute(delete(models.tags).where(models.tags.c.resource_id == pool_id))
     conn.execute(delete(SP).where(SP.c.id == pool_id))
 
@@ -357,16 +374,16 @@ def cidr_for_subnet(conn: Connection, ctx: Context, data: dict[str, Any], versio
                                  "in the absence of a cidr")
         _check_affinity(conn, network_id, version, None)
         return str(ipaddress.ip_network(cidr, strict=False)), None
-    chosen = _carve(conn, ctx, data, version, pool_id)
-    _check_affinity(conn, network_id, version, pool_id)
+    pool = get_row(conn, ctx, pool_id)
+    chosen = _carve(conn, data, version, pool)
+    _check_affinity(conn, network_id, version, pool)
     return chosen, pool_id
 
 
-def _carve(conn: Connection, ctx: Context, data: dict[str, Any], version: int,
-           pool_id: str) -> str:
+def _carve(conn: Connection, data: dict[str, Any], version: int, pool: Row) -> str:
     """The requested cidr, checked against the pool, or the first free block that fits."""
     cidr = data.get("cidr")
-    pool = get_row(conn, ctx, pool_id)
+    pool_id = pool.id
     if pool.ip_version != version:
         raise exc.BadRequest(resource="subnets", msg=(
             f"Cannot allocate IPv{version} subnet from IPv{pool.ip_version} subnet pool"))
@@ -439,11 +456,19 @@ def _check_pool_quota(conn: Connection, pool: Row, project_id: str, new) -> None
 
 
 def _check_affinity(conn: Connection, network_id: str, version: int,
-                    pool_id: str | None) -> None:
-    """Subnets of one IP version on a network come from one pool (or none)."""
-    pools = set(conn.execute(select(S.c.subnetpool_id).where(
-        S.c.network_id == network_id, S.c.ip_version == version)).scalars())
-    if pools and pools != {pool_id}:
+                    pool: Row | None) -> None:
+    """Subnets of one IP version on a network are in one address scope, or
+    (without one) come from one pool (or none)."""
+    found = conn.execute(select(S.c.subnetpool_id, SP.c.address_scope_id).select_from(S)
+                         .outerjoin(SP, SP.c.id == S.c.subnetpool_id).where(
+        S.c.network_id == network_id, S.c.ip_version == version)).all()
+    if not found:
+        return
+    scope = next((scope for _, scope in found if scope is not None), None)
+    if scope is not None:
+        if pool is None or pool.address_scope_id != scope:
+            raise a.NetworkAddressScopeAffinityError()
+    elif {pool_id for pool_id, _ in found} != {None if pool is None else pool.id}:
         raise NetworkSubnetPoolAffinityError()
 
 

@@ -31,7 +31,7 @@ from neutrino.definitions.portbindings import (
 from neutrino.definitions.segment import SegmentNotFound
 from neutrino.plugins import loader
 from neutrino.plugins.base import Environment, Plugin
-from neutrino.plugins.core import networks, ports, subnetpools, subnets
+from neutrino.plugins.core import address_scopes, networks, ports, subnetpools, subnets
 from neutrino.plugins.hooks import DhcpNotifications, DhcpTargets
 from neutrino.plugins.ml2 import bindings, segments
 from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
@@ -66,7 +66,7 @@ class Ml2Plugin(Plugin):
         "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
         "binding", "binding-extended", "segment", "standard-attr-segment", "l2_adjacency",
         "port-mac-address-regenerate",
-        "subnetpool-prefix-ops", "subnet_onboard",
+        "subnetpool-prefix-ops", "subnet_onboard", "address-scope",
         # the allowed-address-pairs driver is always loaded (BUILTIN_EXTENSION_DRIVERS)
         "aap-reject-multicast",
     )
@@ -755,6 +755,29 @@ class Ml2Plugin(Plugin):
 
         self.db.write(work)
 
+    # --- address scopes ------------------------------------------------------------
+
+    def create_address_scope(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+        return self.db.write(lambda conn: address_scopes.create(conn, data))
+
+    def get_address_scope(self, ctx: Context, scope_id: str) -> dict[str, Any]:
+        return self._read(lambda conn: address_scopes.get(conn, ctx, scope_id))
+
+    def get_address_scopes(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+        return self._read(lambda conn: address_scopes.list_(conn, ctx, query))
+
+    def update_address_scope(self, ctx: Context, scope_id: str, data: dict[str, Any],
+                             if_revision: int | None = None) -> dict[str, Any]:
+        def work(conn: Connection) -> dict[str, Any]:
+            address_scopes.update(conn, ctx, scope_id, data)
+            return address_scopes.get(conn, ctx, scope_id)
+
+        return self.db.write(work)
+
+    def delete_address_scope(self, ctx: Context, scope_id: str,
+                             if_revision: int | None = None) -> None:
+        self.db.write(lambda conn: address_scopes.delete_(conn, ctx, scope_id))
+
     # --- subnet pools --------------------------------------------------------------
 
     def create_subnetpool(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
@@ -773,11 +796,15 @@ class Ml2Plugin(Plugin):
 
     def update_subnetpool(self, ctx: Context, pool_id: str, data: dict[str, Any],
                           if_revision: int | None = None) -> dict[str, Any]:
-        def work(conn: Connection) -> dict[str, Any]:
-            subnetpools.update(conn, ctx, pool_id, data, if_revision)
-            return subnetpools.get(conn, ctx, pool_id, text_lengths=False)
+        def work(conn: Connection) -> tuple[dict[str, Any], list[str]]:
+            rescoped = subnetpools.update(conn, ctx, pool_id, data, if_revision)
+            return (subnetpools.get(conn, ctx, pool_id, text_lengths=False),
+                    subnetpools.networks_of(conn, pool_id) if rescoped else [])
 
-        return self.db.write(work)
+        updated, networks = self.db.write(work)
+        for network_id in networks:  # their routers route by the new scope
+            self.env.hooks.run(self.env.hooks.after_network_change, network_id)
+        return updated
 
     def add_subnetpool_prefixes(self, ctx: Context, pool_id: str, body: dict[str, Any]
                                 ) -> dict[str, Any]:

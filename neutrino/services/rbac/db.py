@@ -21,7 +21,6 @@ from sqlalchemy.engine import Connection, Row
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models
-from neutrino.db.query import CollectionQuery, find_row, owned, select_page
 from neutrino.db.util import bump
 from neutrino.definitions import external_net
 from neutrino.definitions import rbac as r
@@ -31,35 +30,6 @@ from neutrino.definitions.validators import new_uuid
 R = models.networkrbacs
 N = models.networks
 P = models.ports
-
-COLUMNS = {"id": R.c.id, "project_id": R.c.project_id, "tenant_id": R.c.project_id,
-           "object_id": R.c.object_id, "target_tenant": R.c.target_project,
-           "action": R.c.action}
-
-
-def visible(ctx: Context) -> list:
-    """An entry is its owner's business (and the admins')."""
-    return owned(R, ctx)
-
-
-def view(row: Any) -> dict[str, Any]:
-    return {"id": row.id, "project_id": row.project_id, "tenant_id": row.project_id,
-            "object_type": "network", "object_id": row.object_id,
-            "target_tenant": row.target_project, "action": row.action}
-
-
-def get_row(conn: Connection, ctx: Context, policy_id: str, for_update: bool = False) -> Row:
-    return find_row(conn, R, policy_id, visible(ctx),
-                    lambda: r.RbacPolicyNotFound(object_type="network", id=policy_id), for_update)
-
-
-def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-    types = query.pop_filter("object_type")
-    if types is not None and "network" not in types:
-        return []
-    if query.marker is not None:
-        get_row(conn, ctx, query.marker)
-    return [view(row) for row in select_page(conn, R, COLUMNS, query, visible(ctx))]
 
 
 def _network(conn: Connection, network_id: str) -> Row:
@@ -89,7 +59,7 @@ def _insert(conn: Connection, network: Any, project_id: str, target: str, action
            "target_project": target, "action": action}
     conn.execute(R.insert().values(**row))
     _mirror_shared(conn, network.id)
-    return view(SimpleNamespace(**row))
+    return r.view(SimpleNamespace(object_type="network", **row))
 
 
 def _mirror_shared(conn: Connection, network_id: str) -> None:
@@ -172,26 +142,21 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any]) -> dict[str, An
     return created
 
 
-def update_(conn: Connection, ctx: Context, policy_id: str, data: dict[str, Any]
-            ) -> dict[str, Any]:
-    entry = get_row(conn, ctx, policy_id, for_update=True)
-    target = data.get("target_tenant", entry.target_project)
+def update_target(conn: Connection, entry: Row, target: str) -> None:
     if target != entry.target_project:
         network = _network(conn, entry.object_id)
         _check_removal(conn, network, entry, target)
         if _exists(conn, network.id, target, entry.action):
             raise r.DuplicateRbacPolicy()
-        conn.execute(update(R).where(R.c.id == policy_id).values(target_project=target))
+        conn.execute(update(R).where(R.c.id == entry.id).values(target_project=target))
         _mirror_shared(conn, network.id)
         bump(conn, N, network.id)
-    return view(get_row(conn, ctx, policy_id))
 
 
-def delete_(conn: Connection, ctx: Context, policy_id: str) -> None:
-    entry = get_row(conn, ctx, policy_id, for_update=True)
+def delete_(conn: Connection, entry: Row) -> None:
     network = _network(conn, entry.object_id)
     _check_removal(conn, network, entry)
-    conn.execute(delete(R).where(R.c.id == policy_id))
+    conn.execute(delete(R).where(R.c.id == entry.id))
     _mirror_shared(conn, network.id)
     bump(conn, N, network.id)
     if entry.action == r.ACCESS_EXTERNAL and not _exists_any(conn, network.id,

@@ -12,7 +12,8 @@ from sqlalchemy.engine import Connection, Row
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db import models
-from neutrino.db.query import CollectionQuery, api_columns, find_row, owned, select_page
+from neutrino.db import rbac as shared
+from neutrino.db.query import CollectionQuery, api_columns, find_row, select_page
 from neutrino.db.util import bump, check_revision, chunked, now, timestamp
 from neutrino.definitions import address_group as ag
 from neutrino.definitions import validators as v
@@ -23,8 +24,12 @@ AA = models.address_group_addresses
 COLUMNS = api_columns(AG)
 
 
+TYPE = "address_group"
+
+
 def visible(ctx: Context) -> list:
-    return owned(AG, ctx)
+    """The project's groups and those shared with it (rbac-address-group)."""
+    return shared.visible(AG, TYPE, ctx)
 
 
 def get_row(conn: Connection, ctx: Context, group_id: str, for_update: bool = False) -> Row:
@@ -157,4 +162,5 @@ def delete_(conn: Connection, ctx: Context, group_id: str, if_revision: int | No
         raise ag.AddressGroupInUse(address_group_id=group_id)
     check_revision(conn, AG, group_id, if_revision)
     conn.execute(delete(AA).where(AA.c.address_group_id == group_id))
+    shared.forget(conn, TYPE, group_id)
     conn.execute(delete(AG).where(AG.c.id == group_id))

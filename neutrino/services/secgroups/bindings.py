@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from sqlalchemy import bindparam, delete, select
+from sqlalchemy import bindparam, delete, or_, select
 from sqlalchemy.engine import Connection
 from sqlalchemy.sql import ColumnElement
 
 from neutrino.db import models
+from neutrino.db import rbac as shared
 from neutrino.db.prepared import Prepared
 from neutrino.db.query import Page
 from neutrino.definitions import securitygroup as sg
@@ -25,13 +26,15 @@ def of_ports(conn: Connection, page: Page) -> dict[str, list[str]]:
 
 
 def usable(conn: Connection, group_ids: list[str], project_id: str) -> list[str]:
-    """``group_ids`` if each is a group of ``project_id``; else SecurityGroupNotFound
-    naming the others. Stateful and stateless groups do not mix on one port."""
+    """``group_ids`` if each is a group of ``project_id`` or shared with it;
+    else SecurityGroupNotFound naming the others. Stateful and stateless groups
+    do not mix on one port."""
     if not group_ids:
         return []
     owned = {group_id: stateful for group_id, stateful in conn.execute(
-        select(G.c.id, G.c.stateful).where(G.c.id.in_(group_ids),
-                                           G.c.project_id == project_id))}
+        select(G.c.id, G.c.stateful).where(G.c.id.in_(group_ids), or_(
+            G.c.project_id == project_id,
+            G.c.id.in_(shared.granted("security_group", project_id)))))}
     missing = [g for g in group_ids if g not in owned]
     if missing:
         raise sg.SecurityGroupNotFound(id=", ".join(missing))

@@ -11,7 +11,8 @@ from sqlalchemy.engine import Connection, Row
 
 from neutrino.context import Context
 from neutrino.db import models, tags
-from neutrino.db.query import CollectionQuery, api_columns, find_row, owned, select_page
+from neutrino.db import rbac as shared
+from neutrino.db.query import CollectionQuery, api_columns, find_row, select_page
 from neutrino.db.quota import QuotaEngine
 from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions import securitygroup as sg
@@ -24,8 +25,12 @@ D = models.default_security_groups
 COLUMNS = api_columns(G, "stateful")
 
 
+TYPE = "security_group"
+
+
 def visible(ctx: Context) -> list:
-    return owned(G, ctx)
+    """The project's groups and those shared with it (rbac-security-groups)."""
+    return shared.visible(G, TYPE, ctx)
 
 
 def get_row(conn: Connection, ctx: Context, group_id: str, for_update: bool = False) -> Row:
@@ -33,11 +38,15 @@ def get_row(conn: Connection, ctx: Context, group_id: str, for_update: bool = Fa
                     lambda: sg.SecurityGroupNotFound(id=group_id), for_update)
 
 
-def view(row: Any, rule_views: list[dict[str, Any]], tag_list: list[str]) -> dict[str, Any]:
+def view(row: Any, rule_views: list[dict[str, Any]], tag_list: list[str],
+         shared_with_caller: bool = False) -> dict[str, Any]:
+    """``shared_with_caller``: an RBAC entry shares it with the caller's project
+    or with every project."""
     return {
         "id": row.id, "name": row.name, "tenant_id": row.project_id,
         "project_id": row.project_id, "description": row.description,
-        "security_group_rules": rule_views, "stateful": row.stateful, "shared": False,
+        "security_group_rules": rule_views, "stateful": row.stateful,
+        "shared": shared_with_caller,
         "tags": tag_list, "created_at": timestamp(row.created_at),
         "updated_at": timestamp(row.updated_at), "revision_number": row.revision_number,
     }
@@ -45,20 +54,21 @@ def view(row: Any, rule_views: list[dict[str, Any]], tag_list: list[str]) -> dic
 
 def get(conn: Connection, ctx: Context, group_id: str) -> dict[str, Any]:
     row = get_row(conn, ctx, group_id)
-    return view(row, rules.of_groups(conn, [row.id]).get(row.id, []), tags.of(conn, row.id))
+    return view(row, rules.of_groups(conn, [row.id]).get(row.id, []), tags.of(conn, row.id),
+                bool(shared.shared_with(conn, TYPE, [row.id], ctx.project_id)))
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-    shared = query.pop_filter("shared")
-    if shared is not None and False not in shared:
-        return []  # no group is shared (there is no RBAC for them yet)
+    columns = {**COLUMNS, "shared": G.c.id.in_(shared.granted(TYPE, ctx.project_id))}
     if query.marker is not None:
         get_row(conn, ctx, query.marker)
-    rows = select_page(conn, G, COLUMNS, query, visible(ctx))
+    rows = select_page(conn, G, columns, query, visible(ctx))
     ids = [r.id for r in rows]
     rule_map = rules.of_groups(conn, ids)
     tag_map = tags.load(conn, ids)
-    return [view(r, rule_map.get(r.id, []), tag_map.get(r.id, [])) for r in rows]
+    mine = shared.shared_with(conn, TYPE, ids, ctx.project_id)
+    return [view(r, rule_map.get(r.id, []), tag_map.get(r.id, []), r.id in mine)
+            for r in rows]
 
 
 def insert(conn: Connection, project_id: str, name: str, description: str,
@@ -130,4 +140,5 @@ def delete_(conn: Connection, ctx: Context, group_id: str, if_revision: int | No
                                      R.c.remote_group_id == group_id)))
     conn.execute(delete(D).where(D.c.security_group_id == group_id))
     tags.remove(conn, group_id)
+    shared.forget(conn, TYPE, group_id)
     conn.execute(delete(G).where(G.c.id == group_id))

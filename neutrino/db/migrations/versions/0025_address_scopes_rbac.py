@@ -5,6 +5,8 @@ Revision ID: 0025
 Revises: 0024
 """
 
+import uuid
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -39,6 +41,18 @@ def upgrade() -> None:
     )
     op.create_index(op.f("ix_rbac_entries_object_id"), "rbac_entries", ["object_id"])
     op.create_index(op.f("ix_rbac_entries_target_project"), "rbac_entries", ["target_project"])
+    # a shared pool is shared by its '*' entry from now on
+    pools = sa.table("subnetpools", sa.column("id"), sa.column("project_id"),
+                     sa.column("shared", sa.Boolean))
+    entries = sa.table("rbac_entries", *(sa.column(c) for c in (
+        "id", "project_id", "object_type", "object_id", "target_project", "action")))
+    bind = op.get_bind()
+    rows = bind.execute(sa.select(pools.c.id, pools.c.project_id).where(pools.c.shared)).all()
+    if rows:
+        op.bulk_insert(entries, [
+            {"id": str(uuid.uuid4()), "project_id": project_id, "object_type": "subnetpool",
+             "object_id": pool_id, "target_project": "*", "action": "access_as_shared"}
+            for pool_id, project_id in rows])
 
 
 def downgrade() -> None:
