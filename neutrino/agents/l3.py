@@ -28,9 +28,13 @@ IPv6: a router interface on subnets with an ``ipv6_ra_mode`` sends router
 advertisements (radvd in the router's namespace, ``neutrino.linux.radvd``),
 every ``min_rtr_adv_interval`` to ``max_rtr_adv_interval`` seconds.
 
+Address scopes (IPv4): the devices of a router with one in an address scope
+carry marks that keep each scope's traffic in it; subnets in the external
+network's scope are routed, not NATed (``neutrino.linux.nat``).
+
 Not done yet: IPv6 on
 a gateway whose subnet has no gateway IP (accepting the upstream's router
-advertisements), HA and DVR routers.
+advertisements), IPv6 address scopes, HA and DVR routers.
 """
 
 from __future__ import annotations
@@ -166,11 +170,13 @@ def _core_spec(data: Mapping[str, Any], metadata: bool,
     advertise = tuple(ra for ra in (_advertisement(p) for p in data.get("_interfaces", ()))
                       if ra is not None)
     routes = {r["destination"]: r["nexthop"] for r in data.get("routes") or ()}
+    scopes, marks = _scope_marks(data, fips)
     gw_port = data.get("gw_port")
     if not gw_port:
         return router.Router(id=data["id"], interfaces=interfaces,
                              routes=tuple(sorted(routes.items())),
-                             nat=nat.RouterNat(metadata=metadata), advertise=advertise)
+                             nat=nat.RouterNat(metadata=metadata, scopes=scopes),
+                             advertise=advertise)
     carried = sorted({fip["floating_ip_address"] for fip in fips})
     gateway = _port(gw_port, (f"{address}/32" for address in carried))
     for subnet in gw_port.get("subnets", ()):
@@ -184,10 +190,30 @@ def _core_spec(data: Mapping[str, Any], metadata: bool,
         nat=nat.RouterNat(
             gateway=interface.device_name(gw_port["id"], router.EXTERNAL),
             snat_address=v4[0] if v4 and data.get("enable_snat", True) else None,
-            floating_ips=tuple(nat.FloatingIp(f["floating_ip_address"], f["fixed_ip_address"])
+            floating_ips=tuple(nat.FloatingIp(f["floating_ip_address"], f["fixed_ip_address"],
+                                              marks.get(f.get("fixed_ip_address_scope")))
                                for f in fips if f.get("fixed_ip_address")),
-            metadata=metadata),
+            metadata=metadata, scopes=scopes),
         advertise=advertise)
+
+
+def _scope_marks(data: Mapping[str, Any], fips: Sequence[Mapping[str, Any]]
+                 ) -> tuple[tuple[tuple[str, int], ...], dict[str | None, int]]:
+    """The address scope marks of the router's devices with an IPv4 address
+    (``nat.RouterNat.scopes``), and of each scope id (its floating IPs' fixed
+    IPs' too); none if no such device is in an IPv4 address scope."""
+    ports = [(port, router.INTERNAL) for port in data.get("_interfaces", ())]
+    if data.get("gw_port"):
+        ports.append((data["gw_port"], router.EXTERNAL))
+    scope_of = {interface.device_name(port["id"], kind):
+                (port.get("address_scopes") or {}).get("4")
+                for port, kind in ports
+                if any(_version(fixed["ip_address"]) == 4 for fixed in port["fixed_ips"])}
+    if not any(scope_of.values()):
+        return (), {}
+    marks = nat.scope_marks([*scope_of.values(),
+                             *(fip.get("fixed_ip_address_scope") for fip in fips)])
+    return tuple(sorted((device, marks[scope]) for device, scope in scope_of.items())), marks
 
 
 def _advertisement(port: Mapping[str, Any]) -> radvd.Interface | None:

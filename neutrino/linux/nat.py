@@ -4,17 +4,22 @@ Every rule sits in chains of our own, hung off the built-in chains by one jump
 each, so that anything else writing iptables in the namespace (a metadata
 proxy's redirect, say) keeps its rules::
 
-    nat PREROUTING  -> neutrino-l3-PRE:  the instances' 169.254.169.254:80 -> the
-                                         metadata proxy (9697); floating IP ->
-                                         fixed IP; forwarded ports
-    nat OUTPUT      -> neutrino-l3-OUT:  the same, for the router's own traffic
-    nat POSTROUTING -> neutrino-l3-POST: internal <-> internal untouched;
-                                         VPN tunnels' traffic untouched;
-                                         fixed IP -> its floating IP; the rest
-                                         out of the gateway -> the gateway's IP
-    mangle PREROUTING -> neutrino-l3-MARK: what came in by the gateway is marked
-    filter INPUT    -> neutrino-l3-IN:   the metadata proxy's port closed to all
-                                         but the internal interfaces
+    nat PREROUTING     -> neutrino-l3-PRE:   the instances' 169.254.169.254:80 ->
+                                             the metadata proxy (9697); floating
+                                             IP -> fixed IP; forwarded ports
+    nat OUTPUT         -> neutrino-l3-OUT:   the same, for the router's own traffic
+    nat POSTROUTING    -> neutrino-l3-POST:  internal <-> internal untouched; VPN
+                                             tunnels' traffic untouched; fixed IP
+                                             -> its floating IP; the rest out of
+                                             the gateway -> the gateway's IP
+    mangle PREROUTING  -> neutrino-l3-MARK:  what came in by the gateway marked;
+                                             each packet's address scope marked
+    mangle FORWARD     -> neutrino-l3-SCOPE: no forwarding between address scopes
+                          (neutrino-l3-FSNAT: floating IPs across scopes)
+    mangle POSTROUTING -> neutrino-l3-SAVE:  a connection out of the gateway
+                                             keeps its address scope
+    filter INPUT       -> neutrino-l3-IN:    the metadata proxy's port closed to
+                                             all but the internal interfaces
 
 ``RouterNat.exempt`` (local CIDR, peer CIDR) pairs are the router's VPN
 tunnels (the vpnaas extension): what goes between them keeps its addresses,
@@ -29,6 +34,31 @@ from an internal network to a floating IP of the router ("hairpin"): that one
 is given the gateway's address as source, or the answer would go straight
 back, untranslated, to an instance that never spoke to it.
 
+Address scopes (IPv4, as Neutron's L3 agent enforces them): ``RouterNat.scopes``
+gives each IPv4 device of the router the mark of its network's address scope
+("no scope" is a scope of its own), in the upper 16 bits of the fwmark
+(``SCOPE_MASK``; the gateway's mark above keeps the lower 16). A packet gets
+the mark of the device it came in by, or, in an established connection, the
+one the connection saved; one to a floating IP whose fixed IP is in another
+scope than the external network gets that fixed IP's scope. Forwarded out of a
+device of another scope, it is dropped: there is no routing between scopes
+(in mangle FORWARD, before the filter table, where the router firewall's
+ACCEPTs would come first). The gateway is the exception when the router
+translates (SNAT): what leaves by it from another scope is translated. A
+connection out of the gateway saves its scope, and one whose scope is the
+external network's is not translated: subnets in the external network's scope
+are routed, not NATed. What a floating IP of another scope sends saves its
+scope and leaves, towards a device in the external network's scope, with that
+scope's mark (``neutrino-l3-FSNAT``, Neutron's ``float-snat``), so that the
+answers are let back in (as in Neutron, what that fixed IP starts then
+reaches the external network's scope's subnets too, by their addresses). A
+mark is a hash of the scope's id (``scope_marks``), not a place in a list: a
+connection's saved mark means the same scope while scopes come and go on the
+router. A router none of whose devices has an IPv4 address scope has none of
+these rules: every device is then in "no scope", and they would change
+nothing. IPv6 address scopes are not enforced (Neutron marks and filters IPv6
+with ip6tables too; this module writes IPv4 only).
+
 ``chains`` is pure (``RouterNat`` -> our chains' lines); ``NatTable`` writes
 them with one ``iptables-restore --noflush`` per change (declaring a chain
 empties it, so each write replaces our chains whole, atomically) and forgets
@@ -38,9 +68,10 @@ that an established connection would keep its old translation.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from neutrino.linux import metadata_proxy
@@ -52,10 +83,22 @@ PREFIX = "neutrino-l3"
 #: (table, built-in chain) -> our chain it jumps to
 HOOKS = {("nat", "PREROUTING"): f"{PREFIX}-PRE", ("nat", "OUTPUT"): f"{PREFIX}-OUT",
          ("nat", "POSTROUTING"): f"{PREFIX}-POST", ("mangle", "PREROUTING"): f"{PREFIX}-MARK",
+         ("mangle", "FORWARD"): f"{PREFIX}-SCOPE", ("mangle", "POSTROUTING"): f"{PREFIX}-SAVE",
          ("filter", "INPUT"): f"{PREFIX}-IN"}
+#: the floating IPs' address scope marks on their way out (from our FORWARD chain)
+FLOAT_SNAT = f"{PREFIX}-FSNAT"
+#: (table, chain) of every chain of ours
+CHAINS = (*((table, chain) for (table, _), chain in HOOKS.items()), ("mangle", FLOAT_SNAT))
 TABLES = ("nat", "mangle", "filter")
 #: the mark of packets that came in by the gateway device
 EXTERNAL_MARK = "0x2/0xffff"
+#: the fwmark bits of the address scope marks
+SCOPE_MASK = 0xFFFF0000
+#: the scope mark of "no address scope"; 0 is no mark (a connection that saved none)
+NO_SCOPE = 1
+#: how many scope marks address scopes have (2 to 0xffff)
+_SCOPE_IDS = 0xFFFF - 1
+_SAVED = f"--nfmask {SCOPE_MASK:#x} --ctmask {SCOPE_MASK:#x}"
 
 Chains = dict[tuple[str, str], list[str]]
 
@@ -64,6 +107,8 @@ Chains = dict[tuple[str, str], list[str]]
 class FloatingIp:
     address: str
     fixed: str
+    #: the scope mark of the fixed IP's address scope (with ``RouterNat.scopes``)
+    scope: int | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +135,32 @@ class RouterNat:
     metadata: bool = False
     #: (source, destination) CIDRs whose traffic is not translated (IPsec tunnels)
     exempt: tuple[tuple[str, str], ...] = ()
+    #: (device, scope mark) of each device with an IPv4 address, the gateway's
+    #: too (``scope_marks``); none: no address scope rules
+    scopes: tuple[tuple[str, int], ...] = ()
+
+
+def scope_marks(scopes: Iterable[str | None]) -> dict[str | None, int]:
+    """Each address scope id (None: no scope) -> its scope mark (16 bits):
+    ``NO_SCOPE`` for None, a hash of the id for the others, so that a scope's
+    mark does not depend on what other scopes the router has. Two that hash
+    alike: the lower id keeps it, the other takes the next free mark (a mark
+    may then change when such a twin comes or goes: one chance in 65534 for
+    a pair)."""
+    found: dict[str | None, int] = {None: NO_SCOPE}
+    taken = {NO_SCOPE}
+    for scope in sorted({scope for scope in scopes if scope}):
+        digest = int.from_bytes(hashlib.sha256(scope.encode()).digest()[:8], "big")
+        offset = digest % _SCOPE_IDS
+        while 2 + offset in taken:
+            offset = (offset + 1) % _SCOPE_IDS
+        found[scope] = 2 + offset
+        taken.add(2 + offset)
+    return found
+
+
+def _scope(mark: int) -> str:
+    return f"{mark << 16:#x}/{SCOPE_MASK:#x}"
 
 
 def _ports(low: int, high: int, separator: str) -> str:
@@ -114,17 +185,20 @@ def _unprefixed(rules: list[str]) -> list[str]:
 
 def chains(nat: RouterNat) -> Chains:
     """Our chains' rules (``-A`` lines) for ``nat``; every chain, even empty."""
-    found: Chains = {(table, chain): [] for (table, _), chain in HOOKS.items()}
+    found: Chains = {key: [] for key in CHAINS}
     pre, out = found["nat", f"{PREFIX}-PRE"], found["nat", f"{PREFIX}-OUT"]
     if nat.metadata:
         pre.extend(_unprefixed(metadata_proxy.redirect_rules(f"{PREFIX}-PRE")))
         found["filter", f"{PREFIX}-IN"].extend(
             _unprefixed(metadata_proxy.input_rules(f"{PREFIX}-IN")))
-    if nat.gateway is None:
-        return {key: [f"-A {key[1]} {rule}" for rule in rules] for key, rules in found.items()}
-    post, mark = found["nat", f"{PREFIX}-POST"], found["mangle", f"{PREFIX}-MARK"]
     gateway = nat.gateway
-    mark.append(f"-i {gateway} -j MARK --set-xmark {EXTERNAL_MARK}")
+    if gateway is not None:
+        found["mangle", f"{PREFIX}-MARK"].append(
+            f"-i {gateway} -j MARK --set-xmark {EXTERNAL_MARK}")
+    routed = _scope_rules(nat, found)
+    if gateway is None:
+        return _prefixed(found)
+    post = found["nat", f"{PREFIX}-POST"]
     post.append(f"! -i {gateway} ! -o {gateway} -m conntrack ! --ctstate DNAT -j ACCEPT")
     for source, destination in sorted(set(nat.exempt)):
         post.append(f"-s {source} -d {destination} -j ACCEPT")
@@ -137,10 +211,59 @@ def chains(nat: RouterNat) -> Chains:
         pre.append(_forwarding_rule(forward))
         out.append(_forwarding_rule(forward))
     if nat.snat_address:
+        post.extend(routed)
         post.append(f"-o {gateway} -j SNAT --to-source {nat.snat_address}")
         post.append(f"-m mark ! --mark {EXTERNAL_MARK} -m conntrack --ctstate DNAT "
                     f"-j SNAT --to-source {nat.snat_address}")
+    return _prefixed(found)
+
+
+def _prefixed(found: Chains) -> Chains:
     return {key: [f"-A {key[1]} {rule}" for rule in rules] for key, rules in found.items()}
+
+
+def _scope_rules(nat: RouterNat, found: Chains) -> list[str]:
+    """The address scope rules into ``found``'s mangle chains (nothing if no
+    device has a scope); returned: nat POSTROUTING's rule that leaves
+    untranslated the connections in the external network's scope (to come
+    after the floating IPs' SNAT, before the router's)."""
+    marks = dict(nat.scopes)
+    if all(mark == NO_SCOPE for mark in marks.values()):
+        return []
+    gateway = nat.gateway
+    external = marks.get(gateway, NO_SCOPE) if gateway is not None else None
+    mark, forward = found["mangle", f"{PREFIX}-MARK"], found["mangle", f"{PREFIX}-SCOPE"]
+    for device, scope in sorted(marks.items()):
+        mark.append(f"-i {device} -j MARK --set-xmark {_scope(scope)}")
+    # an established connection: its saved scope, whatever device it came in by
+    mark.append(f"-m connmark ! --mark 0x0/{SCOPE_MASK:#x} -j CONNMARK --restore-mark "
+                f"{_SAVED}")
+    # the floating IPs whose fixed IP is in another scope than the external network
+    crossing = sorted((fip.address, fip.fixed, fip.scope) for fip in nat.floating_ips
+                      if fip.scope is not None and external is not None
+                      and fip.scope != external)
+    for address, _, scope in crossing:  # after the restore: this mark wins
+        mark.append(f"-d {address}/32 -j MARK --set-xmark {_scope(scope)}")
+    for _, fixed, _ in crossing:  # before the drops: the marks it sets let it out
+        forward.append(f"-s {fixed}/32 -j {FLOAT_SNAT}")
+    if crossing:
+        float_snat = found["mangle", FLOAT_SNAT]
+        float_snat.append(f"-m connmark --mark 0x0/{SCOPE_MASK:#x} -j CONNMARK --save-mark "
+                          f"{_SAVED}")
+        float_snat.extend(f"-o {device} -j MARK --set-xmark {_scope(scope)}"
+                          for device, scope in sorted(marks.items()) if scope == external)
+    for device, scope in sorted(marks.items()):
+        if device == gateway and nat.snat_address:
+            continue  # what leaves by the gateway from another scope is translated
+        forward.append(f"-o {device} -m mark ! --mark {_scope(scope)} -j DROP")
+    if gateway is None or not nat.snat_address:
+        return []
+    found["mangle", f"{PREFIX}-SAVE"].append(
+        f"-o {gateway} -m connmark --mark 0x0/{SCOPE_MASK:#x} -j CONNMARK --save-mark "
+        f"{_SAVED}")
+    if external is None or external == NO_SCOPE:
+        return []
+    return [f"-o {gateway} -m connmark --mark {_scope(external)} -j ACCEPT"]
 
 
 def present_jumps(saved: str) -> set[tuple[str, str]]:
@@ -226,8 +349,7 @@ class NatTable:
             found = saved_chains(saved)
             self._translations = translations(found)
             if self._jumps == set(HOOKS):  # then what is there may be all we want
-                self._written = {(table, chain): found.get((table, chain), [])
-                                 for (table, _), chain in HOOKS.items()}
+                self._written = {key: found.get(key, []) for key in CHAINS}
         wanted = chains(nat)
         if wanted == self._written:
             return False
