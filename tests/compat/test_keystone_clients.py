@@ -254,6 +254,9 @@ def alice_first(beta_id: str) -> list[tuple[str, str]]:
         ("rbac", f"network rbac create --target-project {beta_id} "
                  "--action access_as_shared --type network cli-alpha-shared -f json"),
         ("rbac-list", "network rbac list -f json"),
+        ("sg", "security group create cli-alpha-sg -f json"),
+        ("rbac-sg", f"network rbac create --target-project {beta_id} "
+                    "--action access_as_shared --type security_group cli-alpha-sg -f json"),
     ]
 
 
@@ -272,6 +275,7 @@ BOB = [
              "--remote-ip 0.0.0.0/0 -f json"),
     ("networks", "network list -f json"),
     ("rbac-list", "network rbac list -f json"),
+    ("alphas-sg", "security group show cli-alpha-sg -f json"),
     # python-octaviaclient finds the load-balancer API in the catalog too
     ("lb", "loadbalancer create --name cli-beta-lb --vip-subnet-id cli-beta-sub -f json"),
     ("lbs", "loadbalancer list -f json"),
@@ -353,6 +357,10 @@ def test_cli_rbac_policies(cli, keystone):
         policy["id"], by_name["id"]}
     # bob, the target, does not see alice's policies
     assert cli["bob"].json("rbac-list") == []
+    # a security group shared with beta: bob finds it by name
+    group, entry = alice.json("sg"), alice.json("rbac-sg")
+    assert (entry["object_type"], entry["object_id"]) == ("security_group", group["id"])
+    assert cli["bob"].json("alphas-sg")["id"] == group["id"]
     # the admin's CLI resolves gamma through keystone
     gamma = cli["admin"].json("rbac-gamma")
     assert gamma["target_project_id"] == keystone.project_ids["gamma"]
