@@ -187,6 +187,8 @@ ports = Table(
     Column("status", String(16), nullable=False),
     Column("device_id", String(255), nullable=False, default=""),
     Column("device_owner", String(255), nullable=False, default=""),
+    # routed networks: "deferred" (an address once bound to a host) or "none"
+    Column("ip_allocation", String(16)),
     UniqueConstraint("network_id", "mac_address", name="uq_ports_network_id_mac_address"),
     Index("ix_ports_device_id", "device_id"),
 )
@@ -240,6 +242,28 @@ network_segments = Table(
     Column("created_at", DateTime, nullable=False),
     Column("updated_at", DateTime, nullable=False),
     Column("revision_number", Integer, nullable=False, default=0),
+)
+
+# Ranges of segmentation ids that tenant networks take theirs from: the
+# configured ranges (``default``, shared) and those an admin adds, shared or
+# for one project (network-segment-range).
+network_segment_ranges = Table(
+    "network_segment_ranges", metadata, *_standard(),
+    Column("default", Boolean, nullable=False, default=False),
+    Column("shared", Boolean, nullable=False, default=True),
+    Column("network_type", String(32), nullable=False),
+    Column("physical_network", String(64)),
+    Column("minimum", BigInteger, nullable=False),
+    Column("maximum", BigInteger, nullable=False),
+)
+
+# The hosts that reach each segment (routed networks): what an L2 agent's
+# mappings say of its host's physical networks.
+segment_host_mappings = Table(
+    "segment_host_mappings", metadata,
+    Column("segment_id", UUID, ForeignKey("network_segments.id", ondelete="CASCADE"),
+           primary_key=True),
+    Column("host", String(255), primary_key=True, index=True),
 )
 
 # One row per usable id of a (type, physnet): vlan ids, VNIs, GRE keys; flat
