@@ -16,8 +16,7 @@ from neutrino.api.query import parse_collection_query
 from neutrino.api.request import Request, Response
 from neutrino.context import Context
 from neutrino.db.query import CollectionQuery
-from neutrino.definitions import validators as v
-from neutrino.definitions.base import UNSET, Resource
+from neutrino.definitions.base import Resource
 
 _IF_MATCH = re.compile(r"^\s*revision_number=(\d+)\s*$")
 
@@ -243,24 +242,7 @@ class ResourceController:
                        ) -> dict[str, Any]:
         if not isinstance(item, dict):
             raise bad(f"Object '{self.resource.name}' contains invalid data")
-        attrs = self.resource.attrs
-        unknown = sorted(k for k in item if k not in attrs)
-        if unknown:
-            raise bad(f"Unrecognized attribute(s) '{', '.join(unknown)}'")
-        for key in item:
-            if not attrs[key].allow_post:
-                raise bad(f"Attribute '{key}' not allowed in POST")
-        data: dict[str, Any] = {}
-        for attr in attrs.values():
-            if not attr.allow_post:
-                continue
-            if attr.name in item:
-                data[attr.name] = _checked(attr, item[attr.name])
-            elif attr.required:
-                raise bad(f"Failed to parse request. Required attribute '{attr.name}' "
-                          "not specified")
-            elif attr.default is not UNSET:
-                data[attr.name] = attr.default
+        data = self.resource.create_body(item)
         if self.resource.projectless and ctx.is_admin and "project_id" in item \
                 and item["project_id"] is None and item.get("tenant_id") is None:
             data.pop("tenant_id", None)
@@ -298,7 +280,7 @@ class ResourceController:
             attr = attrs[key]
             if not attr.allow_put:
                 raise bad(f"Cannot update read-only attribute {key}")
-            data[key] = _checked(attr, value)
+            data[key] = attr.checked(value)
         return data
 
     # --- policy --------------------------------------------------------------
@@ -338,16 +320,6 @@ class ResourceController:
                 if sub_rule in self.policy.rules and not self.policy.allows(
                         sub_rule, ctx, target):
                     raise exc.PolicyNotAuthorized(action=sub_rule)
-
-
-def _checked(attr: Any, value: Any) -> Any:
-    if attr.convert is not None:
-        value = attr.convert(value)  # raises InvalidInput itself
-    error = attr.validate(value) if attr.validate is not None else None
-    error = error or v.storable_int(attr.int_range, value)
-    if error:
-        raise bad(f"Invalid input for {attr.name}. Reason: {error}.")
-    return value
 
 
 def if_match_revision(req: Request) -> int | None:

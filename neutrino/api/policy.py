@@ -88,6 +88,8 @@ DEFAULT_RULES: dict[str, str] = {
     "update_network:provider:physical_network": ADMIN,
     "update_network:provider:segmentation_id": ADMIN,
     "update_network:segments": ADMIN,
+    "create_network:is_default": ADMIN,
+    "update_network:is_default": ADMIN,
 
     # a subnet belongs to its network's owner; what a non-owner may read of
     # them (shared and external networks) the database query decides
@@ -215,8 +217,24 @@ DEFAULT_RULES: dict[str, str] = {
     "get_availability_zone": ADMIN,
     # how full the networks are: an admin's to know
     "get_network_ip_availability": ADMIN,
+    # the segmentation ids project networks take: an admin's, tags included
+    **_crud("network_segment_range", read=ADMIN, write=ADMIN),
+    "create_network_segment_range:tags": ADMIN,
+    "update_network_segment_range:tags": ADMIN,
+    "delete_network_segment_range:tags": ADMIN,
+    # a project's auto-allocated topology: its readers get it (made on first
+    # request), its members delete it
+    "get_auto_allocated_topology": ADMIN_OR_READER,
+    "delete_auto_allocated_topology": ADMIN_OR_MEMBER,
     # service providers belong to no project: any reader may list them
     "get_service_provider": "role:reader",
+    # --- flavors, of no project either: any reader sees the flavors, only admins
+    # the service profiles; only admins change them and bind one to the other
+    **_crud("flavor", read="role:reader", write=ADMIN),
+    **_crud("service_profile", read=ADMIN, write=ADMIN),
+    "get_flavor_service_profile": ADMIN_OR_READER,
+    "create_flavor_service_profile": ADMIN,
+    "delete_flavor_service_profile": ADMIN,
     # which agents host which networks and routers
     "get_dhcp-networks": ADMIN,
     "create_dhcp-network": ADMIN,

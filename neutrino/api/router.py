@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
 from neutrino import exceptions as exc
 from neutrino.api.controller import ResourceController, method_not_allowed
@@ -14,10 +14,18 @@ Handler = Callable[..., Response]
 CORE_COLLECTIONS = ("networks", "subnets", "subnetpools", "ports")
 
 
+class PathController(Protocol):
+    """What serves a path of its own (``/v2.0/<path>/...``), outside the
+    generic controller: the rest of the path is its to read."""
+
+    def dispatch(self, req: Request, rest: list[str]) -> Response: ...
+
+
 class Router:
     def __init__(self, controllers: dict[str, ResourceController],
                  extensions: list[Extension], tags: Any, quotas: Any | None,
-                 scheduler: Any | None = None):
+                 scheduler: Any | None = None,
+                 paths: Mapping[str, PathController] | None = None):
         self.controllers = controllers
         #: the paths services put their resources under (``fwaas``, ``metering``)
         self.prefixes = {c.resource.prefix for c in controllers.values() if c.resource.prefix}
@@ -25,6 +33,8 @@ class Router:
         self.extensions = {e.alias: e for e in extensions}
         self.tags = tags
         self.quotas = quotas
+        #: ``auto-allocated-topology`` -> its controller
+        self.paths = dict(paths or {})
 
     def dispatch(self, req: Request) -> Response:
         path = req.path
@@ -46,6 +56,8 @@ class Router:
             return self._extensions(req, rest)
         if collection == "quotas" and self.quotas is not None:
             return self.quotas.dispatch(req, rest)
+        if collection in self.paths:
+            return self.paths[collection].dispatch(req, rest)
         if collection in self.prefixes and rest:
             collection, rest = f"{collection}/{rest[0]}", rest[1:]
         controller = self.controllers.get(collection)

@@ -23,6 +23,7 @@ from neutrino.api import keystone, policy
 from neutrino.api.agent_scheduler import AgentSchedulerController
 from neutrino.api.app import ApiApp
 from neutrino.api.auth import make_authenticator
+from neutrino.api.auto_allocate import AutoAllocatedTopologyController
 from neutrino.api.controller import ResourceController
 from neutrino.api.extensions import ExtensionError, api_resources, claimed
 from neutrino.api.octavia import OctaviaRouter, neutron_fault
@@ -34,7 +35,7 @@ from neutrino.cmd.workers import Workers
 from neutrino.context import Context
 from neutrino.db.engine import Database
 from neutrino.db.quota import QuotaEngine
-from neutrino.definitions import EXTENSIONS
+from neutrino.definitions import EXTENSIONS, auto_allocated_topology
 from neutrino.plugins import loader
 from neutrino.plugins.base import Environment
 from neutrino.plugins.hooks import Hooks
@@ -114,18 +115,28 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     env = Environment(conf=conf, db=db, hooks=Hooks(), quota=QuotaEngine(conf.quotas), bus=bus,
                       providers=ServiceProviders.from_config(conf))
     core_class = loader.find(loader.CORE_GROUP, conf.DEFAULT.core_plugin)
+    service_classes = [*companion_classes(core_class),
+                       *(loader.find(loader.SERVICE_GROUP, name)
+                         for name in conf.DEFAULT.service_plugins)]
+    env.plugin_types = frozenset(
+        kind for cls in (core_class, *service_classes)
+        if (kind := getattr(cls, "plugin_type", None)) is not None)
     core = core_class(env)
     env.core = core
-    services = [cls(env) for cls in companion_classes(core_class)]
-    services += [loader.find(loader.SERVICE_GROUP, name)(env)
-                 for name in conf.DEFAULT.service_plugins]
+    services = [cls(env) for cls in service_classes]
     plugins = [plugin for top in (core, *services)
                for plugin in (top, *getattr(top, "companions", []))]
     plugins.append(ServiceTypePlugin(env))  # /v2.0/service-providers, always (as Neutron)
-    owners = claimed(plugins)
+    try:
+        owners = claimed(plugins)
+    except ExtensionError as error:  # what the loaded plugins serve, or lack
+        raise ExtensionError(f"{error}, set by {conf.source('DEFAULT', 'service_plugins')}"
+                             ) from None
     max_limit = int(conf.DEFAULT.pagination_max_limit)
     admin = Context.admin()
     served = api_resources(core, owners)
+    env.routers = owners.get("router")
+    env.resources.update((path, resource) for path, (resource, _) in served.items())
 
     def parent_lookup(resource: Any) -> Any:
         if resource.parent is None:
@@ -145,8 +156,12 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     tags = TagsController(TagService(db, tables), rules) if "standard-attr-tag" in owners else None
     quotas = QuotasController(QuotaService(db, env.quota), rules) if "quotas" in owners else None
     extensions = [EXTENSIONS[alias] for alias in owners]
+    paths = {}
+    if auto_allocated_topology.ALIAS in owners:
+        paths[auto_allocated_topology.PATH] = AutoAllocatedTopologyController(
+            owners[auto_allocated_topology.ALIAS], rules)
     router = Router(controllers, extensions, tags, quotas,
-                    AgentSchedulerController(owners, rules))
+                    AgentSchedulerController(owners, rules), paths)
     endpoints: dict[str, list[Any]] = {}
     periodic = []
     for plugin in plugins:

@@ -153,6 +153,16 @@ subnets = Table(
     Column("ipv6_ra_mode", String(16)),
     Column("ipv6_address_mode", String(16)),
     Column("subnetpool_id", UUID, ForeignKey("subnetpools.id"), index=True),
+    # routed networks: the segment whose hosts reach the subnet
+    Column("segment_id", UUID, ForeignKey("network_segments.id"), index=True),
+)
+
+# subnet-service-types: the device owners whose ports take their addresses from
+# the subnet (none: any port that no typed subnet is for)
+subnet_service_types = Table(
+    "subnet_service_types", metadata,
+    Column("subnet_id", UUID, ForeignKey("subnets.id", ondelete="CASCADE"), primary_key=True),
+    Column("service_type", String(255), primary_key=True),
 )
 
 allocation_pools = Table(
@@ -268,7 +278,10 @@ segment_host_mappings = Table(
 
 # One row per usable id of a (type, physnet): vlan ids, VNIs, GRE keys; flat
 # networks hold id 0 of their physnet. Free rows follow the configured
-# ranges; taken rows stay until released, whatever the ranges say.
+# ranges (the network segment ranges, when their plugin is loaded); taken rows
+# stay until released, whatever the ranges say. Tunnel types' rows have the
+# physical network NO_PHYSNET: the key column cannot be NULL.
+NO_PHYSNET = ""
 segment_allocations = Table(
     "segment_allocations", metadata,
     Column("network_type", String(32), primary_key=True),

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from neutrino import exceptions as exc
 from neutrino.definitions import validators as v
 
 
@@ -52,6 +53,17 @@ class Attr:
         conv = self.convert_filter or self.convert
         return conv(text) if conv else text
 
+    def checked(self, value: Any) -> Any:
+        """``value`` as the API takes it for this attribute: converted and valid
+        (HTTPBadRequest, or the converter's InvalidInput, if not)."""
+        if self.convert is not None:
+            value = self.convert(value)
+        error = self.validate(value) if self.validate is not None else None
+        error = error or v.storable_int(self.int_range, value)
+        if error:
+            raise exc.HTTPBadRequest(msg=f"Invalid input for {self.name}. Reason: {error}.")
+        return value
+
 
 @dataclass(frozen=True)
 class Resource:
@@ -94,6 +106,31 @@ class Resource:
 
     def extended(self, extra: dict[str, Attr]) -> Resource:
         return replace(self, attrs={**self.attrs, **extra})
+
+    def create_body(self, item: dict[str, Any]) -> dict[str, Any]:
+        """A create's attributes as the API hands them to the plugin (before it
+        settles the project and asks the policy): each given one checked, every
+        other one a create may give at its default; an attribute a create may
+        not give, or a required one missing, is a 400. A plugin that creates
+        through another (auto-allocated topologies) gets a user's defaults here."""
+        unknown = sorted(k for k in item if k not in self.attrs)
+        if unknown:
+            raise exc.HTTPBadRequest(msg=f"Unrecognized attribute(s) '{', '.join(unknown)}'")
+        for key in item:
+            if not self.attrs[key].allow_post:
+                raise exc.HTTPBadRequest(msg=f"Attribute '{key}' not allowed in POST")
+        data: dict[str, Any] = {}
+        for attr in self.attrs.values():
+            if not attr.allow_post:
+                continue
+            if attr.name in item:
+                data[attr.name] = attr.checked(item[attr.name])
+            elif attr.required:
+                raise exc.HTTPBadRequest(msg="Failed to parse request. Required attribute "
+                                             f"'{attr.name}' not specified")
+            elif attr.default is not UNSET:
+                data[attr.name] = attr.default
+        return data
 
 
 @dataclass(frozen=True)

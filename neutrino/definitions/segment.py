@@ -42,9 +42,10 @@ EXTENSION = Extension(
     name="Segment",
     description="Segments extension.",
     resources=(RESOURCE,),
-    # Subnets are not bound to segments here (no routed networks): each shows
-    # ``segment_id`` null, as a Neutron subnet on no segment does.
-    attributes={"subnets": attrs(Attr("segment_id", convert_filter=_none_or_text))},
+    # a subnet on a segment (routed networks: the segments service plugin)
+    attributes={"subnets": attrs(Attr("segment_id", allow_post=True, allow_put=True,
+                                      default=None, validate=v.uuid_or_none,
+                                      convert_filter=_none_or_text))},
 )
 
 STANDARD_ATTRS = Extension(
@@ -61,4 +62,29 @@ L2_ADJACENCY = Extension(
     description="A network says whether all its addresses are on one L2 domain.",
     updated="2016-04-12T16:00:00-00:00",
     attributes={"networks": attrs(Attr("l2_adjacency", filter=False))},
+)
+
+IP_ALLOCATION = Extension(
+    alias="ip_allocation",
+    name="IP Allocation",
+    description="A port on a routed network gets its addresses once its host is known.",
+    updated="2016-06-10T23:00:00-07:00",
+    attributes={"ports": attrs(Attr("ip_allocation", filter=False))},
+    required=("segment",),
+)
+
+SEGMENT_ID_WRITABLE = Extension(
+    alias="subnet-segmentid-writable",
+    name="Subnet SegmentID (writable)",
+    description="A subnet joins the segment of a network that has only one.",
+    updated="2018-03-12T00:00:00-00:00",
+    required=("segment",),
+)
+
+PEER_HOST_ROUTES = Extension(
+    alias="segments-peer-subnet-host-routes",
+    name="Segments peer-subnet host routes",
+    description="The subnets of a routed network route to each other's segments.",
+    updated="2023-03-02T00:00:00-00:00",
+    required=("segment",),
 )

@@ -1,8 +1,10 @@
 """Subnets: address blocks of a network, with IPAM attributes."""
 
+from typing import Any
+
 from neutrino import exceptions as exc
 from neutrino.definitions import validators as v
-from neutrino.definitions.base import REQUIRED, Attr, Resource, attrs, standard_attrs
+from neutrino.definitions.base import REQUIRED, Attr, Extension, Resource, attrs, standard_attrs
 
 IPV6_MODES = ("slaac", "dhcpv6-stateful", "dhcpv6-stateless")
 
@@ -43,4 +45,40 @@ RESOURCE = Resource(
                  convert=v.to_boolean, visible=False, filter=False),
         ),
     },
+)
+
+
+class InvalidSubnetServiceType(exc.InvalidInput):
+    message = "Subnet service type %(service_type)s does not correspond to a valid device owner."
+
+
+class InvalidInputSubnetServiceType(exc.InvalidInput):
+    message = "Subnet service type %(service_type)s is not a string."
+
+
+#: what a service type starts with: a device owner's prefix
+SERVICE_TYPE_PREFIXES = ("network:", "neutron:", "compute:")
+
+
+def service_types(value: Any) -> list[str]:
+    """Device owners (``compute:nova``, ``network:floatingip`` ...), each once."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise exc.HTTPBadRequest(msg="Subnet service types must be a list.")
+    for item in value:
+        if not isinstance(item, str):
+            raise InvalidInputSubnetServiceType(service_type=item)
+        if not item.startswith(SERVICE_TYPE_PREFIXES) or len(item) > 255:
+            raise InvalidSubnetServiceType(service_type=item)
+    return list(dict.fromkeys(value))
+
+
+SERVICE_TYPES = Extension(
+    alias="subnet-service-types",
+    name="Subnet service types",
+    description="A subnet gives its addresses to the ports of chosen device owners.",
+    updated="2016-03-15T18:00:00-00:00",
+    attributes={"subnets": attrs(Attr("service_types", allow_post=True, allow_put=True,
+                                      default=[], convert=service_types, filter=False))},
 )

@@ -12,7 +12,7 @@ import functools
 import ipaddress
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy import bindparam, select
@@ -57,6 +57,9 @@ class SubnetInfo:
     ipv6_address_mode: str | None
     ranges: list[P.Range]
     ipv6_ra_mode: str | None = None
+    segment_id: str | None = None  # routed networks: the segment whose hosts reach it
+    #: subnet-service-types: the device owners it is for (empty: for any)
+    service_types: set[str] = field(default_factory=set)
 
     @property
     def auto_address(self) -> bool:
@@ -88,20 +91,25 @@ def load_subnets(conn: Connection, network_id: str) -> list[SubnetInfo]:
         if subnet is None:
             subnet = subnets[r.id] = SubnetInfo(
                 r.id, r.network_id, r.ip_version, ipaddress.ip_network(r.cidr), r.gateway_ip,
-                r.ipv6_address_mode, [], r.ipv6_ra_mode)
+                r.ipv6_address_mode, [], r.ipv6_ra_mode, r.segment_id)
         if r.first_ip is not None:
             subnet.ranges.append((int(ipaddress.ip_address(r.first_ip)),
                                   int(ipaddress.ip_address(r.last_ip))))
+        if r.service_type is not None:
+            subnet.service_types.add(r.service_type)
     for subnet in subnets.values():
-        subnet.ranges.sort()
+        subnet.ranges = sorted(set(subnet.ranges))
     return list(subnets.values())
 
 
 _s, _ap, _ia = models.subnets, models.allocation_pools, models.ip_allocations
+_st = models.subnet_service_types
 _SUBNETS_AND_POOLS = Prepared(
     select(_s.c.id, _s.c.network_id, _s.c.ip_version, _s.c.cidr, _s.c.gateway_ip,
-           _s.c.ipv6_address_mode, _s.c.ipv6_ra_mode, _ap.c.first_ip, _ap.c.last_ip)
+           _s.c.ipv6_address_mode, _s.c.ipv6_ra_mode, _s.c.segment_id, _ap.c.first_ip,
+           _ap.c.last_ip, _st.c.service_type)
     .outerjoin(_ap, _ap.c.subnet_id == _s.c.id)
+    .outerjoin(_st, _st.c.subnet_id == _s.c.id)
     .where(_s.c.network_id == bindparam("network_id"))
     .order_by(_s.c.created_at, _s.c.id))
 _USED_SELECT = select(_ia.c.ip_address).where(_ia.c.subnet_id == bindparam("subnet_id"))
@@ -125,6 +133,7 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
     auto-address (SLAAC) subnet. ``keep`` lists (subnet, address) pairs the
     port already holds, which are not re-checked.
     """
+    subnets = for_owner(network_id, subnets, device_owner)
     by_id = {s.id: s for s in subnets}
     is_router = device_owner in ROUTER_OWNERS
     kept = set(keep)
@@ -187,6 +196,25 @@ def allocate(conn: Connection, network_id: str, subnets: Sequence[SubnetInfo],
                     and isinstance(subnet.net, ipaddress.IPv6Network)):
                 take(subnet, eui64(subnet.net, mac))
     return chosen
+
+
+class IpAddressGenerationFailureNoMatchingSubnet(exc.Conflict):
+    message = ("No valid service subnet for the given device owner, network %(network_id)s, "
+               "service type %(service_type)s.")
+
+
+def for_owner(network_id: str, subnets: Sequence[SubnetInfo], device_owner: str
+              ) -> list[SubnetInfo]:
+    """The subnets whose addresses a port of ``device_owner`` may take
+    (subnet-service-types): those for its owner first, then those for anyone."""
+    if not any(subnet.service_types for subnet in subnets):
+        return list(subnets)
+    mine = [s for s in subnets if device_owner and device_owner in s.service_types]
+    anyone = [s for s in subnets if not s.service_types]
+    if not mine and not anyone:
+        raise IpAddressGenerationFailureNoMatchingSubnet(network_id=network_id,
+                                                         service_type=device_owner)
+    return mine + anyone
 
 
 def _check_subnet_exists(conn: Connection, subnet_id: str) -> None:

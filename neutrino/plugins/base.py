@@ -19,7 +19,8 @@ from neutrino.context import Context
 from neutrino.db.engine import Database
 from neutrino.db.query import CollectionQuery
 from neutrino.db.quota import QuotaEngine
-from neutrino.plugins.hooks import Hooks
+from neutrino.definitions.base import Resource
+from neutrino.plugins.hooks import Hooks, IdRange
 from neutrino.plugins.providers import ServiceProviders
 from neutrino.rpc.bus import Bus
 
@@ -35,6 +36,14 @@ class CorePlugin(Protocol):
 
     def get_network(self, ctx: Context, network_id: str) -> dict[str, Any]: ...
     def get_networks(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]: ...
+    def create_network(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]: ...
+    def update_network(self, ctx: Context, network_id: str, data: dict[str, Any],
+                       if_revision: int | None = None) -> dict[str, Any]: ...
+    def delete_network(self, ctx: Context, network_id: str,
+                       if_revision: int | None = None) -> None: ...
+    def create_subnet(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]: ...
+    def get_subnetpools(self, ctx: Context, query: CollectionQuery
+                        ) -> list[dict[str, Any]]: ...
     def update_port(self, ctx: Context, port_id: str, data: dict[str, Any],
                     if_revision: int | None = None) -> dict[str, Any]: ...
 
@@ -59,6 +68,32 @@ class CorePlugin(Protocol):
     def delete_port_in(self, conn: Connection, ctx: Context, port_id: str) -> Any: ...
     def port_deleted(self, context: Any) -> None: ...
 
+    # segmentation ids, for the network segment ranges' plugin
+    def segment_range_types(self) -> dict[str, tuple[int, int]]:
+        """Network type -> its lowest and highest id, of each loaded type driver
+        whose ids come from ranges (vlan, vxlan, gre, geneve)."""
+        ...
+
+    def follow_segment_ranges_in(self, conn: Connection, network_type: str,
+                                 ranges: list[IdRange], changed: list[IdRange]) -> None:
+        """After a change of the type's ranges, in its transaction: the free ids
+        within ``changed`` (the spans it touched) follow ``ranges``, every range of
+        the type; ids taken stay."""
+        ...
+
+
+class RouterPlugin(Protocol):
+    """What a service plugin may call on the router plugin (the ``router``
+    extension's): the API's calls, each its own transaction."""
+
+    def create_router(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]: ...
+    def delete_router(self, ctx: Context, router_id: str,
+                      if_revision: int | None = None) -> None: ...
+    def add_router_interface(self, ctx: Context, router_id: str, body: dict[str, Any]
+                             ) -> dict[str, Any]: ...
+    def remove_router_interface(self, ctx: Context, router_id: str, body: dict[str, Any]
+                                ) -> dict[str, Any]: ...
+
 
 @dataclass
 class Environment:
@@ -74,6 +109,15 @@ class Environment:
     bus: Bus | None = None
     # [service_providers]: the drivers a service plugin picks from
     providers: ServiceProviders = field(default_factory=ServiceProviders)
+    # the ``plugin_type`` of every plugin the server loads (what a flavor may serve)
+    plugin_types: frozenset[str] = frozenset()
+    # the plugin serving routers, for the services that build on them (set once
+    # every plugin is built; None without one)
+    routers: RouterPlugin | None = None
+    # the API's resources by path, each with its loaded extensions' attributes
+    # (set once every plugin is built): what a service that creates through
+    # another plugin fills a body in with, as the API would (create_body)
+    resources: dict[str, Resource] = field(default_factory=dict)
 
 
 class Plugin:
@@ -82,6 +126,9 @@ class Plugin:
     supported_extension_aliases: tuple[str, ...] = ()
     #: option groups this plugin reads, registered before construction
     option_groups: ClassVar[tuple[OptGroup, ...]] = ()
+    #: the service it offers, in Neutron's words (its plugin type: ``L3_ROUTER_NAT``,
+    #: ``METERING``, ...), which a flavor's ``service_type`` names; None for none
+    plugin_type: ClassVar[str | None] = None
 
     def __init__(self, env: Environment):
         self.env = env

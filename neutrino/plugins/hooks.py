@@ -51,6 +51,9 @@ RouterGatewayRemoval = Callable[[Connection, str], None]
 # removes a router interface; raise to veto, as the VPN plugin does for a subnet
 # its services or connections use
 RouterInterfaceRemoval = Callable[[Connection, str, list[str]], None]
+# (conn, an agent's reported state) -> None: inside the transaction that records
+# an agent's report, as ML2 maps hosts to the segments they reach
+AgentReported = Callable[[Connection, dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,31 @@ class NoDhcpAgents(DhcpNotifications):
     """No DHCP scheduler is loaded: nobody to tell, nothing to serve."""
 
 
+# Segmentation ids first to last of a physical network (None: of a tunnel type)
+IdRange = tuple[str | None, int, int]
+# network type -> where a network takes its segmentation id: groups of ranges,
+# in order of preference (an id of the first group that has a free one)
+SegmentPools = dict[str, list[list[IdRange]]]
+
+
+class SegmentRanges(Protocol):
+    """The network segment ranges (network-segment-range) the core plugin's type
+    drivers allocate from, once the plugin serving them sets itself in
+    ``Hooks.segment_ranges``; without it, the configured ranges only."""
+
+    def follow_config(self, conn: Connection, configured: dict[str, list[IdRange]]
+                      ) -> dict[str, list[IdRange]]:
+        """At start-up, in the core plugin's sync: the default ranges become
+        ``configured`` (network type -> the ranges its type driver is configured
+        with); every range of those types, which their free ids follow."""
+        ...
+
+    def pools(self, conn: Connection, project_id: str | None) -> SegmentPools:
+        """Where a network of ``project_id`` takes its id, per network type: the
+        project's own ranges, then the shared ones less other projects' (one read)."""
+        ...
+
+
 @dataclass
 class Hooks:
     before_network_delete: list[DeleteCheck] = field(default_factory=list)
@@ -106,8 +134,21 @@ class Hooks:
     before_router_gateway_remove: list[RouterGatewayRemoval] = field(default_factory=list)
     before_router_interface_remove: list[RouterInterfaceRemoval] = field(
         default_factory=list)
+    on_agent_report: list[AgentReported] = field(default_factory=list)
+    # inside a flavor's delete, before it: a service whose resources name the
+    # flavor vetoes with FlavorInUse (none yet: routers have no flavor_id until
+    # l3-flavors is served)
+    before_flavor_delete: list[DeleteCheck] = field(default_factory=list)
     # the DHCP agents' scheduler (one; it sets itself here when it is built)
     dhcp: DhcpNotifications = field(default_factory=NoDhcpAgents)
+    # the network segment ranges (one; their plugin sets itself here when it is
+    # built): None allocates from the configured ranges
+    segment_ranges: SegmentRanges | None = None
+    # set by the auto_allocate plugin: external networks show ``is_default``, the
+    # networks table's column, written by the core plugin with the rest of the
+    # network (only an external network is the default); that plugin vetoes a
+    # second default through on_network_write
+    default_external_network: bool = False
 
     def run(self, hook: list[Any], *args: Any) -> list[Callable[[], None]]:
         """Each check in turn; what they gave to do once committed."""

@@ -30,6 +30,7 @@ FILTERS = {"network_id": N.c.id, "network_name": N.c.name, "project_id": N.c.pro
 
 
 class NetworkIpAvailabilityPlugin(Plugin):
+    plugin_type = "network-ip-availability"
     supported_extension_aliases = ("network-ip-availability",
                                    "network-ip-availability-details")
     # as Neutron: the subnets' IP version may be filtered on, though not shown

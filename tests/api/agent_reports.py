@@ -12,6 +12,7 @@ from sqlalchemy import select, update
 from neutrino import config
 from neutrino.db import models
 from neutrino.db.engine import Database
+from neutrino.plugins.hooks import Hooks
 from neutrino.services.agents.rpc import TIME_FORMAT, ReportStateEndpoint
 
 OVS = "Open vSwitch agent"
@@ -39,9 +40,11 @@ def unique_host() -> str:
 class Reporter:
     """Reports agents' states to one server's database."""
 
-    def __init__(self, db_url: str, conf: config.Config | None = None):
+    def __init__(self, db_url: str, conf: config.Config | None = None,
+                 hooks: Hooks | None = None):
+        """``hooks``: what the server would run with each report (its plugins')."""
         self.db = Database(db_url, pool_size=4)
-        self.endpoint = ReportStateEndpoint(self.db, conf or config.load([]))
+        self.endpoint = ReportStateEndpoint(self.db, conf or config.load([]), hooks)
 
     def report(self, host: str, agent_type: str = OVS, **extra: Any) -> str | None:
         return self.endpoint.report_state({}, {"agent_state": state(host, agent_type, **extra)},

@@ -281,6 +281,14 @@ def world(server: Server) -> World:
     attempt("rbac-policies", object_type="network", object_id=net["id"],
             action="access_as_shared", target_tenant=uuid.uuid4().hex)
     attempt("segments", network_id=net["id"], network_type="local")
+    attempt("network_segment_ranges", network_type="vxlan", minimum=7100, maximum=7109,
+            shared=False, project_id=project)
+    unbound_profile = None
+    if "flavors" in w.resources:
+        sp = make("service_profiles", metainfo="{}")
+        w.parents["flavors"] = make("flavors", name="fuzz", service_type="L3_ROUTER_NAT",
+                                    service_profiles=[sp["id"]])["id"]
+        unbound_profile = make("service_profiles", metainfo="{}")["id"]
     if "vpn/vpnservices" in w.resources:
         ike, ipsec = make("vpn/ikepolicies", name="fuzz"), make("vpn/ipsecpolicies")
         service = make("vpn/vpnservices", router_id=router["id"], subnet_id=subnet["id"])
@@ -311,8 +319,12 @@ def world(server: Server) -> World:
         "rbac-policies": {"object_type": "network", "object_id": net["id"],
                           "action": "access_as_shared", "target_tenant": uuid.uuid4().hex},
         "segments": {"network_id": net["id"], "network_type": "local"},
+        "network_segment_ranges": {"network_type": "vxlan", "minimum": 7000, "maximum": 7009},
         "vpn/vpnservices": {"router_id": router["id"]},
         "vpn/endpoint-groups": {"type": "subnet", "endpoints": [subnet["id"]]},
+        "flavors": {"name": "fz", "service_type": "L3_ROUTER_NAT"},
+        "service_profiles": {"metainfo": "fz"},
+        "flavors/service_profiles": {"id": unbound_profile},
     }
 
     keys: set[str] = set()

@@ -11,6 +11,7 @@ SUBNET_KEYS = {
     "enable_dhcp", "ipv6_ra_mode", "ipv6_address_mode", "gateway_ip", "cidr",
     "allocation_pools", "host_routes", "dns_nameservers", "description", "tags",
     "created_at", "updated_at", "revision_number", "segment_id", "router:external",
+    "service_types",
 }
 
 

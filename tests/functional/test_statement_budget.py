@@ -39,7 +39,7 @@ BUDGET: dict[str, tuple[int, int]] = {
     "port update": (17, 1),
     "port delete": (19, 1),
     "network list": (11, 1),
-    "subnet list": (7, 1),
+    "subnet list": (5, 1),
     "port list": (11, 1),
     "port list of id, fixed_ips": (4, 1),
 }

@@ -22,7 +22,7 @@ N = models.networks
 R = models.networkrbacs
 SHARED = "access_as_shared"
 
-COLUMNS = api_columns(N, "status", "admin_state_up", "shared", "mtu",
+COLUMNS = api_columns(N, "status", "admin_state_up", "shared", "mtu", "is_default",
                       **{"router:external": N.c.router_external})
 
 
@@ -81,14 +81,17 @@ def get_row(conn: Connection, ctx: Context, network_id: str, for_update: bool = 
 
 
 class Subnets(NamedTuple):
-    """What a network's view takes from its subnets: their ids, and the address
-    scope of each IP version (of the subnet pools they came from)."""
+    """What a network's view takes from its subnets: their ids, the address
+    scope of each IP version (of the subnet pools they came from), and whether
+    they are on segments (a routed network: its addresses are not all on one
+    L2 domain)."""
 
     ids: list[str]
     scopes: dict[int, str]
+    on_segments: list[bool]
 
 
-NO_SUBNETS = Subnets([], {})
+NO_SUBNETS = Subnets([], {}, [])
 
 
 def view(row: Row | SimpleNamespace, subnets: Subnets, tag_list: list[str],
@@ -101,10 +104,13 @@ def view(row: Row | SimpleNamespace, subnets: Subnets, tag_list: list[str],
         "mtu": row.mtu, "status": row.status, "subnets": subnets.ids,
         "ipv4_address_scope": subnets.scopes.get(4),
         "ipv6_address_scope": subnets.scopes.get(6),
+        "l2_adjacency": not any(subnets.on_segments),
         "shared": row.shared or shared, "router:external": row.router_external,
         "description": row.description, "tags": tag_list,
         "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
         "revision_number": row.revision_number,
+        # auto-allocated-topology's: the core plugin shows it where that is served
+        "is_default": row.is_default,
     }
 
 
@@ -112,16 +118,18 @@ def _subnets(conn: Connection, network_ids: list[str] | None) -> dict[str, Subne
     """Each network's ``Subnets``, in one query (a network's subnets of one IP
     version all share their pools' scope: subnets.py sees to that)."""
     s, sp = models.subnets, models.subnetpools
-    stmt = (select(s.c.network_id, s.c.id, s.c.ip_version, sp.c.address_scope_id)
+    stmt = (select(s.c.network_id, s.c.id, s.c.ip_version, sp.c.address_scope_id,
+                   s.c.segment_id.is_not(None))
             .outerjoin(sp, sp.c.id == s.c.subnetpool_id).order_by(s.c.created_at, s.c.id))
     if network_ids is not None:
         if not network_ids:
             return {}
         stmt = stmt.where(s.c.network_id.in_(network_ids))
     found: dict[str, Subnets] = {}
-    for net_id, subnet_id, version, scope in conn.execute(stmt):
-        subnets = found.setdefault(net_id, Subnets([], {}))
+    for net_id, subnet_id, version, scope, on_segment in conn.execute(stmt):
+        subnets = found.setdefault(net_id, Subnets([], {}, []))
         subnets.ids.append(subnet_id)
+        subnets.on_segments.append(bool(on_segment))
         if scope is not None:
             subnets.scopes[version] = scope
     return found
@@ -157,6 +165,8 @@ def create(conn: Connection, data: dict[str, Any], mtu: int) -> dict[str, Any]:
         "admin_state_up": data.get("admin_state_up", True),
         "shared": data.get("shared", False),
         "router_external": data.get("router:external", False), "mtu": mtu,
+        # only an external network is the default one (auto-allocated-topology)
+        "is_default": bool(data.get("is_default") and data.get("router:external")),
         "created_at": when, "updated_at": when, "revision_number": 1,
     }
     conn.execute(N.insert().values(**row))
@@ -192,8 +202,11 @@ _UPDATABLE = {"name": "name", "description": "description", "admin_state_up": "a
 
 def update(conn: Connection, ctx: Context, network_id: str, data: dict[str, Any],
            if_revision: int | None) -> None:
-    get_row(conn, ctx, network_id, for_update=True)
+    row = get_row(conn, ctx, network_id, for_update=True)
     values = {_UPDATABLE[k]: v for k, v in data.items() if k in _UPDATABLE}
+    if "is_default" in data:  # only an external network is the default, as in Neutron
+        values["is_default"] = bool(
+            data["is_default"] and data.get("router:external", row.router_external))
     bump(conn, N, network_id, if_revision, values)
 
 

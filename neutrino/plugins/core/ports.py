@@ -19,8 +19,9 @@ from neutrino.db import models, tags
 from neutrino.db.prepared import Prepared
 from neutrino.db.query import CollectionQuery, Page, api_columns, read_page
 from neutrino.db.util import bump, check_revision, now, timestamp
+from neutrino.definitions.portbindings import HOST_ID
 from neutrino.definitions.validators import canonical_ip, new_uuid
-from neutrino.ipam import allocator
+from neutrino.ipam import allocator, routed
 from neutrino.plugins.core import networks
 
 P = models.ports
@@ -49,6 +50,7 @@ def view(row: Any, fixed_ips: list[dict[str, str]], tag_list: list[str]) -> dict
         "fixed_ips": fixed_ips, "description": row.description, "tags": tag_list,
         "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
         "revision_number": row.revision_number,
+        "ip_allocation": row.ip_allocation or routed.IMMEDIATE,
     }
 
 
@@ -143,6 +145,9 @@ def _partial_views(rows: list[Row], fields: set[str], ips: dict[str, list],
     if "tags" in fields:
         for item in views:
             item["tags"] = tag_map.get(item["id"], [])
+    if "ip_allocation" in fields:
+        for item in views:
+            item["ip_allocation"] = item["ip_allocation"] or routed.IMMEDIATE
     return views
 
 
@@ -191,7 +196,9 @@ _INSERT_IPS = Prepared(IA.insert())
 
 
 def create(conn: Connection, ctx: Context, data: dict[str, Any], base_mac: str,
-           max_ips: int) -> dict[str, Any]:
+           max_ips: int, routed_networks: bool = False) -> dict[str, Any]:
+    """``routed_networks``: subnets on segments give addresses to the ports of
+    the hosts that reach them (``neutrino.ipam.routed``)."""
     network = networks.get_row(conn, ctx, data["network_id"])
     port_id = new_uuid()
     mac = data.get("mac_address")
@@ -200,6 +207,10 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], base_mac: str,
     else:
         mac = random_mac(base_mac)  # a collision fails the unique key; the write retries
     subnets = allocator.load_subnets(conn, network.id)
+    allocation = None
+    if routed_networks:
+        subnets, allocation = routed.eligible(conn, network.id, subnets, data.get("fixed_ips"),
+                                              data.get(HOST_ID))
     fixed = allocator.allocate(conn, network.id, subnets, data.get("fixed_ips"), mac,
                                data.get("device_owner", ""), max_ips)
     when = now()
@@ -209,6 +220,7 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], base_mac: str,
         "mac_address": mac, "admin_state_up": data.get("admin_state_up", True),
         "status": "DOWN", "device_id": data.get("device_id", ""),
         "device_owner": data.get("device_owner", ""),
+        "ip_allocation": None if allocation == routed.IMMEDIATE else allocation,
         "created_at": when, "updated_at": when, "revision_number": 1,
     }
     _INSERT_PORT.run(conn, row)
@@ -238,6 +250,26 @@ def update(conn: Connection, port: dict[str, Any], data: dict[str, Any],
                            values.get("device_owner", port["device_owner"]),
                            mac or port["mac_address"], max_ips)
     bump(conn, P, port_id, if_revision, values)
+
+
+def take_deferred(conn: Connection, port: dict[str, Any], host: str, max_ips: int) -> bool:
+    """A port whose allocation waited for its host (``deferred``), bound now:
+    its addresses from the subnets of the host's segments. Whether it took any."""
+    subnets = allocator.load_subnets(conn, port["network_id"])
+    subnets, _ = routed.eligible(conn, port["network_id"], subnets, None, host)
+    fixed = allocator.allocate(conn, port["network_id"], subnets, None, port["mac_address"],
+                               port["device_owner"], max_ips)
+    _INSERT_IPS.run_many(conn, [{**f, "port_id": port["id"], "network_id": port["network_id"]}
+                                for f in fixed])
+    conn.execute(P.update().where(P.c.id == port["id"]).values(ip_allocation=None))
+    return bool(fixed)
+
+
+def check_host(conn: Connection, port: dict[str, Any], host: str) -> None:
+    """A port with addresses on a routed network goes only to a host of their segment."""
+    if port["fixed_ips"]:
+        routed.check_host(conn, port["id"], allocator.load_subnets(conn, port["network_id"]),
+                          port["fixed_ips"], host)
 
 
 def _replace_fixed_ips(conn: Connection, port_id: str, network_id: str,

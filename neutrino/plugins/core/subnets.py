@@ -6,7 +6,7 @@ import ipaddress
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import delete, false, or_, select
+from sqlalchemy import String, cast, delete, literal, null, or_, select, union_all
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
@@ -18,16 +18,17 @@ from neutrino.db.util import bump, check_revision, chunked, now, timestamp
 from neutrino.definitions.validators import new_uuid
 from neutrino.ipam import allocator
 from neutrino.ipam import pools as P
-from neutrino.plugins.core import networks, subnetpools
+from neutrino.plugins.core import networks, segment_subnets, subnetpools
 
 S = models.subnets
 AP = models.allocation_pools
 DNS = models.dns_nameservers
 HR = models.host_routes
+ST = models.subnet_service_types
 IA = models.ip_allocations
 
 COLUMNS = api_columns(S, "network_id", "ip_version", "cidr", "gateway_ip", "enable_dhcp",
-                      "ipv6_ra_mode", "ipv6_address_mode", "subnetpool_id")
+                      "ipv6_ra_mode", "ipv6_address_mode", "subnetpool_id", "segment_id")
 
 
 def _invalid(msg: str) -> exc.InvalidInput:
@@ -62,9 +63,11 @@ def view(row: Any, details: dict[str, Any], tag_list: list[str]) -> dict[str, An
         "ip_version": row.ip_version, "subnetpool_id": row.subnetpool_id,
         "enable_dhcp": row.enable_dhcp, "ipv6_ra_mode": row.ipv6_ra_mode,
         "ipv6_address_mode": row.ipv6_address_mode, "gateway_ip": row.gateway_ip,
-        "cidr": row.cidr, "segment_id": None, "router:external": bool(row.router_external),
+        "cidr": row.cidr, "segment_id": row.segment_id,
+        "router:external": bool(row.router_external),
         "allocation_pools": details.get("allocation_pools", []),
         "host_routes": details.get("host_routes", []),
+        "service_types": details.get("service_types", []),
         "dns_nameservers": details.get("dns_nameservers", []),
         "description": row.description, "tags": tag_list,
         "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
@@ -72,23 +75,45 @@ def view(row: Any, details: dict[str, Any], tag_list: list[str]) -> dict[str, An
     }
 
 
+def _details_of(chunk: list[str]) -> Any:
+    """Pools, host routes, DNS servers and service types of the subnets in one
+    read: (subnet, kind, first, second, position) rows."""
+    text, none = String(), null()
+    return union_all(
+        select(AP.c.subnet_id, literal("pool", text), AP.c.first_ip, AP.c.last_ip,
+               literal(0)).where(AP.c.subnet_id.in_(chunk)),
+        select(HR.c.subnet_id, literal("route", text), HR.c.destination, HR.c.nexthop,
+               literal(0)).where(HR.c.subnet_id.in_(chunk)),
+        select(DNS.c.subnet_id, literal("dns", text), DNS.c.address, cast(none, text),
+               DNS.c.position).where(DNS.c.subnet_id.in_(chunk)),
+        select(ST.c.subnet_id, literal("type", text), ST.c.service_type, cast(none, text),
+               literal(0)).where(ST.c.subnet_id.in_(chunk)))
+
+
 def _details(conn: Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
     found: dict[str, dict[str, Any]] = {i: {"allocation_pools": [], "host_routes": [],
-                                            "dns_nameservers": []} for i in ids}
+                                            "dns_nameservers": [], "service_types": []}
+                                        for i in ids}
     for chunk in chunked(ids):
-        pools = conn.execute(select(AP.c.subnet_id, AP.c.first_ip, AP.c.last_ip)
-                             .where(AP.c.subnet_id.in_(chunk)))
-        for sid, first, last in sorted(pools, key=lambda r: (
-                r[0], int(ipaddress.ip_address(r[1])))):
-            found[sid]["allocation_pools"].append({"start": first, "end": last})
-        for sid, dest, hop in conn.execute(select(HR.c.subnet_id, HR.c.destination,
-                                                  HR.c.nexthop).where(HR.c.subnet_id.in_(chunk))):
-            found[sid]["host_routes"].append({"destination": dest, "nexthop": hop})
-        for sid, address in conn.execute(select(DNS.c.subnet_id, DNS.c.address)
-                                         .where(DNS.c.subnet_id.in_(chunk))
-                                         .order_by(DNS.c.subnet_id, DNS.c.position)):
-            found[sid]["dns_nameservers"].append(address)
+        rows = conn.execute(_details_of(list(chunk))).all()
+        for sid, kind, first, second, _ in sorted(rows, key=_detail_order):
+            item = found[sid]
+            if kind == "pool":
+                item["allocation_pools"].append({"start": first, "end": second})
+            elif kind == "route":
+                item["host_routes"].append({"destination": first, "nexthop": second})
+            elif kind == "dns":
+                item["dns_nameservers"].append(first)
+            else:
+                item["service_types"].append(first)
     return found
+
+
+def _detail_order(row: Any) -> tuple:
+    """Pools by their first address, DNS servers in their order, the rest by text."""
+    sid, kind, first, second, position = row
+    key: Any = int(ipaddress.ip_address(first)) if kind == "pool" else first
+    return (sid, kind, position, key, second or "")
 
 
 def get(conn: Connection, ctx: Context, subnet_id: str) -> dict[str, Any]:
@@ -108,9 +133,6 @@ def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[s
         N = models.networks
         where.append(S.c.network_id.in_(select(N.c.id).where(
             N.c.router_external.in_(external))))
-    segment = query.pop_filter("segment_id")
-    if segment is not None and any(value is not None for value in segment):
-        where.append(false())  # no subnet is on a segment of its own
     rows = select_page(conn, S, COLUMNS, query, where, (S, _EXTERNAL))
     ids = [r.id for r in rows]
     details = _details(conn, ids)
@@ -211,10 +233,16 @@ def _check_overlap(conn: Connection, net: P.IPNetwork, network_id: str,
 # --- life cycle ------------------------------------------------------------------
 
 
+def routed_networks(settings: Any) -> bool:
+    """Whether subnets may be on segments (the segments service plugin is loaded)."""
+    return "segments" in settings.service_plugins
+
+
 def create(conn: Connection, ctx: Context, data: dict[str, Any], settings: Any
            ) -> dict[str, Any]:
     network = networks.get_row(conn, ctx, data["network_id"])
     version = data["ip_version"]
+    segment_subnets.check(conn, network.id, data.get("segment_id"), routed_networks(settings))
     if data.get("cidr") is not None:
         given = ipaddress.ip_network(data["cidr"], strict=False)
         if given.version != version:
@@ -255,20 +283,27 @@ def create(conn: Connection, ctx: Context, data: dict[str, Any], settings: Any
         "description": data.get("description", ""), "network_id": network.id,
         "ip_version": version, "cidr": str(net), "gateway_ip": gateway,
         "enable_dhcp": enable_dhcp, "ipv6_ra_mode": ra_mode, "ipv6_address_mode": addr_mode,
-        "subnetpool_id": pool_id, "created_at": when, "updated_at": when,
-        "revision_number": 0,
+        "subnetpool_id": pool_id, "segment_id": data.get("segment_id"),
+        "created_at": when, "updated_at": when, "revision_number": 0,
     }
     conn.execute(S.insert().values(**row))
     _write_pools(conn, subnet_id, version, ranges)
     _write_dns(conn, subnet_id, data.get("dns_nameservers") or [])
     _write_routes(conn, subnet_id, data.get("host_routes") or [])
+    _write_service_types(conn, subnet_id, data.get("service_types") or [])
+    if row["segment_id"] is not None:
+        for peer in segment_subnets.update_peer_routes(conn, network.id):
+            if peer != subnet_id:
+                bump(conn, S, peer)
+        data = {**data, "host_routes": _details(conn, [subnet_id])[subnet_id]["host_routes"]}
     bump(conn, models.networks, network.id)
     if isinstance(net, ipaddress.IPv6Network) and allocator.is_auto_address(ra_mode, addr_mode):
         _address_existing_ports(conn, subnet_id, network.id, net)
     details = {"allocation_pools": P.as_dicts(version, ranges),
                "dns_nameservers": list(data.get("dns_nameservers") or []),
                "host_routes": [{"destination": r["destination"], "nexthop": r["nexthop"]}
-                               for r in data.get("host_routes") or []]}
+                               for r in data.get("host_routes") or []],
+               "service_types": sorted(data.get("service_types") or [])}
     return view(SimpleNamespace(**row, router_external=network.router_external), details, [])
 
 
@@ -291,6 +326,12 @@ def _write_routes(conn: Connection, subnet_id: str, routes: list[dict[str, str]]
                                    for d, h in sorted(unique)])
 
 
+def _write_service_types(conn: Connection, subnet_id: str, service_types: list[str]) -> None:
+    if service_types:
+        conn.execute(ST.insert(), [{"subnet_id": subnet_id, "service_type": t}
+                                   for t in sorted(set(service_types))])
+
+
 def _address_existing_ports(conn: Connection, subnet_id: str, network_id: str,
                             net: ipaddress.IPv6Network) -> None:
     """A new SLAAC subnet gives every non-router port of the network its address."""
@@ -307,6 +348,8 @@ def _address_existing_ports(conn: Connection, subnet_id: str, network_id: str,
 def update(conn: Connection, ctx: Context, subnet_id: str, data: dict[str, Any],
            if_revision: int | None, settings: Any) -> None:
     row = get_row(conn, ctx, subnet_id)
+    if "segment_id" in data:
+        segment_subnets.check_change(conn, row, data["segment_id"], routed_networks(settings))
     net = ipaddress.ip_network(row.cidr)
     gateway = data.get("gateway_ip", row.gateway_ip)
     if "gateway_ip" in data:
@@ -333,10 +376,17 @@ def update(conn: Connection, ctx: Context, subnet_id: str, data: dict[str, Any],
     if "host_routes" in data:
         conn.execute(delete(HR).where(HR.c.subnet_id == subnet_id))
         _write_routes(conn, subnet_id, data["host_routes"])
+    if "service_types" in data:
+        conn.execute(delete(ST).where(ST.c.subnet_id == subnet_id))
+        _write_service_types(conn, subnet_id, data["service_types"])
     values: dict[str, Any] = {k: data[k] for k in ("name", "description", "enable_dhcp",
-                                                   "gateway_ip")
+                                                   "gateway_ip", "segment_id")
               if k in data}
     bump(conn, S, subnet_id, if_revision, values)
+    if data.get("segment_id") is not None and data["segment_id"] != row.segment_id:
+        for peer in segment_subnets.update_peer_routes(conn, row.network_id):
+            if peer != subnet_id:
+                bump(conn, S, peer)
 
 
 def _check_gateway_free(conn: Connection, subnet_id: str, gateway: str) -> None:
@@ -365,3 +415,6 @@ def delete_(conn: Connection, ctx: Context, subnet_id: str, if_revision: int | N
     conn.execute(delete(models.tags).where(models.tags.c.resource_id == subnet_id))
     conn.execute(delete(S).where(S.c.id == subnet_id))
     bump(conn, models.networks, row.network_id)
+    if row.segment_id is not None:
+        for peer in segment_subnets.update_peer_routes(conn, row.network_id, gone=row):
+            bump(conn, S, peer)

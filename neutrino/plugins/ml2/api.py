@@ -19,8 +19,11 @@ from sqlalchemy.engine import Connection
 
 from neutrino.config import Config
 from neutrino.context import Context
+from neutrino.plugins.hooks import IdRange
 
 Segment = dict[str, Any]  # network_type, physical_network, segmentation_id (+ id, mtu)
+# where a network may take its id, in order of preference (see hooks.SegmentPools)
+Pools = list[list[IdRange]]
 
 NETWORK_TYPE = "network_type"
 PHYSICAL_NETWORK = "physical_network"
@@ -28,12 +31,21 @@ SEGMENTATION_ID = "segmentation_id"
 
 
 class TypeDriver:
-    """Segments of one network type: validation, reservation, allocation, MTU."""
+    """Segments of one network type: validation, reservation, allocation, MTU.
+
+    A type whose ids come from ranges (``id_range``) is given ``pools`` when the
+    network segment ranges' plugin is loaded: it takes ids within them only."""
 
     network_type: ClassVar[str] = ""
+    #: the lowest and highest id, of a type whose ids come from ranges; None else
+    id_range: ClassVar[tuple[int, int] | None] = None
 
     def __init__(self, conf: Config):
         self.conf = conf
+
+    def configured_ranges(self) -> list[IdRange]:
+        """The ranges the configuration gives project networks (of ``id_range`` types)."""
+        return []
 
     def sync_allocations(self, conn: Connection) -> None:
         """Make the allocation table follow the configured ranges (start-up)."""
@@ -42,16 +54,22 @@ class TypeDriver:
         """Raise InvalidInput when the requested segment is not acceptable."""
         raise NotImplementedError
 
-    def reserve_provider_segment(self, conn: Connection, segment: Segment) -> Segment:
-        """Take the requested segment (choosing the missing parts); 409 when taken."""
+    def reserve_provider_segment(self, conn: Connection, segment: Segment,
+                                 pools: Pools | None = None) -> Segment:
+        """Take the requested segment (choosing the missing parts, within ``pools``
+        if given); 409 when taken."""
         raise NotImplementedError
 
-    def allocate_tenant_segment(self, conn: Connection) -> Segment | None:
-        """A free segment for a project network, or None when this type is full."""
+    def allocate_tenant_segment(self, conn: Connection, pools: Pools | None = None
+                                ) -> Segment | None:
+        """A free segment for a project network (within ``pools`` if given), or None
+        when this type is full."""
         return None
 
-    def release_segment(self, conn: Connection, segment: Segment) -> None:
-        """Give the segment back (on network delete)."""
+    def release_segment(self, conn: Connection, segment: Segment,
+                        keep_free: bool = False) -> None:
+        """Give the segment back (on network delete); ``keep_free``: its id stays a
+        free one whatever the configured ranges say (the segment ranges decide)."""
 
     def get_mtu(self, physical_network: str | None) -> int:
         """Largest MTU a network on this type can carry (0: no limit of its own)."""

@@ -29,11 +29,12 @@ from neutrino.definitions.portbindings import (
     VNIC_TYPE,
 )
 from neutrino.definitions.segment import SegmentNotFound
+from neutrino.ipam import routed
 from neutrino.plugins import loader
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.plugins.core import address_scopes, networks, ports, subnetpools, subnets
-from neutrino.plugins.hooks import DhcpNotifications, DhcpTargets
-from neutrino.plugins.ml2 import bindings, segments
+from neutrino.plugins.hooks import DhcpNotifications, DhcpTargets, IdRange
+from neutrino.plugins.ml2 import bindings, host_segments, segments
 from neutrino.plugins.ml2.api import NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.config import OPTION_GROUPS
 from neutrino.plugins.ml2.dhcp_rpc import DhcpRpcCallback
@@ -66,7 +67,7 @@ class Ml2Plugin(Plugin):
         "empty-string-filtering", "provider", "multi-provider", "net-mtu-writable",
         "binding", "binding-extended", "segment", "standard-attr-segment", "l2_adjacency",
         "port-mac-address-regenerate",
-        "subnetpool-prefix-ops", "subnet_onboard", "address-scope",
+        "subnetpool-prefix-ops", "subnet_onboard", "address-scope", "subnet-service-types",
         # the allowed-address-pairs driver is always loaded (BUILTIN_EXTENSION_DRIVERS)
         "aap-reject-multicast",
     )
@@ -97,7 +98,7 @@ class Ml2Plugin(Plugin):
                         for name in conf.ml2.type_drivers}
         try:
             self.types = TypeManager(type_drivers, conf.ml2.tenant_network_types,
-                                     conf.DEFAULT.global_physnet_mtu)
+                                     conf.DEFAULT.global_physnet_mtu, env.hooks)
         except ValueError as error:
             raise ConfigError(f"[ml2] {error}, set by "
                               f"{conf.source('ml2', 'tenant_network_types')}") from None
@@ -113,6 +114,10 @@ class Ml2Plugin(Plugin):
             alias for driver in self.extension_drivers
             for alias in (driver.extension_alias, *driver.extension_aliases) if alias)
         self.notifier = L2AgentNotifier(Notifier(env.bus))
+        #: routed networks (the segments service plugin): subnets on segments
+        self.routed = subnets.routed_networks(conf.DEFAULT)
+        if self.routed:
+            env.hooks.on_agent_report.append(host_segments.AgentReports())
         self.l2pop = (L2Population(L2PopulationNotifier(Notifier(env.bus)))
                       if "l2population" in conf.ml2.mechanism_drivers else None)
 
@@ -169,18 +174,22 @@ class Ml2Plugin(Plugin):
                       ) -> dict[str, Any]:
         wanted = segments.requested(data)
         if wanted is None:
-            segs = [self.types.allocate_tenant_segment(conn)]
+            segs = [self.types.allocate_tenant_segment(conn, data.get("project_id"))]
         else:
             for segment in wanted:
                 self.types.validate_provider_segment(segment)
-            segs = [self.types.reserve_provider_segment(conn, s) for s in wanted]
+            segs = [self.types.reserve_provider_segment(conn, s, data.get("project_id"))
+                    for s in wanted]
         max_mtu = self.types.network_mtu(segs)
         check_requested_mtu(data.get("mtu"), max_mtu)
         view = networks.create(conn, data, data.get("mtu") or max_mtu)
         for write in self.env.hooks.on_network_write:  # shared, router:external
             write(conn, view["id"], data, True)
         stored = segments.add(conn, view["id"], segs)
+        if self.routed:
+            host_segments.map_segments(conn, stored)
         view.update(segments.provider_view(stored))
+        self._is_default(view)
         for driver in self.extension_drivers:
             driver.process_create_network(conn, data, view)
         self.mechanisms.call("create_network_precommit",
@@ -205,10 +214,17 @@ class Ml2Plugin(Plugin):
         by_network = segments.of_networks(conn, None if len(ids) > 200 else ids)
         for view in views:
             view.update(segments.provider_view(by_network.get(view["id"], [])))
+            self._is_default(view)
         page = Page.of(ids)
         for driver in self.extension_drivers:
             driver.extend_networks(conn, views, page)
         return views
+
+    def _is_default(self, view: dict[str, Any]) -> None:
+        """``is_default`` is auto-allocated-topology's, and only external networks
+        have it (as in Neutron): elsewhere the view does not show it."""
+        if not (view["router:external"] and self.env.hooks.default_external_network):
+            del view["is_default"]
 
     def _network(self, conn: Connection, ctx: Context, network_id: str) -> dict[str, Any]:
         return self._extend_networks(conn, [networks.get(conn, ctx, network_id)])[0]
@@ -368,7 +384,8 @@ class Ml2Plugin(Plugin):
     def _make_port(self, conn: Connection, ctx: Context, data: dict[str, Any]
                    ) -> dict[str, Any]:
         view = ports.create(conn, ctx, data, self.settings.base_mac,
-                            self.settings.max_fixed_ips_per_port)
+                            self.settings.max_fixed_ips_per_port, self.routed)
+        self._ip_allocation([view])
         view.update(bindings.request(conn, view["id"], {}, data) or bindings.view(None))
         for driver in self.extension_drivers:
             driver.process_create_port(conn, data, view)
@@ -429,6 +446,10 @@ class Ml2Plugin(Plugin):
         with self.db.reader() as conn:
             agents = bindings.agents_on(conn, host, self.settings.agent_down_time)
             segs = segments.of_networks(conn, [network_id]).get(network_id, [])
+            if self.routed and view["fixed_ips"] and len(segs) > 1:
+                # the segment of its addresses first (a host may reach several)
+                own = segments.of_subnets(conn, [ip["subnet_id"] for ip in view["fixed_ips"]])
+                segs.sort(key=lambda segment: segment["id"] not in own)
         context = PortContext(None, ctx, view, host=host, vnic_type=view[VNIC_TYPE],
                               profile=view[PROFILE], agents=agents, segments_to_bind=segs)
         if self.mechanisms.bind_port(context):
@@ -453,6 +474,7 @@ class Ml2Plugin(Plugin):
         """The bindings' and drivers' attributes; with ``fields``, only theirs
         that are wanted (a list asked for a few fields reads less)."""
         page = page or Page.of([v["id"] for v in views])
+        self._ip_allocation(views)
         if fields is None or fields.intersection(bindings.VIEW_KEYS):
             rows = bindings.of_ports(conn, page)
             for view in views:
@@ -462,6 +484,13 @@ class Ml2Plugin(Plugin):
                     fields & driver.port_attributes):
                 driver.extend_ports(conn, views, page)
         return views
+
+    def _ip_allocation(self, views: list[dict[str, Any]]) -> None:
+        """``ip_allocation`` is an attribute of routed networks (the segments
+        plugin's): without them, ports do not show it."""
+        if not self.routed:
+            for view in views:
+                view.pop("ip_allocation", None)
 
     def _port_fields(self, wanted: list[str] | None) -> set[str] | None:
         """The attributes a read must fill for ``wanted`` (None: all): those, and
@@ -550,6 +579,13 @@ class Ml2Plugin(Plugin):
         if "mac_address" in data:
             data = self._new_mac(original, data)
         ports.update(conn, original, data, if_revision, self.settings.max_fixed_ips_per_port)
+        host = data.get(HOST_ID)
+        if self.routed and host and host != original[HOST_ID] and "fixed_ips" not in data:
+            if original.get("ip_allocation") == routed.DEFERRED and not original["fixed_ips"]:
+                ports.take_deferred(conn, original, host, self.settings.max_fixed_ips_per_port)
+                data = {**data, "fixed_ips": None}  # its addresses are to be read again
+            else:
+                ports.check_host(conn, original, host)
         rebind = bindings.request(conn, port_id, original, data) is not None
         for driver in self.extension_drivers:
             driver.process_update_port(conn, data, {"id": port_id})
@@ -577,6 +613,7 @@ class Ml2Plugin(Plugin):
         addresses, tags; its binding if asked again; the drivers whose attributes,
         or what they follow, ``data`` names), the rest as it was."""
         current = ports.get(conn, ctx, original["id"])
+        self._ip_allocation([current])
         page = Page([original["id"]])
         if rebind:
             current.update(bindings.view(bindings.of_ports(conn, page).get(original["id"])))
@@ -719,8 +756,11 @@ class Ml2Plugin(Plugin):
         def work(conn: Connection) -> dict[str, Any]:
             networks.get_row(conn, ctx, data["network_id"])
             reserved = self.types.reserve_provider_segment(conn, dict(wanted))
-            return segments.append(conn, data["network_id"], reserved, data.get("name"),
+            made = segments.append(conn, data["network_id"], reserved, data.get("name"),
                                    data.get("description", ""))
+            if self.routed:
+                host_segments.map_segments(conn, [made])
+            return made
 
         return self.db.write(work)
 
@@ -754,6 +794,15 @@ class Ml2Plugin(Plugin):
             self.types.release_segment(conn, segments.view(row))
 
         self.db.write(work)
+
+    # --- segmentation ids, for the network segment ranges' plugin ----------------------
+
+    def segment_range_types(self) -> dict[str, tuple[int, int]]:
+        return self.types.range_types()
+
+    def follow_segment_ranges_in(self, conn: Connection, network_type: str,
+                                 ranges: list[IdRange], changed: list[IdRange]) -> None:
+        self.types.follow_ranges(conn, network_type, ranges, changed)
 
     # --- address scopes ------------------------------------------------------------
 

@@ -74,12 +74,15 @@ class Ml2RpcCallbacks:
         segs = segments.of_networks(conn, network_ids) if network_ids else {}
         mtus = dict(conn.execute(select(models.networks.c.id, models.networks.c.mtu).where(
             models.networks.c.id.in_(network_ids))).all()) if network_ids else {}
+        bound = self._bound_segments(conn, views, segs)
         details = {}
         for device, port_id in by_device.items():
             port = views.get(port_id)
             if port is None:
                 continue
-            segment = (segs.get(port["network_id"]) or [{}])[0]
+            choices = segs.get(port["network_id"]) or [{}]
+            segment = next((s for s in choices if s.get("id") == bound.get(port_id)),
+                           choices[0])
             details[device] = {
                 "device": device, "port_id": port["id"], "network_id": port["network_id"],
                 "mac_address": port["mac_address"], "admin_state_up": port["admin_state_up"],
@@ -94,6 +97,21 @@ class Ml2RpcCallbacks:
                 "profile": port.get("binding:profile", {}),
             }
         return details
+
+    @staticmethod
+    def _bound_segments(conn: Connection, views: dict[str, dict[str, Any]],
+                        segs: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+        """port id -> the segment its active binding is on, for the ports of
+        networks with several segments (a routed network's ports are wired on
+        their host's); the others' is their network's only one."""
+        several = [port_id for port_id, view in views.items()
+                   if len(segs.get(view["network_id"]) or ()) > 1]
+        if not several:
+            return {}
+        b = models.port_bindings
+        return {port_id: segment_id for port_id, segment_id in conn.execute(
+            select(b.c.port_id, b.c.segment_id).where(
+                b.c.port_id.in_(several), b.c.status == "ACTIVE")) if segment_id}
 
     # --- the agent's calls -------------------------------------------------------------
 

@@ -79,22 +79,16 @@ def requested(data: dict[str, Any]) -> list[Segment] | None:
     return segs
 
 
-L2_ADJACENCY = "l2_adjacency"
-
-
 def provider_view(segs: Sequence[Segment]) -> dict[str, Any]:
-    """One segment shows as provider attributes, several as ``segments``; and
-    ``l2_adjacency``: every address of the network is on one L2 domain, since
-    no subnet is bound to a segment here (there are no routed networks)."""
+    """One segment shows as provider attributes, several as ``segments``."""
     if len(segs) > 1:
         return {"segments": [{NETWORK_TYPE: s["network_type"],
                               PHYSICAL_NETWORK: s["physical_network"],
-                              SEGMENTATION_ID: s["segmentation_id"]} for s in segs],
-                L2_ADJACENCY: True}
+                              SEGMENTATION_ID: s["segmentation_id"]} for s in segs]}
     first = segs[0] if segs else {}
     return {NETWORK_TYPE: first.get("network_type"),
             PHYSICAL_NETWORK: first.get("physical_network"),
-            SEGMENTATION_ID: first.get("segmentation_id"), L2_ADJACENCY: True}
+            SEGMENTATION_ID: first.get("segmentation_id")}
 
 
 _FILTER_COLUMNS = {NETWORK_TYPE: SEG.c.network_type, PHYSICAL_NETWORK: SEG.c.physical_network,
@@ -145,6 +139,12 @@ def append(conn: Connection, network_id: str, segment: Segment, name: str | None
     return view(row)
 
 
+def of_subnets(conn: Connection, subnet_ids: list[str]) -> set[str]:
+    """The segments the subnets are on (routed networks)."""
+    return {segment_id for segment_id in conn.execute(select(models.subnets.c.segment_id).where(
+        models.subnets.c.id.in_(subnet_ids))).scalars() if segment_id is not None}
+
+
 def remove(conn: Connection, row: Any) -> None:
     others = conn.execute(select(SEG.c.id).where(SEG.c.network_id == row.network_id,
                                                  SEG.c.id != row.id).limit(1)).first()
@@ -154,4 +154,8 @@ def remove(conn: Connection, row: Any) -> None:
         models.port_bindings.c.segment_id == row.id).limit(1)).first()
     if bound is not None:
         raise SegmentInUse(segment_id=row.id, reason="ports are bound to it")
+    on_it = conn.execute(select(models.subnets.c.id).where(
+        models.subnets.c.segment_id == row.id).limit(1)).first()
+    if on_it is not None:
+        raise SegmentInUse(segment_id=row.id, reason="subnets are associated with it")
     conn.execute(SEG.delete().where(SEG.c.id == row.id))

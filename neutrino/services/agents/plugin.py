@@ -33,7 +33,7 @@ class AgentsPlugin(Plugin):
 
     def rpc_endpoints(self) -> dict[str, list[Any]]:
         """The agents' state reports, on ``q-reports-plugin``."""
-        return {topics.REPORTS: [ReportStateEndpoint(self.db, self.conf)]}
+        return {topics.REPORTS: [ReportStateEndpoint(self.db, self.conf, self.env.hooks)]}
 
     def _alive_since(self) -> datetime.datetime:
         return agents_db.cutoff(now(), self.down_time)

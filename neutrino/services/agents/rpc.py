@@ -17,6 +17,7 @@ from typing import Any
 
 from neutrino.config import Config
 from neutrino.db.engine import Database
+from neutrino.plugins.hooks import Hooks
 from neutrino.rpc.contracts import reports
 from neutrino.services.agents import db as agents_db
 
@@ -52,9 +53,10 @@ class ReportStateEndpoint:
 
     rpc_version = reports.VERSION
 
-    def __init__(self, db: Database, conf: Config,
+    def __init__(self, db: Database, conf: Config, hooks: Hooks | None = None,
                  clock: Callable[[], datetime.datetime] = _utcnow):
         self.db = db
+        self.hooks = hooks or Hooks()
         self.down_time: int = conf.DEFAULT.agent_down_time
         self.enable_new_agents: bool = conf.DEFAULT.enable_new_agents
         self.clock = clock
@@ -84,8 +86,12 @@ class ReportStateEndpoint:
                       sent.isoformat(), self.started.isoformat())
             return None
         when = self.clock().replace(microsecond=0)
-        status = self.db.write(lambda conn: agents_db.report(
-            conn, state, when, self.down_time, self.enable_new_agents))
+        def work(conn: Any) -> str:
+            status = agents_db.report(conn, state, when, self.down_time, self.enable_new_agents)
+            self.hooks.run(self.hooks.on_agent_report, conn, state)
+            return status
+
+        status = self.db.write(work)
         configurations = state.get("configurations")
         if isinstance(configurations, dict) and configurations.get("log_agent_heartbeats"):
             LOG.info("heartbeat from %s agent on host %s, uuid %s, sent at %s: %s",

@@ -82,6 +82,7 @@ def check_rule(rule: dict[str, Any]) -> None:
 
 
 class FirewallPlugin(Plugin):
+    plugin_type = "FIREWALL_V2"
     supported_extension_aliases = tuple(ext.alias for ext in fw.EXTENSIONS)
     option_groups: ClassVar[tuple[OptGroup, ...]] = (DEFAULT_RULES,)
 

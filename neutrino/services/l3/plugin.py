@@ -81,6 +81,7 @@ def _v4(address: str) -> bool:
 
 
 class L3RouterPlugin(Plugin):
+    plugin_type = "L3_ROUTER_NAT"
     supported_extension_aliases = ("router", "ext-gw-mode", "extraroute", "extraroute-atomic",
                                    "fip-port-details", "floatingip-pools",
                                    "router_availability_zone",

@@ -52,6 +52,7 @@ def _collides(a: Range, b: Range) -> bool:
 
 
 class PortForwardingPlugin(Plugin):
+    plugin_type = "PORTFORWARDING"
     supported_extension_aliases = tuple(ext.alias for ext in pfdef.EXTENSIONS)
 
     def __init__(self, env: Environment):

@@ -47,6 +47,7 @@ class LoggingRpcCallback:
 
 
 class LoggingPlugin(Plugin):
+    plugin_type = "LOGGING"
     supported_extension_aliases = (lg.ALIAS,)
 
     def __init__(self, env: Environment):

@@ -67,6 +67,7 @@ def checked_rule(data: dict[str, Any]) -> dict[str, Any]:
 
 
 class MeteringPlugin(Plugin):
+    plugin_type = "METERING"
     supported_extension_aliases = tuple(ext.alias for ext in mdef.EXTENSIONS)
 
     def __init__(self, env: Environment):

@@ -116,6 +116,11 @@ def _external_in_use(conn: Connection, network: Any, target: str,
 
 def _check_removal(conn: Connection, network: Any, entry: Any,
                    new_target: str | None = None) -> None:
+    if entry.action == r.ACCESS_EXTERNAL and entry.target_project == r.WILDCARD \
+            and network.is_default:
+        # auto-allocated topologies of every project have their gateway there
+        raise r.RbacPolicyInUse(object_id=network.id, details=(
+            "Default external networks must be shared to everyone."))
     if entry.action == r.ACCESS_EXTERNAL:
         if _external_in_use(conn, network, entry.target_project, new_target):
             raise r.RbacPolicyInUse(object_id=network.id, details=(
@@ -164,7 +169,7 @@ def delete_(conn: Connection, entry: Row) -> None:
         # as Neutron: the last external entry gone, the network is internal, unless
         # a router (its owner's, say) still has its gateway there
         if not _gateway_owners(conn, network.id):
-            bump(conn, N, network.id, values={"router_external": False})
+            bump(conn, N, network.id, values={"router_external": False, "is_default": False})
 
 
 def _exists_any(conn: Connection, network_id: str, action: str) -> bool:
@@ -211,4 +216,5 @@ def network_flags(conn: Connection, network_id: str, data: dict[str, Any],
             raise external_net.ExternalNetworkInUse(net_id=network_id)
         conn.execute(delete(R).where(R.c.object_id == network_id,
                                      R.c.action == r.ACCESS_EXTERNAL))
-        conn.execute(update(N).where(N.c.id == network_id).values(router_external=False))
+        conn.execute(update(N).where(N.c.id == network_id).values(router_external=False,
+                                                                   is_default=False))

@@ -64,6 +64,7 @@ def _dpd(given: dict[str, Any], row: Row | None = None) -> dict[str, Any]:
 
 
 class VpnPlugin(Plugin):
+    plugin_type = "VPN"
     supported_extension_aliases = tuple(ext.alias for ext in vpn.EXTENSIONS)
 
     def __init__(self, env: Environment):

@@ -1,5 +1,6 @@
-"""network_segment_ranges (network-segment-range), segment_host_mappings and
-ports.ip_allocation (routed networks)
+"""network_segment_ranges (network-segment-range); segment_host_mappings,
+subnets.segment_id and ports.ip_allocation (routed networks);
+subnet_service_types (subnet-service-types)
 
 Revision ID: 0027
 Revises: 0026
@@ -44,9 +45,29 @@ def upgrade() -> None:
     )
     op.create_index(op.f("ix_segment_host_mappings_host"), "segment_host_mappings", ["host"])
     op.add_column("ports", sa.Column("ip_allocation", sa.String(16), nullable=True))
+    op.create_table(
+        "subnet_service_types",
+        sa.Column("subnet_id", sa.String(36), nullable=False),
+        sa.Column("service_type", sa.String(255), nullable=False),
+        sa.ForeignKeyConstraint(["subnet_id"], ["subnets.id"], ondelete="CASCADE",
+                                name=op.f("fk_subnet_service_types_subnet_id_subnets")),
+        sa.PrimaryKeyConstraint("subnet_id", "service_type",
+                                name=op.f("pk_subnet_service_types")),
+    )
+    with op.batch_alter_table("subnets") as batch:  # SQLite rebuilds it for the key
+        batch.add_column(sa.Column("segment_id", sa.String(36), nullable=True))
+        batch.create_index(batch.f("ix_subnets_segment_id"), ["segment_id"])
+        batch.create_foreign_key(batch.f("fk_subnets_segment_id_network_segments"),
+                                 "network_segments", ["segment_id"], ["id"])
 
 
 def downgrade() -> None:
+    op.drop_table("subnet_service_types")
+    with op.batch_alter_table("subnets") as batch:
+        batch.drop_constraint(batch.f("fk_subnets_segment_id_network_segments"),
+                              type_="foreignkey")
+        batch.drop_index(batch.f("ix_subnets_segment_id"))
+        batch.drop_column("segment_id")
     with op.batch_alter_table("ports") as batch:  # SQLite rebuilds it
         batch.drop_column("ip_allocation")
     op.drop_table("segment_host_mappings")

@@ -5,7 +5,13 @@ from __future__ import annotations
 from sqlalchemy.engine import Connection
 
 from neutrino.plugins.ml2 import allocations
-from neutrino.plugins.ml2.api import PHYSICAL_NETWORK, SEGMENTATION_ID, Segment, TypeDriver
+from neutrino.plugins.ml2.api import (
+    PHYSICAL_NETWORK,
+    SEGMENTATION_ID,
+    Pools,
+    Segment,
+    TypeDriver,
+)
 from neutrino.plugins.ml2.drivers.errors import FlatNetworkInUse, invalid
 from neutrino.plugins.ml2.drivers.mtu import physnet_mtu
 
@@ -26,13 +32,15 @@ class FlatTypeDriver(TypeDriver):
         if segment.get(SEGMENTATION_ID) is not None:
             raise invalid("segmentation_id prohibited for flat provider network")
 
-    def reserve_provider_segment(self, conn: Connection, segment: Segment) -> Segment:
+    def reserve_provider_segment(self, conn: Connection, segment: Segment,
+                                 pools: Pools | None = None) -> Segment:
         physnet = segment[PHYSICAL_NETWORK]
         if not allocations.reserve(conn, self.network_type, physnet, 0):
             raise FlatNetworkInUse(physical_network=physnet)
         return {**segment, SEGMENTATION_ID: None}
 
-    def release_segment(self, conn: Connection, segment: Segment) -> None:
+    def release_segment(self, conn: Connection, segment: Segment,
+                        keep_free: bool = False) -> None:
         allocations.release(conn, self.network_type, segment[PHYSICAL_NETWORK], 0, [])
 
     def get_mtu(self, physical_network: str | None) -> int:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from sqlalchemy.engine import Connection
 
-from neutrino.plugins.ml2.api import PHYSICAL_NETWORK, SEGMENTATION_ID, Segment, TypeDriver
+from neutrino.plugins.ml2.api import (
+    PHYSICAL_NETWORK,
+    SEGMENTATION_ID,
+    Pools,
+    Segment,
+    TypeDriver,
+)
 from neutrino.plugins.ml2.drivers.errors import invalid
 
 
@@ -16,8 +22,10 @@ class LocalTypeDriver(TypeDriver):
             if segment.get(key) is not None:
                 raise invalid(f"{key} prohibited for local provider network")
 
-    def reserve_provider_segment(self, conn: Connection, segment: Segment) -> Segment:
+    def reserve_provider_segment(self, conn: Connection, segment: Segment,
+                                 pools: Pools | None = None) -> Segment:
         return {**segment, PHYSICAL_NETWORK: None, SEGMENTATION_ID: None}
 
-    def allocate_tenant_segment(self, conn: Connection) -> Segment | None:
+    def allocate_tenant_segment(self, conn: Connection, pools: Pools | None = None
+                                ) -> Segment | None:
         return {"network_type": "local", PHYSICAL_NETWORK: None, SEGMENTATION_ID: None}

@@ -5,7 +5,14 @@ from __future__ import annotations
 from sqlalchemy.engine import Connection
 
 from neutrino.plugins.ml2 import allocations
-from neutrino.plugins.ml2.api import PHYSICAL_NETWORK, SEGMENTATION_ID, Segment, TypeDriver
+from neutrino.plugins.ml2.api import (
+    PHYSICAL_NETWORK,
+    SEGMENTATION_ID,
+    IdRange,
+    Pools,
+    Segment,
+    TypeDriver,
+)
 from neutrino.plugins.ml2.drivers.errors import NoNetworkAvailable, VlanIdInUse, invalid
 from neutrino.plugins.ml2.drivers.mtu import physnet_mtu
 
@@ -14,10 +21,15 @@ MIN_VLAN, MAX_VLAN = 1, 4094
 
 class VlanTypeDriver(TypeDriver):
     network_type = "vlan"
+    id_range = (MIN_VLAN, MAX_VLAN)
 
     @property
     def ranges(self) -> dict[str, list[tuple[int, int]]]:
         return self.conf.ml2_type_vlan.network_vlan_ranges
+
+    def configured_ranges(self) -> list[IdRange]:
+        return [(physnet, first, last) for physnet, spans in self.ranges.items()
+                for first, last in spans]
 
     def sync_allocations(self, conn: Connection) -> None:
         allocations.sync(conn, self.network_type, self.ranges)
@@ -34,11 +46,12 @@ class VlanTypeDriver(TypeDriver):
         if seg_id is not None and not MIN_VLAN <= seg_id <= MAX_VLAN:
             raise invalid(f"segmentation_id out of range ({MIN_VLAN} through {MAX_VLAN})")
 
-    def reserve_provider_segment(self, conn: Connection, segment: Segment) -> Segment:
+    def reserve_provider_segment(self, conn: Connection, segment: Segment,
+                                 pools: Pools | None = None) -> Segment:
         physnet, seg_id = segment.get(PHYSICAL_NETWORK), segment.get(SEGMENTATION_ID)
         if seg_id is None:  # a partial request: any free id (of the physnet if named)
             found = allocations.allocate_free(conn, self.network_type,
-                                              [physnet] if physnet else None)
+                                              [physnet] if physnet else None, pools)
             if found is None:
                 raise NoNetworkAvailable()
             physnet, seg_id = found
@@ -49,17 +62,19 @@ class VlanTypeDriver(TypeDriver):
             raise VlanIdInUse(vlan_id=seg_id, physical_network=physnet)
         return {**segment, PHYSICAL_NETWORK: physnet, SEGMENTATION_ID: seg_id}
 
-    def allocate_tenant_segment(self, conn: Connection) -> Segment | None:
-        found = allocations.allocate_free(conn, self.network_type)
+    def allocate_tenant_segment(self, conn: Connection, pools: Pools | None = None
+                                ) -> Segment | None:
+        found = allocations.allocate_free(conn, self.network_type, pools=pools)
         if found is None:
             return None
         return {"network_type": self.network_type, PHYSICAL_NETWORK: found[0],
                 SEGMENTATION_ID: found[1]}
 
-    def release_segment(self, conn: Connection, segment: Segment) -> None:
+    def release_segment(self, conn: Connection, segment: Segment,
+                        keep_free: bool = False) -> None:
         physnet = segment[PHYSICAL_NETWORK]
         allocations.release(conn, self.network_type, physnet, segment[SEGMENTATION_ID],
-                            self.ranges.get(physnet, []))
+                            None if keep_free else self.ranges.get(physnet, []))
 
     def get_mtu(self, physical_network: str | None) -> int:
         return physnet_mtu(self.conf, physical_network)

@@ -1,0 +1,1 @@
+"""The network segment ranges' service plugin (``service_plugins = network_segment_range``)."""
