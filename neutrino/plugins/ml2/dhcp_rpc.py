@@ -30,6 +30,7 @@ from neutrino.definitions import port as port_def
 from neutrino.definitions import portbindings
 from neutrino.definitions.base import Attr
 from neutrino.definitions.portbindings import HOST_ID
+from neutrino.ipam import routed
 from neutrino.rpc.contracts import dhcp
 from neutrino.rpc.contracts.dhcp import DHCP_OWNER, RESERVED_DHCP_PORT, dhcp_device_id
 
@@ -103,11 +104,13 @@ class DhcpRpcCallback:
                 filters={"id": list(chunk), "admin_state_up": [True]}))
         return found
 
-    def _with_contents(self, nets: list[dict[str, Any]], dhcp_only: bool
-                       ) -> list[dict[str, Any]]:
+    def _with_contents(self, nets: list[dict[str, Any]], dhcp_only: bool,
+                       host: str | None) -> list[dict[str, Any]]:
         """``nets`` with their subnets (sorted by id: agents number them by
-        position), non-local subnets (none: no routed networks) and ports: three
-        listings per chunk of networks, however many there are."""
+        position), non-local subnets and ports: three listings per chunk of
+        networks, however many there are. On a routed network the subnets are
+        those of the segments ``host`` reaches, the others non-local, as in
+        Neutron: a DHCP agent serves the segments of its host."""
         for chunk in chunked(nets):
             ids = [net["id"] for net in chunk]
             subnet_filters: dict[str, list[Any]] = {"network_id": ids}
@@ -117,11 +120,24 @@ class DhcpRpcCallback:
                 filters=subnet_filters, sorts=[("id", True)])))
             ports = _by_network(self.plugin.get_ports(ADMIN, CollectionQuery(
                 filters={"network_id": ids})))
+            reached = self._host_segments(host, subnets)
             for net in chunk:
-                net["subnets"] = subnets.get(net["id"], [])
-                net["non_local_subnets"] = []
+                mine = subnets.get(net["id"], [])
+                net["non_local_subnets"] = [s for s in mine if s["segment_id"] and (
+                    s["segment_id"] not in reached)]
+                net["subnets"] = [s for s in mine if s not in net["non_local_subnets"]]
                 net["ports"] = ports.get(net["id"], [])
         return nets
+
+    def _host_segments(self, host: str | None, subnets: dict[str, list[dict[str, Any]]]
+                       ) -> set[str]:
+        """The segments ``host`` reaches, read only where a subnet is on one."""
+        if not any(s["segment_id"] for found in subnets.values() for s in found):
+            return set()
+        if not host:
+            return set()
+        with self.plugin.db.reader() as conn:
+            return routed.host_segments(conn, host)
 
     def get_active_networks_info(self, context: dict, host: str | None = None,
                                  enable_dhcp_filter: bool = True, **_: Any
@@ -130,7 +146,7 @@ class DhcpRpcCallback:
         DHCP-enabled ones unless ``enable_dhcp_filter`` is false) and ports."""
         host = _text("host", host)
         LOG.debug("get_active_networks_info from %s", host)
-        return self._with_contents(self._active_networks(host), bool(enable_dhcp_filter))
+        return self._with_contents(self._active_networks(host), bool(enable_dhcp_filter), host)
 
     def get_active_networks(self, context: dict, host: str | None = None, **_: Any
                             ) -> list[str]:
@@ -147,7 +163,7 @@ class DhcpRpcCallback:
         except exc.NetworkNotFound:
             LOG.debug("network %s not found: deleted meanwhile?", network_id)
             return None
-        return self._with_contents([net], dhcp_only=False)[0]
+        return self._with_contents([net], dhcp_only=False, host=host)[0]
 
     def get_networks(self, context: dict, filters: dict[str, Any] | None = None,
                      fields: list[str] | None = None, **_: Any) -> list[dict[str, Any]]:
