@@ -28,13 +28,15 @@ IPv6: a router interface on subnets with an ``ipv6_ra_mode`` sends router
 advertisements (radvd in the router's namespace, ``neutrino.linux.radvd``),
 every ``min_rtr_adv_interval`` to ``max_rtr_adv_interval`` seconds.
 
-Address scopes (IPv4): the devices of a router with one in an address scope
-carry marks that keep each scope's traffic in it; subnets in the external
-network's scope are routed, not NATed (``neutrino.linux.nat``).
+Address scopes: the devices of a router with one in an address scope carry
+marks that keep each scope's traffic in it, for IPv4 (iptables) and IPv6
+(ip6tables) alike; IPv4 subnets in the external network's scope are routed,
+not NATed, the others translated out; IPv6, which is not translated, leaves
+by the gateway only from the external network's IPv6 scope
+(``neutrino.linux.nat``).
 
-Not done yet: IPv6 on
-a gateway whose subnet has no gateway IP (accepting the upstream's router
-advertisements), IPv6 address scopes, HA and DVR routers.
+Not done yet: IPv6 on a gateway whose subnet has no gateway IP (accepting the
+upstream's router advertisements), HA and DVR routers.
 """
 
 from __future__ import annotations
@@ -170,12 +172,15 @@ def _core_spec(data: Mapping[str, Any], metadata: bool,
     advertise = tuple(ra for ra in (_advertisement(p) for p in data.get("_interfaces", ()))
                       if ra is not None)
     routes = {r["destination"]: r["nexthop"] for r in data.get("routes") or ()}
-    scopes, marks = _scope_marks(data, fips)
+    scopes, marks = _scope_marks(_device_scopes(data, 4),
+                                 (fip.get("fixed_ip_address_scope") for fip in fips))
+    scopes6, _ = _scope_marks(_device_scopes(data, 6))
     gw_port = data.get("gw_port")
     if not gw_port:
         return router.Router(id=data["id"], interfaces=interfaces,
                              routes=tuple(sorted(routes.items())),
-                             nat=nat.RouterNat(metadata=metadata, scopes=scopes),
+                             nat=nat.RouterNat(metadata=metadata, scopes=scopes,
+                                               scopes6=scopes6),
                              advertise=advertise)
     carried = sorted({fip["floating_ip_address"] for fip in fips})
     gateway = _port(gw_port, (f"{address}/32" for address in carried))
@@ -193,26 +198,31 @@ def _core_spec(data: Mapping[str, Any], metadata: bool,
             floating_ips=tuple(nat.FloatingIp(f["floating_ip_address"], f["fixed_ip_address"],
                                               marks.get(f.get("fixed_ip_address_scope")))
                                for f in fips if f.get("fixed_ip_address")),
-            metadata=metadata, scopes=scopes),
+            metadata=metadata, scopes=scopes, scopes6=scopes6),
         advertise=advertise)
 
 
-def _scope_marks(data: Mapping[str, Any], fips: Sequence[Mapping[str, Any]]
-                 ) -> tuple[tuple[tuple[str, int], ...], dict[str | None, int]]:
-    """The address scope marks of the router's devices with an IPv4 address
-    (``nat.RouterNat.scopes``), and of each scope id (its floating IPs' fixed
-    IPs' too); none if no such device is in an IPv4 address scope."""
+def _device_scopes(data: Mapping[str, Any], version: int) -> dict[str, str | None]:
+    """Each device of the router with an address of IP ``version`` (the
+    gateway's too) -> its network's address scope of that version."""
     ports = [(port, router.INTERNAL) for port in data.get("_interfaces", ())]
     if data.get("gw_port"):
         ports.append((data["gw_port"], router.EXTERNAL))
-    scope_of = {interface.device_name(port["id"], kind):
-                (port.get("address_scopes") or {}).get("4")
-                for port, kind in ports
-                if any(_version(fixed["ip_address"]) == 4 for fixed in port["fixed_ips"])}
+    return {interface.device_name(port["id"], kind):
+            (port.get("address_scopes") or {}).get(str(version))
+            for port, kind in ports
+            if any(_version(fixed["ip_address"]) == version for fixed in port["fixed_ips"])}
+
+
+def _scope_marks(scope_of: Mapping[str, str | None], more: Iterable[str | None] = ()
+                 ) -> tuple[tuple[tuple[str, int], ...], dict[str | None, int]]:
+    """The address scope marks of devices (``_device_scopes``; the
+    ``nat.RouterNat.scopes`` or ``scopes6``), and of each scope id (``more``'s
+    too: the floating IPs' fixed IPs'); none if no device is in a scope. Each
+    IP version's marks are its own: its rules are in tables of their own."""
     if not any(scope_of.values()):
         return (), {}
-    marks = nat.scope_marks([*scope_of.values(),
-                             *(fip.get("fixed_ip_address_scope") for fip in fips)])
+    marks = nat.scope_marks([*scope_of.values(), *more])
     return tuple(sorted((device, marks[scope]) for device, scope in scope_of.items())), marks
 
 
@@ -308,7 +318,8 @@ class L3Agent(Agent):
             return needs  # sets up no router: runs nothing
         conf = self.conf
         needs.tool(conf.setting("DEFAULT", "interface_driver"), host_check.IP,
-                   host_check.SYSCTL, *host_check.IPTABLES, host_check.CONNTRACK)
+                   host_check.SYSCTL, *host_check.IPTABLES, *host_check.IP6TABLES,
+                   host_check.CONNTRACK)
         if conf.DEFAULT.send_arp_for_ha:
             needs.tool(conf.setting("DEFAULT", "send_arp_for_ha"), host_check.ARPING)
         needs.directories.append((self.dataplane.state_dir,

@@ -1,4 +1,5 @@
-"""A router's address translation: iptables (IPv4) in its namespace.
+"""A router's address translation and address scopes: iptables (IPv4) and,
+for IPv6 address scopes only, ip6tables in its namespace.
 
 Every rule sits in chains of our own, hung off the built-in chains by one jump
 each, so that anything else writing iptables in the namespace (a metadata
@@ -56,26 +57,45 @@ mark is a hash of the scope's id (``scope_marks``), not a place in a list: a
 connection's saved mark means the same scope while scopes come and go on the
 router. A router none of whose devices has an IPv4 address scope has none of
 these rules: every device is then in "no scope", and they would change
-nothing. IPv6 address scopes are not enforced (Neutron marks and filters IPv6
-with ip6tables too; this module writes IPv4 only).
+nothing.
+
+IPv6 address scopes (``RouterNat.scopes6``, as Neutron's L3 agent enforces
+them with ip6tables), with the same marks in chains of the same names::
+
+    ip6tables mangle PREROUTING -> neutrino-l3-MARK:  each packet's address
+                                                      scope marked
+    ip6tables mangle FORWARD    -> neutrino-l3-SCOPE: no forwarding between
+                                                      address scopes
+
+IPv6 is not translated, so no device is an exception: what leaves by the
+gateway from another scope than the external network's is dropped like what
+leaves by any device, and there are no floating IPs. Nor is a connection's
+scope saved: a packet may only cross between devices of one scope, so an
+answer comes in by a device of its connection's scope and gets the right mark
+from it (Neutron's IPv6 chains restore a mark that nothing saves). A router
+none of whose devices has an IPv6 address scope has no ip6tables chains at
+all, and ip6tables is not run for it (``ScopeTable6``; but once after an agent
+restart, to find what the agent wrote before).
 
 ``chains`` is pure (``RouterNat`` -> our chains' lines); ``NatTable`` writes
 them with one ``iptables-restore --noflush`` per change (declaring a chain
 empties it, so each write replaces our chains whole, atomically) and forgets
 the conntrack entries of floating IPs that went or point elsewhere: without
-that an established connection would keep its old translation.
+that an established connection would keep its old translation. ``chains6``
+and ``ScopeTable6`` (which ``NatTable`` holds) are the same for ip6tables,
+but that the chains and their jumps are taken away when no device has an
+IPv6 scope any more.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
-import subprocess
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from neutrino.linux import metadata_proxy
-from neutrino.linux.iptables import namespace_runner, saved_lines
+from neutrino.linux.iptables import Runner, namespace_runner, saved_lines
 
 LOG = logging.getLogger(__name__)
 
@@ -89,7 +109,8 @@ HOOKS = {("nat", "PREROUTING"): f"{PREFIX}-PRE", ("nat", "OUTPUT"): f"{PREFIX}-O
 FLOAT_SNAT = f"{PREFIX}-FSNAT"
 #: (table, chain) of every chain of ours
 CHAINS = (*((table, chain) for (table, _), chain in HOOKS.items()), ("mangle", FLOAT_SNAT))
-TABLES = ("nat", "mangle", "filter")
+#: ip6tables (IPv6 address scopes): (table, built-in chain) -> our chain it jumps to
+HOOKS6 = {("mangle", "PREROUTING"): f"{PREFIX}-MARK", ("mangle", "FORWARD"): f"{PREFIX}-SCOPE"}
 #: the mark of packets that came in by the gateway device
 EXTERNAL_MARK = "0x2/0xffff"
 #: the fwmark bits of the address scope marks
@@ -138,6 +159,9 @@ class RouterNat:
     #: (device, scope mark) of each device with an IPv4 address, the gateway's
     #: too (``scope_marks``); none: no address scope rules
     scopes: tuple[tuple[str, int], ...] = ()
+    #: the same for the devices with an IPv6 address and their IPv6 address
+    #: scopes; none: no ip6tables rules
+    scopes6: tuple[tuple[str, int], ...] = ()
 
 
 def scope_marks(scopes: Iterable[str | None]) -> dict[str | None, int]:
@@ -266,32 +290,69 @@ def _scope_rules(nat: RouterNat, found: Chains) -> list[str]:
     return [f"-o {gateway} -m connmark --mark {_scope(external)} -j ACCEPT"]
 
 
-def present_jumps(saved: str) -> set[tuple[str, str]]:
-    """The (table, built-in chain) whose jump to our chain ``iptables-save`` shows."""
+def chains6(nat: RouterNat) -> Chains:
+    """Our ip6tables chains' rules (``-A`` lines) for ``nat``'s IPv6 address
+    scopes; none at all, not even empty chains, if no device has one."""
+    marks = dict(nat.scopes6)
+    if all(mark == NO_SCOPE for mark in marks.values()):
+        return {}
+    return {
+        ("mangle", f"{PREFIX}-MARK"): [
+            f"-A {PREFIX}-MARK -i {device} -j MARK --set-xmark {_scope(scope)}"
+            for device, scope in sorted(marks.items())],
+        # the gateway too: IPv6 is not translated
+        ("mangle", f"{PREFIX}-SCOPE"): [
+            f"-A {PREFIX}-SCOPE -o {device} -m mark ! --mark {_scope(scope)} -j DROP"
+            for device, scope in sorted(marks.items())]}
+
+
+def present_jumps(saved: str, hooks: Mapping[tuple[str, str], str] = HOOKS
+                  ) -> set[tuple[str, str]]:
+    """The (table, built-in chain) of ``hooks`` whose jump to our chain
+    ``iptables-save`` (or ``ip6tables-save``) shows."""
     found = set()
     for table, line in saved_lines(saved):
         if line.startswith("-A "):
             parts = line.split()
             key = (table, parts[1])
-            if HOOKS.get(key) is not None and parts[2:] == ["-j", HOOKS[key]]:
+            if hooks.get(key) is not None and parts[2:] == ["-j", hooks[key]]:
                 found.add(key)
     return found
 
 
-def restore_text(wanted: Chains, jumps: set[tuple[str, str]]) -> str:
+def restore_text(wanted: Chains, jumps: set[tuple[str, str]],
+                 hooks: Mapping[tuple[str, str], str] = HOOKS) -> str:
     """``iptables-restore --noflush`` input: our chains declared (so emptied) and
-    refilled, and the jumps not in ``jumps`` added."""
+    refilled, and the jumps of ``hooks`` not in ``jumps`` added."""
     lines = []
-    for table in TABLES:
+    for table in dict.fromkeys(table for table, _ in hooks):
         lines.append(f"*{table}")
         ours = sorted(chain for (t, chain) in wanted if t == table)
         lines.extend(f":{chain} - [0:0]" for chain in ours)
-        lines.extend(f"-A {builtin} -j {HOOKS[t, builtin]}"
-                     for (t, builtin) in sorted(HOOKS) if t == table and (t, builtin) not in jumps)
+        lines.extend(f"-A {builtin} -j {hooks[t, builtin]}"
+                     for (t, builtin) in sorted(hooks) if t == table and (t, builtin) not in jumps)
         for chain in ours:
             lines.extend(wanted[table, chain])
         lines.append("COMMIT")
     return "\n".join(lines) + "\n"
+
+
+def removal_text(present: Iterable[tuple[str, str]], jumps: set[tuple[str, str]],
+                 hooks: Mapping[tuple[str, str], str]) -> str:
+    """``iptables-restore --noflush`` input that takes our chains ``present``
+    (table, chain) away, and first the jumps of ``hooks`` in ``jumps``."""
+    lines = []
+    for table in dict.fromkeys(table for table, _ in hooks):
+        ours = sorted(chain for (t, chain) in present if t == table)
+        gone = sorted(builtin for (t, builtin) in jumps if t == table)
+        if not ours and not gone:
+            continue
+        lines.append(f"*{table}")
+        lines.extend(f":{chain} - [0:0]" for chain in ours)  # emptied ...
+        lines.extend(f"-D {builtin} -j {hooks[table, builtin]}" for builtin in gone)
+        lines.extend(f"-X {chain}" for chain in ours)  # ... unused, then deleted
+        lines.append("COMMIT")
+    return "\n".join(lines) + "\n" if lines else ""
 
 
 def translations(wanted: Chains) -> dict[str, frozenset[str]]:
@@ -305,11 +366,14 @@ def translations(wanted: Chains) -> dict[str, frozenset[str]]:
     return {address: frozenset(rules) for address, rules in found.items()}
 
 
-def saved_chains(saved: str) -> Chains:
-    """Our chains' rules in ``iptables-save`` output (which writes them as we do)."""
+def saved_chains(saved: str, empty: bool = False) -> Chains:
+    """Our chains' rules in ``iptables-save`` output (which writes them as we
+    do); ``empty``: our chains without rules too."""
     found: Chains = {}
     for table, line in saved_lines(saved):
-        if line.startswith("-A ") and line.split()[1].startswith(PREFIX):
+        if empty and line.startswith(f":{PREFIX}"):
+            found.setdefault((table, line[1:].split()[0]), [])
+        elif line.startswith("-A ") and line.split()[1].startswith(PREFIX):
             found.setdefault((table, line.split()[1]), []).append(line)
     return found
 
@@ -321,28 +385,90 @@ def forgotten(before: dict[str, frozenset[str]], after: dict[str, frozenset[str]
     return sorted(address for address, rules in before.items() if after.get(address) != rules)
 
 
-class NatTable:
-    """Our chains in one namespace, as this object last wrote (or read) them."""
+def _run(runner: Runner, namespace: str, argv: list[str], stdin: str | None = None) -> str:
+    done = runner(argv, stdin)
+    if done.returncode != 0:
+        raise OSError(f"{argv[0]} in {namespace}: {done.stderr.strip() or done.returncode}")
+    return done.stdout
 
-    def __init__(self, namespace: str, fresh: bool = False):
-        """``fresh``: the namespace was just made, there is nothing to read."""
+
+class ScopeTable6:
+    """Our ip6tables chains (IPv6 address scopes) in one namespace, as this
+    object last wrote (or read) them: none while no device of the router is in
+    an IPv6 address scope, and then ip6tables is not run."""
+
+    def __init__(self, namespace: str, fresh: bool = False, runner: Runner | None = None):
+        """``fresh``: the namespace was just made, there is nothing to read;
+        ``runner``: how to run ip6tables there (a fake host in tests)."""
+        self.namespace = namespace
+        #: our chains there with their rules, and the jumps to them; None: not known
+        self._present: Chains | None = {} if fresh else None
+        self._jumps: set[tuple[str, str]] | None = set() if fresh else None
+        self._runner = runner or namespace_runner(namespace, timeout=30)
+
+    def apply(self, nat: RouterNat) -> bool:
+        """Make our chains say ``nat``'s IPv6 scopes, or take them away if it
+        has none; False if nothing was to change (nothing run). The first call
+        on a namespace this object did not make reads it first."""
+        wanted = chains6(nat)
+        if self._present is None or self._jumps is None:
+            self._read(bool(wanted))
+        assert self._present is not None and self._jumps is not None
+        jumps = set(HOOKS6) if wanted else set()
+        if self._present == wanted and self._jumps == jumps:
+            return False
+        text = (restore_text(wanted, self._jumps, HOOKS6) if wanted
+                else removal_text(self._present, self._jumps, HOOKS6))
+        try:
+            _run(self._runner, self.namespace, ["ip6tables-restore", "--noflush"], text)
+        except OSError:
+            self._present, self._jumps = None, None  # read it all again next time
+            raise
+        self._present, self._jumps = wanted, jumps
+        return True
+
+    def _read(self, needed: bool) -> None:
+        """What of ours is there. Unreadable when no rule is wanted: taken as
+        nothing (a kernel without IPv6, say, where nothing of ours can be),
+        rather than failing the router."""
+        try:
+            saved = _run(self._runner, self.namespace, ["ip6tables-save", "-t", "mangle"])
+        except OSError as error:
+            if needed:
+                raise
+            LOG.debug("%s: taken as holding no IPv6 scope rules: %s", self.namespace, error)
+            saved = ""
+        self._jumps = present_jumps(saved, HOOKS6)
+        self._present = {key: rules for key, rules in saved_chains(saved, empty=True).items()
+                         if key[0] == "mangle"}
+
+
+class NatTable:
+    """Our chains in one namespace, as this object last wrote (or read) them:
+    iptables', and ip6tables' (``ScopeTable6``)."""
+
+    def __init__(self, namespace: str, fresh: bool = False, runner: Runner | None = None):
+        """``fresh``: the namespace was just made, there is nothing to read;
+        ``runner``: how to run iptables and ip6tables there (a fake host in tests)."""
         self.namespace = namespace
         self._jumps: set[tuple[str, str]] | None = set() if fresh else None
         self._written: Chains | None = None
         self._translations: dict[str, frozenset[str]] = {}
-        self._runner = namespace_runner(namespace, timeout=30)
+        self._runner = runner or namespace_runner(namespace, timeout=30)
+        self.ipv6 = ScopeTable6(namespace, fresh, self._runner)
 
     def _run(self, argv: list[str], stdin: str | None = None) -> str:
-        done = self._runner(argv, stdin)
-        if done.returncode != 0:
-            raise OSError(f"{argv[0]} in {self.namespace}: "
-                          f"{done.stderr.strip() or done.returncode}")
-        return done.stdout
+        return _run(self._runner, self.namespace, argv, stdin)
 
     def apply(self, nat: RouterNat) -> bool:
-        """Make our chains say ``nat``; False if they already did (nothing run).
-        The first call on a namespace this object did not make reads it first
-        (an agent restarted: what it wrote before is there)."""
+        """Make our chains (iptables' and ip6tables') say ``nat``; False if
+        they already did (nothing run). The first call on a namespace this
+        object did not make reads it first (an agent restarted: what it wrote
+        before is there)."""
+        written = self._apply4(nat)
+        return self.ipv6.apply(nat) or written
+
+    def _apply4(self, nat: RouterNat) -> bool:
         if self._jumps is None:
             saved = self._run(["iptables-save"])
             self._jumps = present_jumps(saved)
@@ -369,8 +495,7 @@ class NatTable:
         """Drop the connections to (DNAT) or translated to (SNAT) ``address``;
         conntrack fails when there are none, which is fine."""
         for way in ("--orig-dst", "--reply-dst"):
-            subprocess.run(["ip", "netns", "exec", self.namespace, "conntrack", "-D", way,
-                            address], capture_output=True, timeout=10)
+            self._runner(["conntrack", "-D", way, address], None)
 
 
 def describe(nat_chains: Mapping[tuple[str, str], list[str]]) -> str:

@@ -1,5 +1,6 @@
 """A fake of ``neutrino.linux.router.RouterDataplane``: routers' namespaces
-held in memory, their NAT chains computed by the real ``nat.chains``.
+held in memory, their NAT chains computed by the real ``nat.chains`` (and
+their ip6tables chains by ``nat.chains6``).
 
 It answers what a router on a host would do: where a packet to a floating
 IP is sent (``dnat``), which source a packet leaving by the gateway gets
@@ -23,6 +24,7 @@ class FakeRouterNamespace:
     devices: dict[str, tuple[str, int, tuple[str, ...]]] = field(default_factory=dict)
     routes: tuple[tuple[str, str], ...] = ()
     chains: dict[tuple[str, str], list[str]] = field(default_factory=dict)
+    chains6: dict[tuple[str, str], list[str]] = field(default_factory=dict)  # ip6tables'
     daemons: dict[str, int | None] = field(default_factory=dict)
 
 
@@ -43,6 +45,7 @@ class FakeRouterDataplane:
         ports += [(router.gateway, EXTERNAL)] if router.gateway else []
         devices = {device_name(p.id, prefix): (p.mac, p.mtu, p.cidrs) for p, prefix in ports}
         chains = {key: rules[:] for key, rules in nat.chains(router.nat).items()}
+        chains6 = {key: rules[:] for key, rules in nat.chains6(router.nat).items()}
         daemons = {"metadata proxy": here.daemons.get("metadata proxy") or self._pid()
                    } if router.metadata else {}
         if router.metadata and self.metadata_socket is None:
@@ -50,6 +53,7 @@ class FakeRouterDataplane:
         for name, value, now in (("devices", devices, here.devices),
                                  ("routes", router.routes, here.routes),
                                  ("chains", chains, here.chains),
+                                 ("chains6", chains6, here.chains6),
                                  ("daemons", daemons, here.daemons)):
             if value != now:
                 setattr(here, name, value)

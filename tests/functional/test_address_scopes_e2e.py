@@ -7,10 +7,13 @@ only: everything happens in namespaces the tests make and remove.
 Before its pool joins the scope, the router translates everything and routes
 every subnet to every other; after, the subnets in the external network's
 scope are routed to and from the outside, untranslated, and no traffic
-crosses between scopes, as in Neutron."""
+crosses between scopes, as in Neutron. The same for IPv6 (ip6tables), where
+nothing is translated: IPv6 subnets of one router in different IPv6 scopes
+do not reach each other, those in one scope do."""
 
 from __future__ import annotations
 
+import dataclasses
 import subprocess
 import time
 import uuid
@@ -19,7 +22,7 @@ from collections.abc import Iterator
 import pytest
 
 from neutrino.linux import nat
-from tests.dataplane import run, sandbox, skip_unless_root, wait_until
+from tests.dataplane import pings, run, sandbox, skip_unless_root, wait_until
 from tests.functional.emulated_hosts import PHYSNET, Deployment
 from tests.functional.test_l3_e2e import (
     EXTERNAL_CIDR,
@@ -44,7 +47,7 @@ TENANT_PREFIX, UNSCOPED_CIDR = "10.60.0.0/16", "10.70.0.0/24"
 
 @pytest.fixture
 def lab(tmp_path, rabbit_url) -> Iterator[Lab]:
-    skip_unless_root("ip", "socat", "iptables", "conntrack", "arping")
+    skip_unless_root("ip", "socat", "iptables", "ip6tables", "conntrack", "arping", "ping")
     with sandbox() as box:
         d = Deployment(box, tmp_path, rabbit_url,
                        server_extra="[DEFAULT]\nservice_plugins = router\n")
@@ -134,18 +137,116 @@ def test_the_external_networks_scope_is_routed_and_scopes_kept_apart(lab: Lab):
     said(inst_a, UPSTREAM, LISTEN, address(port_a))  # the scope still untranslated
 
 
+def scope6_rules(router: dict) -> list[str]:
+    """The router's IPv6 address scope rules, as ip6tables-save shows them."""
+    saved = run("ip6tables-save", "-t", "mangle", namespace=f"qrouter-{router['id']}").stdout
+    return [line for line in saved.splitlines() if f" {nat.PREFIX}-" in line]
+
+
+def instance6(lab: Lab, net: dict, subnet: dict) -> tuple[str, str]:
+    """A port plugged as an instance with its IPv6 address and default route
+    set by hand: its namespace and address."""
+    port = lab.api.port(net["id"])
+    lab.d.plug("h1", port["id"])
+    ns, ip6 = f"inst-{port['id'][:11]}", address(port)
+    run("ip", "-6", "addr", "add", f"{ip6}/64", "dev", "eth0", "nodad", namespace=ns)
+    run("ip", "-6", "route", "add", "default", "via", subnet["gateway_ip"], namespace=ns)
+    return ns, ip6
+
+
+def scope6(lab: Lab, pool: dict, scope_id: str | None) -> None:
+    joined = lab.api.put(f"/v2.0/subnetpools/{pool['id']}", json={"subnetpool": {
+        "address_scope_id": scope_id}})
+    assert joined.status_code == 200, joined.text
+
+
+def test_ipv6_scopes_kept_apart(lab: Lab):
+    """Three IPv6 subnets of one router (static addresses), from two subnet
+    pools: routed to each other while the pools are in no scope; a and b in
+    one scope, c in another, c reaches neither; all in one, all reach each
+    other; no scope again, no ip6tables chain of ours is left."""
+    api = lab.api
+    pool_x = api.create("subnetpools", name="x6", default_prefixlen=64,
+                        prefixes=["2001:db8:a::/48"], shared=True)
+    pool_y = api.create("subnetpools", name="y6", default_prefixlen=64,
+                        prefixes=["2001:db8:b::/48"], shared=True)
+    router = api.create("routers", name=f"r-{uuid.uuid4().hex[:6]}")
+    inst = {}
+    for name, pool, cidr in (("a", pool_x, "2001:db8:a:1::/64"),
+                             ("b", pool_x, "2001:db8:a:2::/64"),
+                             ("c", pool_y, "2001:db8:b:1::/64")):
+        net = api.network()
+        subnet = pool_subnet(lab, net["id"], pool, cidr)
+        add_interface(lab, router, subnet)
+        inst[name] = instance6(lab, net, subnet)
+
+    def reach(a: str, b: str, wanted: bool = True) -> None:
+        wait_until(lambda: pings(inst[a][0], inst[b][1]) == wanted, 20,
+                   f"{a} {'' if wanted else 'not '}to reach {b}")
+
+    # no scope: every subnet reached from every other, no rules
+    for a, b in (("a", "b"), ("a", "c"), ("c", "b")):
+        reach(a, b)
+        reach(b, a)
+    assert scope6_rules(router) == []
+
+    scopes = []
+    for name in ("x6", "y6"):
+        made = api.post("/v2.0/address-scopes", json={"address_scope": {
+            "name": name, "ip_version": 6, "shared": True}})
+        assert made.status_code == 201, made.text
+        scopes.append(made.json()["address_scope"]["id"])
+    scope6(lab, pool_x, scopes[0])
+    scope6(lab, pool_y, scopes[1])
+    marks = nat.scope_marks(scopes)
+    wanted = sorted(f"--set-xmark {marks[scope] << 16:#x}/{nat.SCOPE_MASK:#x}"
+                    for scope in (scopes[0], scopes[0], scopes[1]))
+    wait_until(lambda: sorted(line.split(" -j MARK ")[1] for line in scope6_rules(router)
+                              if " -j MARK " in line) == wanted, 15,
+               "the router's IPv6 address scope rules")
+    assert scope_rules(router) == ""  # the IPv4 rules: no IPv4 scope here
+    # a and b in one scope, c in another
+    reach("a", "b")
+    reach("b", "a")
+    for a, b in (("a", "c"), ("c", "a"), ("b", "c"), ("c", "b")):
+        assert not pings(inst[a][0], inst[b][1], count=2), f"{a} reached {b}"
+
+    # c's pool joins a and b's scope: all in one
+    scope6(lab, pool_y, scopes[0])
+    for a, b in (("a", "c"), ("c", "b")):
+        reach(a, b)
+        reach(b, a)
+
+    # no scope any more: our chains and their jumps go, and routing stays
+    scope6(lab, pool_x, None)
+    scope6(lab, pool_y, None)
+    wait_until(lambda: scope6_rules(router) == [], 15, "the IPv6 scope rules to go")
+    reach("a", "c")
+
+
 def test_scope_rules_read_back_as_written(tmp_path):
-    """iptables writes our address scope rules back as we write them: an agent
-    restarted on a router finds nothing to change."""
-    skip_unless_root("ip", "iptables", "conntrack")
+    """iptables and ip6tables write our address scope rules back as we write
+    them: an agent restarted on a router finds nothing to change; and the
+    IPv6 ones go without a trace."""
+    skip_unless_root("ip", "iptables", "ip6tables", "conntrack")
     with sandbox() as box:
         ns = box.namespace("router")  # (rules name devices that need not be there)
         wanted = nat.RouterNat(
             gateway="qg-x", snat_address="203.0.113.10",
             floating_ips=(nat.FloatingIp("203.0.113.20", "10.70.0.5", nat.NO_SCOPE),),
-            scopes=(("qg-x", 0x1234), ("qr-a", 0x1234), ("qr-c", nat.NO_SCOPE)))
+            scopes=(("qg-x", 0x1234), ("qr-a", 0x1234), ("qr-c", nat.NO_SCOPE)),
+            scopes6=(("qg-x", 0x4321), ("qr-a", 0x4321), ("qr-b", nat.NO_SCOPE)))
+        v6_before = run("ip6tables-save", "-t", "mangle", namespace=ns).stdout
         assert nat.NatTable(ns, fresh=True).apply(wanted)
         assert not nat.NatTable(ns).apply(wanted)
+        assert f"-A FORWARD -j {nat.PREFIX}-SCOPE" in run(
+            "ip6tables-save", "-t", "mangle", namespace=ns).stdout
+        assert nat.NatTable(ns).apply(dataclasses.replace(wanted, scopes6=()))
+        v6_after = run("ip6tables-save", "-t", "mangle", namespace=ns).stdout
+
+        def rules(saved: str) -> list[str]:
+            return [line for line in saved.splitlines() if not line.startswith("#")]
+        assert rules(v6_after) == rules(v6_before)
         saved = run("iptables-save", namespace=ns).stdout
         for chain in (f"{nat.PREFIX}-SCOPE", f"{nat.PREFIX}-SAVE", nat.FLOAT_SNAT):
             assert f"-A {chain} " in saved

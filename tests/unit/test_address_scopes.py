@@ -1,13 +1,19 @@
-"""Address scopes on a router (IPv4): the marks of scopes, the router the
-agent makes of ``sync_routers`` data with ``address_scopes``, and what its
-rules (``nat.chains``) do to packets, followed through them by a small model
-of netfilter (marks, connection marks, NAT of a connection's first packet)
-that answers "is it dropped, which source does it leave with?". No root."""
+"""Address scopes on a router: the marks of scopes, the router the agent
+makes of ``sync_routers`` data with ``address_scopes``, and what its rules
+(``nat.chains`` for IPv4, ``nat.chains6`` for IPv6) do to packets, followed
+through them by a small model of netfilter (marks, connection marks, NAT of a
+connection's first packet) that answers "is it dropped, which source does it
+leave with?"; the IPv6 rules as ``nat.ScopeTable6`` leaves them on a fake
+ip6tables host. No root."""
 
 from __future__ import annotations
 
+import dataclasses
 import ipaddress
+import subprocess
 from dataclasses import dataclass
+
+import pytest
 
 from neutrino.agents.l3 import router_spec
 from neutrino.linux import nat
@@ -217,17 +223,18 @@ def test_the_devices_with_an_ipv4_address_and_their_scopes():
 
 
 def test_no_ipv4_scope_no_rules():
-    """A router with no device in an IPv4 scope: not one rule more than
-    before address scopes (an IPv6 scope alone changes nothing)."""
+    """A router with no device in an IPv4 scope: not one iptables rule more
+    than before address scopes (an IPv6 scope alone is ip6tables' business)."""
     data = sync_data()
     for port in [data["gw_port"], *data["_interfaces"]]:
         port["address_scopes"]["4"] = None
     spec = router_spec(data)
     assert spec.nat.scopes == () and spec.nat.floating_ips[0].scope is None
+    assert [device for device, _ in spec.nat.scopes6] == ["qr-v6port00000"]
     for port in [data["gw_port"], *data["_interfaces"]]:
         del port["address_scopes"]
     data["_floatingips"][0].pop("fixed_ip_address_scope")
-    assert router_spec(data).nat == spec.nat
+    assert router_spec(data).nat == dataclasses.replace(spec.nat, scopes6=())
     chains = nat.chains(spec.nat)
     assert not any(chains[key] for key in [
         ("mangle", f"{nat.PREFIX}-SCOPE"), ("mangle", f"{nat.PREFIX}-SAVE"),
@@ -369,3 +376,284 @@ def test_restore_round_trip_with_scopes():
     assert nat.present_jumps(text) == set(nat.HOOKS)
     assert nat.saved_chains(text) == {key: lines for key, lines in wanted.items() if lines}
     assert f":{nat.FLOAT_SNAT} - [0:0]" in text
+
+
+# --- IPv6 ------------------------------------------------------------------------------------
+
+EXT6, OTHER6 = "cccccccc-0000-4000-8000-00000000006e", "dddddddd-0000-4000-8000-00000000006f"
+#: device -> an instance behind it (the gateway: a host outside)
+A6, B6, C6, N6, V4 = ("qr-a6port00000", "qr-b6port00000", "qr-c6port00000", "qr-n6port00000",
+                      "qr-v4port00000")
+HOST6 = {A6: "2001:db8:a::5", B6: "2001:db8:b::5", C6: "2001:db8:c::5", N6: "2001:db8:9::5",
+         GATEWAY: "2001:db8:ffff::7"}
+
+
+def sync_data6() -> dict:
+    """A router whose gateway (dual stack) and two interfaces are in the
+    external network's IPv6 scope, one interface in another IPv6 scope, one
+    in none, and one IPv4 only."""
+    gateway = _port("gwport000001xyz", SNAT, 24, EXT_SCOPE, EXT6)
+    gateway["fixed_ips"].append({"subnet_id": "sub-gw6", "ip_address": "2001:db8:ffff::10",
+                                 "prefixlen": 64})
+    return {
+        "id": "r6", "routes": [], "enable_snat": True, "gw_port": gateway,
+        "_interfaces": [_port("a6port00000abc", "2001:db8:a::1", 64, None, EXT6),
+                        _port("b6port00000abc", "2001:db8:b::1", 64, None, EXT6),
+                        _port("c6port00000abc", "2001:db8:c::1", 64, None, OTHER6),
+                        _port("n6port00000abc", "2001:db8:9::1", 64, None, None),
+                        _port("v4port00000abc", "10.1.0.1", 24, EXT_SCOPE, OTHER6)],
+        "_floatingips": [],
+    }
+
+
+class FakeIp6tables:
+    """``ip6tables-save -t mangle`` and ``ip6tables-restore --noflush`` on one
+    mangle table, as strict as the tools: a restore is all or nothing, and
+    fails on a rule or chain it cannot find, on a chain deleted while in use
+    or not empty; the other tools a ``NatTable`` runs succeed, unrecorded
+    but for their names. ``no_ipv6``: ip6tables fails (a kernel without IPv6)."""
+
+    BUILT_IN = ("PREROUTING", "INPUT", "FORWARD", "OUTPUT", "POSTROUTING")
+
+    def __init__(self, no_ipv6: bool = False) -> None:
+        self.mangle: dict[str, list[str]] = {name: [] for name in self.BUILT_IN}
+        self.no_ipv6 = no_ipv6
+        self.runs: list[str] = []
+        self.fail_next = False
+
+    def __call__(self, argv: list[str], stdin: str | None) -> subprocess.CompletedProcess:
+        self.runs.append(argv[0])
+        failed = subprocess.CompletedProcess(argv, 1, "", f"{argv[0]}: refused")
+        if argv[0].startswith("ip6tables") and (self.no_ipv6 or self.fail_next):
+            self.fail_next = False
+            return failed
+        if argv == ["ip6tables-save", "-t", "mangle"]:
+            return subprocess.CompletedProcess(argv, 0, self.save(), "")
+        if argv == ["ip6tables-restore", "--noflush"]:
+            assert stdin is not None
+            try:
+                self.mangle = self._restored(stdin)
+            except (KeyError, ValueError):
+                return failed
+        else:
+            assert not argv[0].startswith("ip6tables"), argv
+        return subprocess.CompletedProcess(argv, 0, "", "")
+
+    def ip6tables_runs(self) -> list[str]:
+        return [tool for tool in self.runs if tool.startswith("ip6tables")]
+
+    def save(self) -> str:
+        return "\n".join([
+            "# Generated by a fake", "*mangle",
+            *(f":{name} {'ACCEPT' if name in self.BUILT_IN else '-'} [0:0]"
+              for name in self.mangle),
+            *(line for lines in self.mangle.values() for line in lines),
+            "COMMIT", "# Completed"]) + "\n"
+
+    def _restored(self, text: str) -> dict[str, list[str]]:
+        table = {name: lines[:] for name, lines in self.mangle.items()}
+        lines = text.splitlines()
+        if lines[0] != "*mangle" or lines[-1] != "COMMIT":
+            raise ValueError(text)
+        for line in lines[1:-1]:
+            op, _, rest = line.partition(" ")
+            if op.startswith(":"):
+                table[op[1:]] = []
+                continue
+            name, _, spec = rest.partition(" ")
+            if op == "-A":
+                table[name].append(line)
+            elif op == "-D":
+                table[name].remove(f"-A {name} {spec}")  # ValueError if not there
+            elif op == "-X":
+                used = any(line.endswith(f"-j {name}") for lines in table.values()
+                           for line in lines)
+                if used or table.pop(name) or name in self.BUILT_IN:
+                    raise ValueError(f"chain {name} in use, not empty or built in")
+            else:
+                raise ValueError(line)
+        return table
+
+    def chains(self) -> nat.Chains:
+        return {("mangle", name): lines for name, lines in self.mangle.items()}
+
+    def state(self) -> tuple:
+        return tuple((name, tuple(lines)) for name, lines in sorted(self.mangle.items()))
+
+
+def hosted(nat_: nat.RouterNat) -> FakeIp6tables:
+    """A fresh router namespace's ip6tables once ``nat_`` is applied."""
+    host = FakeIp6tables()
+    nat.ScopeTable6("ns", fresh=True, runner=host).apply(nat_)
+    return host
+
+
+def passes6(host: FakeIp6tables, inbound: str, outbound: str) -> bool:
+    """Whether the router forwards an IPv6 packet from the instance (or host
+    outside) behind ``inbound`` to the one behind ``outbound``: mangle
+    PREROUTING, then mangle FORWARD (their policy ACCEPT)."""
+    packet = Packet(inbound, outbound, HOST6[inbound], HOST6[outbound])
+    chains, conn = host.chains(), Connection()
+    _walk(chains, "mangle", "PREROUTING", packet, conn)
+    return _walk(chains, "mangle", "FORWARD", packet, conn) != ["DROP"]
+
+
+def test_the_devices_with_an_ipv6_address_and_their_scopes():
+    spec = router_spec(sync_data6())
+    marks = nat.scope_marks([EXT6, OTHER6])
+    assert spec.nat.scopes6 == ((GATEWAY, marks[EXT6]), (A6, marks[EXT6]), (B6, marks[EXT6]),
+                                (C6, marks[OTHER6]), (N6, nat.NO_SCOPE))
+    # the IPv4 devices keep the marks of their IPv4 scopes: a family's own
+    marks4 = nat.scope_marks([EXT_SCOPE])
+    assert spec.nat.scopes == ((GATEWAY, marks4[EXT_SCOPE]), (V4, marks4[EXT_SCOPE]))
+
+
+def test_no_ipv6_scope_no_ip6tables_rules():
+    data = sync_data6()
+    for port in [data["gw_port"], *data["_interfaces"]]:
+        port["address_scopes"]["6"] = None
+    spec = router_spec(data)
+    assert spec.nat.scopes6 == () and nat.chains6(spec.nat) == {}
+    # "no scope" marks alone are no scope either
+    assert nat.chains6(nat.RouterNat(scopes6=((A6, nat.NO_SCOPE), (B6, nat.NO_SCOPE)))) == {}
+    # and an IPv6 scope adds no iptables (IPv4) rule
+    with_v6 = router_spec(sync_data6()).nat
+    assert nat.chains(with_v6) == nat.chains(dataclasses.replace(with_v6, scopes6=()))
+
+
+def test_ipv6_scopes_kept_apart():
+    host = hosted(router_spec(sync_data6()).nat)
+    for a, b in [(A6, B6), (A6, GATEWAY), (B6, GATEWAY)]:  # the external network's scope
+        assert passes6(host, a, b) and passes6(host, b, a), (a, b)
+    for a, b in [(A6, C6), (A6, N6), (C6, N6), (C6, GATEWAY), (N6, GATEWAY)]:
+        assert not passes6(host, a, b) and not passes6(host, b, a), (a, b)
+
+
+def test_no_translation_no_exception_for_the_gateway():
+    """Unlike IPv4 with SNAT, nothing leaves by the gateway from another
+    scope, and nothing saves a connection's scope: an answer is marked by
+    the device it comes in by, of the same scope as its question's."""
+    chains = nat.chains6(router_spec(sync_data6()).nat)
+    assert f"-A {nat.PREFIX}-SCOPE -o {GATEWAY} -m mark ! --mark " in "\n".join(
+        chains["mangle", f"{nat.PREFIX}-SCOPE"])
+    assert not any("CONNMARK" in rule for rules in chains.values() for rule in rules)
+    assert set(chains) == {("mangle", f"{nat.PREFIX}-MARK"), ("mangle", f"{nat.PREFIX}-SCOPE")}
+
+
+def test_a_router_without_gateway_keeps_ipv6_scopes_apart_too():
+    data = sync_data6()
+    del data["gw_port"]
+    host = hosted(router_spec(data).nat)
+    assert passes6(host, A6, B6) and not passes6(host, A6, C6) and not passes6(host, N6, B6)
+
+
+def test_a_gateway_in_no_ipv6_scope():
+    """Then only the interfaces in no IPv6 scope reach the outside."""
+    data = sync_data6()
+    data["gw_port"]["address_scopes"]["6"] = None
+    host = hosted(router_spec(data).nat)
+    assert passes6(host, N6, GATEWAY) and passes6(host, GATEWAY, N6)
+    assert not passes6(host, A6, GATEWAY) and not passes6(host, GATEWAY, C6)
+
+
+def test_the_ipv6_table_writes_only_what_changed():
+    host = FakeIp6tables()
+    table = nat.ScopeTable6("ns", fresh=True, runner=host)
+    spec = router_spec(sync_data6()).nat
+    assert table.apply(spec) and host.ip6tables_runs() == ["ip6tables-restore"]
+    assert not table.apply(spec) and len(host.runs) == 1
+    # a device joins another scope: one write, and the packets follow
+    data = sync_data6()
+    data["_interfaces"][2]["address_scopes"]["6"] = EXT6
+    assert table.apply(router_spec(data).nat) and len(host.runs) == 2
+    assert passes6(host, A6, C6)
+    assert host.chains()["mangle", "PREROUTING"] == [f"-A PREROUTING -j {nat.PREFIX}-MARK"]
+
+
+def test_no_ipv6_scope_runs_no_ip6tables():
+    """A router none of whose devices has an IPv6 scope: not one ip6tables
+    run, from its namespace's birth on, IPv4 scopes and NAT or not."""
+    data = sync_data6()
+    for port in [data["gw_port"], *data["_interfaces"]]:
+        port["address_scopes"]["6"] = None
+    host = FakeIp6tables()
+    table = nat.NatTable("ns", fresh=True, runner=host)
+    assert table.apply(router_spec(data).nat)  # iptables' chains
+    assert not table.apply(router_spec(data).nat)
+    assert host.runs == ["iptables-restore"] and host.ip6tables_runs() == []
+
+
+def test_ipv6_scopes_come_and_go_leaving_nothing():
+    """Scopes, then none: our chains and their jumps are taken away, the
+    table as it was before (round trip); and again."""
+    host = FakeIp6tables()
+    before = host.state()
+    table = nat.ScopeTable6("ns", fresh=True, runner=host)
+    with_scopes = router_spec(sync_data6()).nat
+    without = nat.RouterNat()
+    for _ in range(2):
+        assert table.apply(with_scopes) and host.state() != before
+        assert table.apply(without) and host.state() == before
+    runs = len(host.runs)
+    assert not table.apply(without) and len(host.runs) == runs
+
+
+def test_an_agent_restart_reads_the_ipv6_rules_once():
+    host = FakeIp6tables()
+    spec = router_spec(sync_data6()).nat
+    nat.ScopeTable6("ns", fresh=True, runner=host).apply(spec)
+    # restarted, the router unchanged: one read, no write
+    again = nat.ScopeTable6("ns", runner=host)
+    runs = len(host.runs)
+    assert not again.apply(spec) and host.runs[runs:] == ["ip6tables-save"]
+    assert not again.apply(spec) and len(host.runs) == runs + 1
+    # restarted after the router lost its IPv6 scopes: what was left is taken away
+    state = host.state()
+    restarted = nat.ScopeTable6("ns", runner=host)
+    assert restarted.apply(nat.RouterNat())
+    assert host.state() != state and host.state() == FakeIp6tables().state()
+    # restarted on a router that never had any: one read, nothing written
+    runs = len(host.runs)
+    assert not nat.ScopeTable6("ns", runner=host).apply(nat.RouterNat())
+    assert host.runs[runs:] == ["ip6tables-save"]
+
+
+def test_half_written_ipv6_rules_are_completed():
+    """A jump missing (someone took it away): the next agent puts it back."""
+    host = hosted(router_spec(sync_data6()).nat)
+    host.mangle["FORWARD"].clear()
+    assert nat.ScopeTable6("ns", runner=host).apply(router_spec(sync_data6()).nat)
+    assert host.state() == hosted(router_spec(sync_data6()).nat).state()
+
+
+def test_a_host_without_ipv6():
+    """ip6tables unusable (no IPv6 in the kernel): a router without IPv6
+    scopes is served; one with them fails, and is read afresh next time."""
+    host = FakeIp6tables(no_ipv6=True)
+    assert not nat.ScopeTable6("ns", runner=host).apply(nat.RouterNat())
+    table = nat.ScopeTable6("ns", runner=host)
+    with pytest.raises(OSError, match="ip6tables-save in ns"):
+        table.apply(router_spec(sync_data6()).nat)
+    host.no_ipv6 = False
+    assert table.apply(router_spec(sync_data6()).nat)
+    assert host.runs[-2:] == ["ip6tables-save", "ip6tables-restore"]
+
+
+def test_a_failed_ipv6_write_is_done_again_whole():
+    host = FakeIp6tables()
+    table = nat.ScopeTable6("ns", fresh=True, runner=host)
+    spec = router_spec(sync_data6()).nat
+    host.fail_next = True
+    with pytest.raises(OSError, match="ip6tables-restore in ns"):
+        table.apply(spec)
+    assert table.apply(spec) and host.runs[-2:] == ["ip6tables-save", "ip6tables-restore"]
+    assert host.state() == hosted(spec).state()
+
+
+def test_ipv6_restore_round_trip():
+    """What ip6tables-save shows of what we wrote reads as what we want."""
+    spec = router_spec(sync_data6()).nat
+    saved = hosted(spec).save()
+    assert nat.present_jumps(saved, nat.HOOKS6) == set(nat.HOOKS6)
+    assert nat.saved_chains(saved, empty=True) == nat.chains6(spec)
+    assert nat.removal_text({}, set(), nat.HOOKS6) == ""
