@@ -973,3 +973,88 @@ lbaas_healthmonitors = Table(
     Column("http_version", String(8), nullable=True),
     Column("domain_name", String(255), nullable=True),
 )
+
+
+# --- QoS (the qos service plugin) ----------------------------------------------------
+
+qos_policies = Table(
+    "qos_policies", metadata, *_standard(),
+    Column("shared", Boolean, nullable=False, default=False),
+)
+
+# a project's default policy (qos-default): its new networks and ports take it
+qos_default_policies = Table(
+    "qos_default_policies", metadata,
+    Column("project_id", PROJECT, primary_key=True),
+    Column("qos_policy_id", UUID, ForeignKey("qos_policies.id", ondelete="CASCADE"),
+           nullable=False),
+)
+
+
+def _qos_rule(name: str, *columns: Column, unique: tuple[str, ...]) -> Table:
+    """A kind of rule; one per policy and ``unique`` (a direction, or nothing)."""
+    return Table(
+        name, metadata,
+        Column("id", UUID, primary_key=True),
+        Column("qos_policy_id", UUID, ForeignKey("qos_policies.id", ondelete="CASCADE"),
+               nullable=False, index=True),
+        *columns,
+        UniqueConstraint("qos_policy_id", *unique, name=f"uq_{name}_policy"),
+    )
+
+
+qos_bandwidth_limit_rules = _qos_rule(
+    "qos_bandwidth_limit_rules", Column("max_kbps", BigInteger, nullable=False),
+    Column("max_burst_kbps", BigInteger, nullable=False),
+    Column("direction", String(16), nullable=False), unique=("direction",))
+qos_dscp_marking_rules = _qos_rule(
+    "qos_dscp_marking_rules", Column("dscp_mark", Integer, nullable=False), unique=())
+qos_minimum_bandwidth_rules = _qos_rule(
+    "qos_minimum_bandwidth_rules", Column("min_kbps", BigInteger, nullable=False),
+    Column("direction", String(16), nullable=False), unique=("direction",))
+qos_packet_rate_limit_rules = _qos_rule(
+    "qos_packet_rate_limit_rules", Column("max_kpps", BigInteger, nullable=False),
+    Column("max_burst_kpps", BigInteger, nullable=False),
+    Column("direction", String(16), nullable=False), unique=("direction",))
+qos_minimum_packet_rate_rules = _qos_rule(
+    "qos_minimum_packet_rate_rules", Column("min_kpps", BigInteger, nullable=False),
+    Column("direction", String(16), nullable=False), unique=("direction",))
+
+
+def _qos_binding(name: str, column: str, target: str) -> Table:
+    """Which policy a network, port, floating IP or router gateway has (one)."""
+    return Table(
+        name, metadata,
+        Column(column, UUID, ForeignKey(f"{target}.id", ondelete="CASCADE"), primary_key=True),
+        Column("policy_id", UUID, ForeignKey("qos_policies.id", ondelete="CASCADE"),
+               nullable=False, index=True),
+    )
+
+
+qos_network_policy_bindings = _qos_binding("qos_network_policy_bindings", "network_id",
+                                           "networks")
+qos_port_policy_bindings = _qos_binding("qos_port_policy_bindings", "port_id", "ports")
+qos_fip_policy_bindings = _qos_binding("qos_fip_policy_bindings", "fip_id", "floatingips")
+qos_router_gw_policy_bindings = _qos_binding("qos_router_gw_policy_bindings", "router_id",
+                                             "routers")
+
+# --- trunks (the trunk service plugin) -----------------------------------------------
+
+trunks = Table(
+    "trunks", metadata, *_standard(),
+    Column("admin_state_up", Boolean, nullable=False, default=True),
+    Column("status", String(16), nullable=False),
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), nullable=False,
+           unique=True),
+)
+
+subports = Table(
+    "subports", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("trunk_id", UUID, ForeignKey("trunks.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("segmentation_type", String(32), nullable=False),
+    Column("segmentation_id", Integer, nullable=False),
+    UniqueConstraint("trunk_id", "segmentation_type", "segmentation_id",
+                     name="uq_subports_trunk_id_segmentation"),
+)
