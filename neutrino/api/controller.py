@@ -217,18 +217,23 @@ class ResourceController:
 
     def action(self, req: Request, item_id: str, action: str,
                parent: str | None = None) -> Response:
-        """``PUT /<collection>/<id>/<action>``: the body goes to the plugin as it is."""
+        """``PUT /<collection>/<id>/<action>``: the body goes to the plugin as it is;
+        ``GET /<collection>/<id>/<action>`` (a member read) takes none."""
         ctx = req.context
         args, owner = self._parent(ctx, parent)
-        body = req.json() if req.body else {}
+        reads = self.resource.member_reads
+        body = req.json() if req.body and action not in reads else {}
         if not isinstance(body, dict):
             raise bad("Body contains invalid data")
         if not ctx.is_admin:
             current = {**self._get_one(ctx, *args, item_id), **owner}
             if not self.policy.allows(action, ctx, current):
                 raise exc.PolicyNotAuthorized(action=action)
-        method = getattr(self.plugin, self.resource.member_actions[action])
-        result = method(ctx, *args, item_id, body)
+        if action in reads:
+            result = getattr(self.plugin, reads[action])(ctx, *args, item_id)
+        else:
+            method = getattr(self.plugin, self.resource.member_actions[action])
+            result = method(ctx, *args, item_id, body)
         return Response(200, result)
 
     def _not_found(self, item_id: str | None) -> Exception:

@@ -22,6 +22,7 @@ import yaml
 
 from neutrino.config import ConfigError, Opt, OptGroup, parse_bool
 from neutrino.context import Context
+from neutrino.definitions import qos
 
 GROUP = OptGroup("oslo_policy", [
     Opt("policy_file", str, "policy.yaml",
@@ -228,6 +229,11 @@ DEFAULT_RULES: dict[str, str] = {
     "delete_auto_allocated_topology": ADMIN_OR_MEMBER,
     # service providers belong to no project: any reader may list them
     "get_service_provider": "role:reader",
+    # --- trunks: a project's, as Neutron's defaults
+    **_crud("trunk"),
+    "get_subports": ADMIN_OR_READER,
+    "add_subports": ADMIN_OR_MEMBER,
+    "remove_subports": ADMIN_OR_MEMBER,
     # --- flavors, of no project either: any reader sees the flavors, only admins
     # the service profiles; only admins change them and bind one to the other
     **_crud("flavor", read="role:reader", write=ADMIN),
@@ -249,6 +255,19 @@ DEFAULT_RULES: dict[str, str] = {
     # admin only before); loggable resources belong to no project: admins list them
     **_crud("log", read=ADMIN_OR_MANAGER, write=ADMIN_OR_MANAGER),
     "get_loggable_resource": ADMIN_OR_MANAGER,
+
+    # --- QoS: a project's managers make its policies and rules (Neutron's defaults
+    # since its secure RBAC; admin only before); readers see theirs and the shared
+    "shared_qos_policy": "field:policies:shared=True",
+    **_crud("policy", read=f"{ADMIN_OR_READER} or rule:shared_qos_policy",
+            write=ADMIN_OR_MANAGER),
+    **{rule: check for kind in qos.RULE_TYPES for rule, check in _crud(
+        f"policy_{kind}_rule", write=ADMIN_OR_MANAGER).items()},
+    # a rule by its id alone shows its policy's project as tenant_id
+    **{rule: check for kind in qos.RULE_TYPES for rule, check in _crud(
+        f"alias_{kind}_rule", read=f"({ADMIN}) or (role:reader and project_id:%(tenant_id)s)",
+        write=f"({ADMIN}) or (role:manager and project_id:%(tenant_id)s)").items()},
+    "get_rule_type": "role:reader",
 
     "update_tags": ADMIN_OR_MEMBER,
     "get_quota": ADMIN_OR_READER,

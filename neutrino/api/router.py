@@ -101,6 +101,10 @@ class Router:
             if method != "PUT":
                 raise method_not_allowed(req)
             return controller.action(req, item_id, rest[1], parent)
+        if len(rest) == 2 and rest[1] in controller.resource.member_reads:
+            if method != "GET":
+                raise method_not_allowed(req)
+            return controller.action(req, item_id, rest[1], parent)
         raise exc.HTTPNotFound()
 
     @staticmethod

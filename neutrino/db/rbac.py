@@ -1,15 +1,16 @@
 """Objects that RBAC entries share (``rbac_entries``: security groups, subnet
-pools, address scopes, address groups; networks keep their own table), and who
-sees them.
+pools, address scopes, address groups, QoS policies; networks keep their own
+table), and who sees them.
 
 An entry ``access_as_shared`` for a project ("*": every project) lets it see
 and use an object it does not own; changing or deleting it stays its owner's.
 As in Neutron, an entry cannot go while a project that it lets in uses the
 object (a port in the group, a subnet from the pool, a pool in the scope, a
-rule naming the address group) and no other entry lets that project in; the
-owner never needs one. Where the object has a ``shared`` column (subnet pools,
-address scopes), it mirrors "a '*' entry exists". A pool in an address scope
-is shared only with projects that the scope is shared with.
+rule naming the address group, a network, port, floating IP or router with
+the QoS policy) and no other entry lets that project in; the owner never
+needs one. Where the object has a ``shared`` column (subnet pools, address
+scopes, QoS policies), it mirrors "a '*' entry exists". A pool in an address
+scope is shared only with projects that the scope is shared with.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from neutrino.context import Context
 from neutrino.db import models
 from neutrino.db.util import bump
 from neutrino.definitions import address_group as ag
+from neutrino.definitions import qos
 from neutrino.definitions import rbac as r
 from neutrino.definitions import securitygroup as sg
 from neutrino.definitions.validators import new_uuid
@@ -96,6 +98,19 @@ def _projects(conn: Connection, stmt: Any) -> set[str]:
     return {p for p in conn.execute(stmt).scalars() if p is not None}
 
 
+def _qos_policy_users(conn: Connection, policy_id: str) -> set[str]:
+    """The projects of the networks, ports, floating IPs and routers bound to a policy."""
+    found: set[str] = set()
+    for table, owners, column in (
+            (models.qos_network_policy_bindings, models.networks, "network_id"),
+            (models.qos_port_policy_bindings, P, "port_id"),
+            (models.qos_fip_policy_bindings, models.floatingips, "fip_id"),
+            (models.qos_router_gw_policy_bindings, models.routers, "router_id")):
+        found |= _projects(conn, select(owners.c.project_id).distinct().join(
+            table, table.c[column] == owners.c.id).where(table.c.policy_id == policy_id))
+    return found
+
+
 TYPES: dict[str, Shareable] = {t.object_type: t for t in (
     Shareable("security_group", models.security_groups,
               lambda i: sg.SecurityGroupNotFound(id=i),
@@ -115,6 +130,9 @@ TYPES: dict[str, Shareable] = {t.object_type: t for t in (
               lambda conn, i: _projects(conn, select(
                   models.security_group_rules.c.project_id).distinct().where(
                   models.security_group_rules.c.remote_address_group_id == i))),
+    Shareable("qos_policy", models.qos_policies,
+              lambda i: qos.QosPolicyNotFound(policy_id=i),
+              lambda conn, i: _qos_policy_users(conn, i), shared_column=True, revised=False),
 )}
 
 

@@ -32,6 +32,7 @@ from neutrino.definitions import (
     portbindings,
     portbindings_extended,
     provider_net,
+    qos,
     quotas,
     rbac,
     securitygroup,
@@ -40,6 +41,7 @@ from neutrino.definitions import (
     subnet,
     subnetpool,
     tagging,
+    trunk,
     vpn,
 )
 from neutrino.definitions.base import Extension, Resource
@@ -101,5 +103,9 @@ EXTENSIONS: dict[str, Extension] = {
         network_segment_range.EXTENSION,
         auto_allocated_topology.EXTENSION,
         logging.EXTENSION,
+        *trunk.EXTENSIONS,
+        *qos.EXTENSIONS,
+        qos.PORT_NETWORK_POLICY,
+        qos.FIP,
     )
 }

@@ -74,6 +74,8 @@ class Resource:
     parent: tuple[str, str] | None = None
     # PUT /<collection>/<id>/<action>: action -> the plugin method serving it
     member_actions: dict[str, str] = field(default_factory=dict)
+    # GET /<collection>/<id>/<action>: action -> the plugin method serving it
+    member_reads: dict[str, str] = field(default_factory=dict)
     taggable: bool = False
     not_found: Any = None  # the NotFound to raise, called with ``<name>_id=``
     # the URL spells the collection with hyphens (security-groups), bodies do not

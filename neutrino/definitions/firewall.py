@@ -195,7 +195,6 @@ RULE = Resource(
     name="firewall_rule",
     collection="firewall_rules",
     prefix=PREFIX,
-    taggable=True,
     not_found=lambda firewall_rule_id: FirewallRuleNotFound(firewall_rule_id=firewall_rule_id),
     attrs={
         **standard_attrs(),
@@ -226,7 +225,6 @@ POLICY = Resource(
     name="firewall_policy",
     collection="firewall_policies",
     prefix=PREFIX,
-    taggable=True,
     not_found=lambda firewall_policy_id: FirewallPolicyNotFound(
         firewall_policy_id=firewall_policy_id),
     member_actions={"insert_rule": "insert_rule", "remove_rule": "remove_rule"},
@@ -246,7 +244,6 @@ GROUP = Resource(
     name="firewall_group",
     collection="firewall_groups",
     prefix=PREFIX,
-    taggable=True,
     not_found=lambda firewall_group_id: FirewallGroupNotFound(firewall_id=firewall_group_id),
     attrs={
         **standard_attrs(),

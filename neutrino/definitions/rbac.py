@@ -13,7 +13,8 @@ from neutrino.definitions.base import REQUIRED, Attr, Extension, Resource, attrs
 ACCESS_SHARED = "access_as_shared"
 ACCESS_EXTERNAL = "access_as_external"
 WILDCARD = "*"  # every project
-OBJECT_TYPES = ("network", "security_group", "subnetpool", "address_scope", "address_group")
+OBJECT_TYPES = ("network", "security_group", "subnetpool", "address_scope", "address_group",
+                "qos_policy")
 ACTIONS = (ACCESS_SHARED, ACCESS_EXTERNAL)
 
 

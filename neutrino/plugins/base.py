@@ -68,6 +68,11 @@ class CorePlugin(Protocol):
     def delete_port_in(self, conn: Connection, ctx: Context, port_id: str) -> Any: ...
     def port_deleted(self, context: Any) -> None: ...
 
+    # QoS, for the qos plugin
+    def qos_rule_types(self) -> dict[str, frozenset[str]]:
+        """Mechanism driver -> the QoS rule types it supports (none: no QoS driver)."""
+        ...
+
     # segmentation ids, for the network segment ranges' plugin
     def segment_range_types(self) -> dict[str, tuple[int, int]]:
         """Network type -> its lowest and highest id, of each loaded type driver

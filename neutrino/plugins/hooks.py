@@ -14,6 +14,7 @@ from typing import Any, Protocol
 from sqlalchemy.engine import Connection
 
 from neutrino.context import Context
+from neutrino.db.query import Page
 
 # (conn, ctx, id) -> None, or what to do once the delete has committed (tell the
 # agents what it changed on hosts); raise a NeutronException to veto
@@ -32,6 +33,11 @@ NetworkChanged = Callable[[str], None]
 # (conn, views) -> None: add a plugin's attributes to floating IP views (one read
 # for all of them), as the port forwarding plugin adds port_forwardings
 ViewsExtender = Callable[[Connection, list[dict[str, Any]]], None]
+# (conn, port views, the page they were read as) -> None: add a service plugin's
+# attributes to port views, in one read for the page (the trunk plugin adds
+# trunk_details to its parent ports); run by the core plugin wherever it
+# completes port views, so with no plugin registered a port read costs nothing more
+PortViewsExtender = Callable[[Connection, list[dict[str, Any]], Page], None]
 # (conn, the sync data of a chunk of routers) -> None: add a service's part of
 # each router to what its L3 agent is sent (``sync_routers``), in a read or two
 # for the whole chunk: the firewall groups on its ports, its metering labels
@@ -43,6 +49,10 @@ LogsChanged = Callable[[list[dict[str, Any]]], None]
 # network's transaction, as the RBAC plugin turns ``shared`` and
 # ``router:external`` into its entries; raise to veto
 NetworkWrite = Callable[[Connection, str, dict[str, Any], bool], None]
+# (conn, floating IP id, the create or update's data, created) -> None: inside the
+# floating IP's transaction, once its row is written, as the qos plugin binds its
+# ``qos_policy_id``; raise to veto
+FloatingIpWrite = Callable[[Connection, str, dict[str, Any], bool], None]
 # (conn, router id) -> None: inside the transaction that takes a router's gateway
 # away (cleared, moved to another network, the router deleted); raise to veto, as
 # the VPN plugin does while the router has VPN services
@@ -128,6 +138,10 @@ class Hooks:
     after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
     extend_floatingips: list[ViewsExtender] = field(default_factory=list)
+    on_floatingip_write: list[FloatingIpWrite] = field(default_factory=list)
+    # each with the attributes it adds (a list asked for other fields skips it)
+    extend_ports: list[tuple[frozenset[str], PortViewsExtender]] = field(
+        default_factory=list)
     extend_router_sync: list[RouterSyncExtender] = field(default_factory=list)
     after_logs_change: list[LogsChanged] = field(default_factory=list)
     on_network_write: list[NetworkWrite] = field(default_factory=list)

@@ -84,7 +84,7 @@ def test_a_loaded_plugins_service_type(admin, service_type):
     assert flavor(admin, service_type=service_type)["service_type"] == service_type
 
 
-@pytest.mark.parametrize("service_type", ["QOS", "l3_router_nat", "", "CORE ", "TRUNK"])
+@pytest.mark.parametrize("service_type", ["BGP", "l3_router_nat", "", "CORE ", "TRUNK"])
 def test_a_service_type_no_loaded_plugin_offers(admin, service_type):
     name = unique()
     expect_error(admin.post(FLAVORS, json={"flavor": {"name": name,

@@ -14,6 +14,7 @@ FIP_KEYS = {
     "floating_network_id", "router_id", "port_id", "fixed_ip_address", "status",
     "port_details", "tags", "created_at", "updated_at", "revision_number",
     "port_forwardings",  # the shared servers load the port_forwarding plugin
+    "qos_policy_id",  # and the qos plugin (qos-fip)
 }
 MISSING = "00000000-0000-0000-0000-000000000000"
 

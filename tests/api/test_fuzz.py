@@ -190,7 +190,7 @@ class World:
         resource = self.resources[path]
         if resource.parent:
             parent = self.parents.get(resource.parent[0], str(uuid.uuid4()))
-            return f"/v2.0/{resource.parent[0]}/{parent}/{path.split('/', 1)[1]}"
+            return f"/v2.0/{resource.parent[0]}/{parent}/{path[len(resource.parent[0]) + 1:]}"
         return f"/v2.0/{path}"
 
     def all_ids(self) -> list[str]:
@@ -283,6 +283,15 @@ def world(server: Server) -> World:
     attempt("segments", network_id=net["id"], network_type="local")
     attempt("network_segment_ranges", network_type="vxlan", minimum=7100, maximum=7109,
             shared=False, project_id=project)
+    trunk_ports = [make("ports", network_id=net["id"], name=f"fuzz-trunk-{n}")["id"]
+                   for n in range(3)]
+    attempt("trunks", port_id=trunk_ports[0], sub_ports=[
+        {"port_id": trunk_ports[1], "segmentation_type": "vlan", "segmentation_id": 7}])
+    if "qos/policies" in w.resources:
+        w.parents["qos/policies"] = make("qos/policies", name="fuzz")["id"]
+        for kind, values in (("bandwidth_limit", {"max_kbps": 10}),
+                             ("dscp_marking", {"dscp_mark": 8})):
+            make(f"qos/policies/{kind}_rules", **values)
     unbound_profile = None
     if "flavors" in w.resources:
         sp = make("service_profiles", metainfo="{}")
@@ -325,6 +334,7 @@ def world(server: Server) -> World:
         "flavors": {"name": "fz", "service_type": "L3_ROUTER_NAT"},
         "service_profiles": {"metainfo": "fz"},
         "flavors/service_profiles": {"id": unbound_profile},
+        "trunks": {"port_id": trunk_ports[2]},
     }
 
     keys: set[str] = set()

@@ -142,11 +142,12 @@ def test_create_refusals(user, other, admin, other_project):
     missing = str(uuid.uuid4())
     expect_error(post(user, missing, other_project), 404, "NetworkNotFound")
     resp = user.post(URL, json={"rbac_policy": {
-        "object_type": "qos_policy", "object_id": net["id"], "target_tenant": other_project,
+        "object_type": "bgpvpn", "object_id": net["id"], "target_tenant": other_project,
         "action": "access_as_shared"}})
     expect_error(resp, 400, "HTTPBadRequest",
-                 "Invalid input for object_type. Reason: qos_policy is not in ['network', "
-                 "'security_group', 'subnetpool', 'address_scope', 'address_group'].")
+                 "Invalid input for object_type. Reason: bgpvpn is not in ['network', "
+                 "'security_group', 'subnetpool', 'address_scope', 'address_group', "
+                 "'qos_policy'].")
     resp = post(user, net["id"], other_project, action="access_as_owner")
     assert resp.status_code == 400, resp.text
     resp = user.post(URL, json={"rbac_policy": {"object_type": "network",

@@ -144,3 +144,45 @@ def test_hot_operations_stay_within_their_statement_budget(counter: Counter) -> 
                        for name, (s, t) in found.items())
     counts = {name: (len(s), t) for name, (s, t) in found.items()}
     assert counts == {name: BUDGET[name] for name in counts}, report
+
+
+@pytest.fixture(scope="module")
+def trunk_counter(tmp_path_factory) -> Iterator[Counter]:
+    tmp = tmp_path_factory.mktemp("budget-trunk")
+    url = f"sqlite:///{tmp / 'neutrino.db'}"
+    (tmp / "neutrino.conf").write_text(CONFIG.format(tmp=tmp, url=url).replace(
+        "service_plugins = router,port_forwarding", "service_plugins = router,trunk"))
+    migrate.upgrade(url)
+    app = build_app(load_config([str(tmp / "neutrino.conf")]), sync=True)
+    yield Counter(app)
+    app.on_shutdown()
+
+
+def test_trunk_details_cost_a_port_read_one_statement(trunk_counter: Counter) -> None:
+    """With the trunk plugin, a port list or show reads the trunks of its ports in
+    one more statement, however many ports and trunks; a list of other fields none."""
+    c = trunk_counter
+    network = c.call("POST", "/v2.0/networks", {"network": {"name": "n"}})["network"]
+    c.call("POST", "/v2.0/subnets", {"subnet": {"network_id": network["id"],
+                                                "cidr": "10.1.0.0/16", "ip_version": 4}})
+
+    def port() -> dict:
+        return c.call("POST", "/v2.0/ports", {"port": {"network_id": network["id"]}})["port"]
+
+    def trunk(subports: int) -> None:
+        c.call("POST", "/v2.0/trunks", {"trunk": {"port_id": port()["id"], "sub_ports": [
+            {"port_id": port()["id"], "segmentation_type": "vlan", "segmentation_id": n + 1}
+            for n in range(subports)]}})
+
+    trunk(1)
+    _, few, _ = c.count(lambda: c.call("GET", "/v2.0/ports"))
+    for _ in range(FEW // 4):
+        trunk(3)
+    listed, many, _ = c.count(lambda: c.call("GET", "/v2.0/ports"))
+    assert sum("trunk_details" in p for p in listed["ports"]) == FEW // 4 + 1
+    assert len(few) == len(many) == BUDGET["port list"][0] + 1, many
+    _, shown, _ = c.count(lambda: c.call("GET", f"/v2.0/ports/{listed['ports'][0]['id']}"))
+    assert len(shown) == BUDGET["port show"][0] + 1, shown
+    _, fields, _ = c.count(
+        lambda: c.call("GET", "/v2.0/ports", query="fields=id&fields=fixed_ips"))
+    assert len(fields) == BUDGET["port list of id, fixed_ips"][0], fields

@@ -122,6 +122,8 @@ class MechanismDriver:
     """Realises networks, subnets and ports on a backend. See the module docstring."""
 
     name: ClassVar[str] = ""
+    #: the QoS rule types (``bandwidth_limit``...) its backend takes; none: no QoS driver
+    qos_rule_types: ClassVar[frozenset[str]] = frozenset()
 
     def __init__(self, conf: Config):
         self.conf = conf

@@ -483,6 +483,9 @@ class Ml2Plugin(Plugin):
             if fields is None or driver.port_attributes is None or (
                     fields & driver.port_attributes):
                 driver.extend_ports(conn, views, page)
+        for names, extend in self.env.hooks.extend_ports:  # the service plugins'
+            if fields is None or fields & names:
+                extend(conn, views, page)
         return views
 
     def _ip_allocation(self, views: list[dict[str, Any]]) -> None:
@@ -620,6 +623,8 @@ class Ml2Plugin(Plugin):
         else:
             current.update({key: original[key] for key in bindings.VIEW_KEYS})
         touched = set(data) | ({"fixed_ips"} if "mac_address" in data else set())
+        for names, _ in self.env.hooks.extend_ports:  # the service plugins' (a trunk's)
+            current.update({key: original[key] for key in names if key in original})
         for driver in self.extension_drivers:
             kept = driver.port_attributes
             if kept is None or touched & (kept | driver.port_follows):
@@ -794,6 +799,11 @@ class Ml2Plugin(Plugin):
             self.types.release_segment(conn, segments.view(row))
 
         self.db.write(work)
+
+    # --- QoS, for the qos plugin ---------------------------------------------------------
+
+    def qos_rule_types(self) -> dict[str, frozenset[str]]:
+        return {d.name: d.qos_rule_types for d in self.mechanisms.drivers}
 
     # --- segmentation ids, for the network segment ranges' plugin ----------------------
 

@@ -97,11 +97,6 @@ class FirewallPlugin(Plugin):
         env.hooks.on_port_removed.append(self._port_removed)
         env.hooks.after_logs_change.append(self._logs_changed)
 
-    def taggable_tables(self) -> dict[str, Any]:
-        return {"fwaas/firewall_rules": models.firewall_rules,
-                "fwaas/firewall_policies": models.firewall_policies,
-                "fwaas/firewall_groups": models.firewall_groups}
-
     def rpc_endpoints(self) -> dict[str, list[Any]]:
         return {topics.FIREWALL_PLUGIN: [FirewallRpcCallback(self)]}
 

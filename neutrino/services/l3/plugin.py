@@ -539,6 +539,8 @@ class L3RouterPlugin(Plugin):
                     data.get("fixed_ip_address")))
             if data.get("tags"):
                 tags.replace(conn, fip_id, data["tags"])
+            for write in self.env.hooks.on_floatingip_write:  # qos_policy_id
+                write(conn, fip_id, data, True)
             created = self._fip_view(conn, fip_id)
             changes.routers.add(created["router_id"])
             return created
@@ -593,6 +595,8 @@ class L3RouterPlugin(Plugin):
             elif "port_id" in wanted and row.fixed_port_id is not None:
                 values.update(fixed_port_id=None, fixed_ip_address=None, router_id=None)
             bump(conn, models.floatingips, fip_id, if_revision, values)  # one change
+            for write in self.env.hooks.on_floatingip_write:  # qos_policy_id
+                write(conn, fip_id, data, False)
             updated = self._fip_view(conn, fip_id)
             changes.routers.update((row.router_id, updated["router_id"]))
             return updated

@@ -63,6 +63,8 @@ class LinuxBridgeMechanismDriver(AgentMechanismDriver):
     vif_type = "bridge"
     mapping_keys = ("interface_mappings", "bridge_mappings")
     supported_types = ("local", "flat", "vlan", "vxlan")
+    # as Neutron's driver declares them (accepted and shown; the agent enforces none yet)
+    qos_rule_types = frozenset({"bandwidth_limit", "dscp_marking"})
 
 
 class OpenvswitchMechanismDriver(AgentMechanismDriver):
@@ -71,6 +73,9 @@ class OpenvswitchMechanismDriver(AgentMechanismDriver):
     vif_type = "ovs"
     mapping_keys = ("bridge_mappings",)
     supported_types = ("local", "flat", "vlan", "vxlan", "gre", "geneve")
+    # as Neutron's driver declares them (accepted and shown; the agent enforces none yet)
+    qos_rule_types = frozenset({"bandwidth_limit", "dscp_marking", "minimum_bandwidth",
+                                "packet_rate_limit", "minimum_packet_rate"})
 
     def vif_details(self, agent: Mapping[str, Any]) -> dict[str, Any]:
         configurations = agent.get("configurations") or {}

@@ -1,0 +1,447 @@
+"""The ``qos`` service plugin (``service_plugins = qos``): QoS policies, their
+rules (under their policy and by their own id), and the rule types that the
+loaded ML2 mechanism drivers support, with Neutron's checks and errors.
+
+A policy is its project's, seen by its project, by every project when
+``shared`` (a '*' RBAC entry) and by those an RBAC entry (``object_type:
+qos_policy``) shares it with. A policy holds at most one rule of a kind per
+direction (one DSCP marking rule): another is QoSRulesConflict. A minimum
+rate above the limit of the same direction, or a limit below the minimum, is
+QoSRuleParameterConflict; so is mixing an ``any``-direction minimum packet
+rate rule with a directed one.
+
+Rules are accepted, stored and shown; no agent enforces them yet. Networks
+and ports take a ``qos_policy_id`` through the ``qos`` ML2 extension driver
+(``neutrino.services.qos_extension_driver``), floating IPs through the L3
+plugin's hooks (``qos-fip``, when the router plugin is loaded); a policy
+bound to any is in use and is not deleted (QosPolicyInUse).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import delete, false, or_, select, update
+from sqlalchemy.engine import Connection, Row
+from sqlalchemy.sql import ColumnElement
+
+from neutrino import exceptions as exc
+from neutrino.context import Context
+from neutrino.db import models, rbac, tags
+from neutrino.db.query import CollectionQuery, api_columns, find_row, read_page, select_page
+from neutrino.db.util import bump, check_revision, now, timestamp
+from neutrino.definitions import qos as qdef
+from neutrino.definitions.validators import new_uuid
+from neutrino.plugins.base import Environment, Plugin
+from neutrino.services.qos_extension_driver import check_usable
+
+Q = models.qos_policies
+D = models.qos_default_policies
+TYPE = "qos_policy"  # its RBAC entries' object_type
+ROUTERS = "L3_ROUTER_NAT"  # the plugin type serving floating IPs
+FB = models.qos_fip_policy_bindings
+COLUMNS = api_columns(Q, "shared")
+TABLES: dict[str, Any] = {kind.rule_type: models.metadata.tables[kind.table]
+                          for kind in qdef.RULE_KINDS.values()}
+
+
+# --- rows and views -----------------------------------------------------------------------
+
+def visible(ctx: Context) -> list[ColumnElement]:
+    """Every policy for an admin; the project's own and those shared with it
+    (with every project, ``shared``, or with it by an RBAC entry) for others."""
+    return rbac.visible(Q, TYPE, ctx)
+
+
+def policy_row(conn: Connection, ctx: Context, policy_id: str,
+               for_update: bool = False) -> Row:
+    return find_row(conn, Q, policy_id, visible(ctx),
+                    lambda: qdef.QosPolicyNotFound(policy_id=policy_id), for_update)
+
+
+def rule_view(kind: qdef.RuleKind, row: Any) -> dict[str, Any]:
+    return {"id": row.id, **{name: getattr(row, name) for name in kind.params}}
+
+
+def rules_of(conn: Connection, policy_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """policy id -> its rules as the policy's view shows them (with type and policy)."""
+    found: dict[str, list[dict[str, Any]]] = {}
+    if not policy_ids:
+        return found
+    for rule_type, table in TABLES.items():
+        kind = qdef.RULE_KINDS[rule_type]
+        for row in conn.execute(select(table).where(table.c.qos_policy_id.in_(policy_ids))
+                                .order_by(table.c.id)):
+            found.setdefault(row.qos_policy_id, []).append(
+                {**rule_view(kind, row), "qos_policy_id": row.qos_policy_id,
+                 "type": rule_type})
+    return found
+
+
+def policy_view(row: Any, rules: list[dict[str, Any]], tag_list: list[str], is_default: bool,
+                shared_with_caller: bool = False) -> dict[str, Any]:
+    return {"id": row.id, "name": row.name, "description": row.description,
+            "project_id": row.project_id, "tenant_id": row.project_id,
+            "shared": bool(row.shared) or shared_with_caller, "is_default": is_default,
+            "rules": rules, "tags": tag_list,
+            "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
+            "revision_number": row.revision_number}
+
+
+def policy_views(conn: Connection, ctx: Context, rows: list[Row]) -> list[dict[str, Any]]:
+    """The policies as ``ctx`` sees them: ``shared`` when shared with every project
+    or with the caller's (as Neutron shows it)."""
+    ids = [r.id for r in rows]
+    mine = rbac.shared_with(conn, TYPE, ids, ctx.project_id)
+    rules = rules_of(conn, ids)
+    tag_map = tags.load(conn, ids)
+    defaults = set(conn.execute(select(D.c.qos_policy_id).where(
+        D.c.qos_policy_id.in_(ids))).scalars()) if ids else set()
+    return [policy_view(r, rules.get(r.id, []), tag_map.get(r.id, []), r.id in defaults,
+                        r.id in mine) for r in rows]
+
+
+def set_default(conn: Connection, row: Any, wanted: bool) -> None:
+    """The policy becomes its project's default (another one is
+    QoSPolicyDefaultAlreadyExists), or stops being it."""
+    current = conn.execute(select(D.c.qos_policy_id).where(
+        D.c.project_id == row.project_id)).scalar()
+    if wanted and current is None:
+        conn.execute(D.insert().values(project_id=row.project_id, qos_policy_id=row.id))
+    elif wanted and current != row.id:
+        raise qdef.QoSPolicyDefaultAlreadyExists(project_id=row.project_id)
+    elif not wanted and current == row.id:
+        conn.execute(delete(D).where(D.c.project_id == row.project_id))
+
+
+def _policy_rules(conn: Connection, policy_id: str) -> list[tuple[str, Row]]:
+    """(rule type, row) of every rule of a policy."""
+    return [(rule_type, row) for rule_type, table in TABLES.items()
+            for row in conn.execute(select(table).where(table.c.qos_policy_id == policy_id))]
+
+
+def check_conflicts(conn: Connection, kind: qdef.RuleKind, policy_id: str,
+                    values: dict[str, Any], rule_id: str | None) -> None:
+    """Neutron's checks of a rule (new, or ``rule_id`` changed to ``values``)
+    against the other rules of its policy."""
+    direction = values.get("direction")
+    for rule_type, other in _policy_rules(conn, policy_id):
+        if other.id == rule_id:
+            continue
+        other_direction = getattr(other, "direction", None)
+        if rule_type == kind.rule_type and (not kind.directed or other_direction == direction):
+            raise qdef.QoSRulesConflict(new_rule_type=kind.rule_type, rule_id=other.id,
+                                        policy_id=policy_id)
+        if other_direction != direction:
+            if kind.rule_type == rule_type == qdef.MINIMUM_PACKET_RATE \
+                    and qdef.ANY in (direction, other_direction):
+                raise qdef.QoSRuleParameterConflict(
+                    rule_value=direction, policy_id=policy_id, existing_rule=rule_type,
+                    existing_value=other_direction)
+            continue
+        if rule_type == qdef.MINIMUM_BANDWIDTH and "max_kbps" in values \
+                and other.min_kbps > values["max_kbps"]:
+            raise qdef.QoSRuleParameterConflict(
+                rule_value=values["max_kbps"], policy_id=policy_id, existing_rule=rule_type,
+                existing_value=other.min_kbps)
+        if rule_type == qdef.BANDWIDTH_LIMIT and "min_kbps" in values \
+                and other.max_kbps < values["min_kbps"]:
+            raise qdef.QoSRuleParameterConflict(
+                rule_value=values["min_kbps"], policy_id=policy_id, existing_rule=rule_type,
+                existing_value=other.max_kbps)
+
+
+#: what a policy may be bound to, as QosPolicyInUse names it, and the column naming it
+BOUND_TO = (("network", models.qos_network_policy_bindings.c.network_id),
+            ("port", models.qos_port_policy_bindings.c.port_id),
+            ("floatingip", models.qos_fip_policy_bindings.c.fip_id),
+            ("router", models.qos_router_gw_policy_bindings.c.router_id))
+
+
+def check_unused(conn: Connection, policy_id: str) -> None:
+    """QosPolicyInUse if anything is bound to the policy."""
+    for object_type, column in BOUND_TO:
+        found = conn.execute(select(column).where(
+            column.table.c.policy_id == policy_id).limit(1)).scalar()
+        if found is not None:
+            raise qdef.QosPolicyInUse(policy_id=policy_id, object_type=object_type,
+                                      object_id=found)
+
+
+def find_rule(conn: Connection, kind: qdef.RuleKind, rule_id: str, policy_id: str | None,
+              for_update: bool = False) -> Row:
+    """A rule of ``kind`` (of ``policy_id`` when given), else QosRuleNotFound."""
+    table = TABLES[kind.rule_type]
+    where = [] if policy_id is None else [table.c.qos_policy_id == policy_id]
+    return find_row(conn, table, rule_id, where, lambda: qdef.QosRuleNotFound(
+        rule_id=rule_id, policy_id=policy_id or ""), for_update)
+
+
+# --- the plugin ---------------------------------------------------------------------------
+
+class QosPlugin(Plugin):
+    supported_extension_aliases = tuple(e.alias for e in qdef.EXTENSIONS)
+    plugin_type = "QOS"
+
+    def __init__(self, env: Environment):
+        super().__init__(env)
+        for kind in qdef.RULE_KINDS.values():
+            self._add_rule_methods(kind)
+        if ROUTERS in env.plugin_types:  # floating IPs' qos_policy_id (qos-fip)
+            self.supported_extension_aliases += (qdef.FIP.alias,)
+            env.hooks.on_floatingip_write.append(self._fip_written)
+            env.hooks.extend_floatingips.append(self._extend_fips)
+
+    def taggable_tables(self) -> dict[str, Any]:
+        return {qdef.POLICY.collection: Q}
+
+    # --- policies -----------------------------------------------------------------------
+
+    def create_policy(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+        def work(conn: Connection) -> dict[str, Any]:
+            policy_id, at = new_uuid(), now()
+            conn.execute(Q.insert().values(
+                id=policy_id, project_id=data.get("project_id"), name=data.get("name", ""),
+                description=data.get("description", ""), shared=False,
+                created_at=at, updated_at=at, revision_number=0))
+            row = policy_row(conn, Context.admin(), policy_id)
+            if data.get("shared"):
+                rbac.set_shared(conn, TYPE, row, True)
+            if data.get("is_default"):
+                set_default(conn, row, True)
+            row = policy_row(conn, Context.admin(), policy_id)
+            return policy_views(conn, ctx, [row])[0]
+
+        return self.db.write(work)
+
+    def get_policy(self, ctx: Context, policy_id: str) -> dict[str, Any]:
+        return self._read(lambda conn: policy_views(
+            conn, ctx, [policy_row(conn, ctx, policy_id)])[0])
+
+    def get_policies(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+        where = visible(ctx)
+        defaults = query.pop_filter("is_default")
+        if defaults is not None:
+            parts = []
+            if True in defaults:
+                parts.append(Q.c.id.in_(select(D.c.qos_policy_id)))
+            if False in defaults:
+                parts.append(Q.c.id.not_in(select(D.c.qos_policy_id)))
+            where.append(or_(*parts) if parts else false())
+
+        def work(conn: Connection) -> list[dict[str, Any]]:
+            rows, _ = read_page(conn, Q, COLUMNS, query, where)
+            return policy_views(conn, ctx, rows)
+
+        return self._read(work)
+
+    def update_policy(self, ctx: Context, policy_id: str, data: dict[str, Any],
+                      if_revision: int | None = None) -> dict[str, Any]:
+        def work(conn: Connection) -> dict[str, Any]:
+            row = policy_row(conn, ctx, policy_id, for_update=True)
+            values: dict[str, Any] = {
+                k: data[k] for k in ("name", "description") if k in data}
+            if "shared" in data:
+                rbac.set_shared(conn, TYPE, row, bool(data["shared"]))
+            if "is_default" in data:
+                set_default(conn, row, bool(data["is_default"]))
+            bump(conn, Q, row.id, if_revision, values)
+            return policy_views(conn, ctx, [policy_row(conn, ctx, row.id)])[0]
+
+        return self.db.write(work)
+
+    def delete_policy(self, ctx: Context, policy_id: str,
+                      if_revision: int | None = None) -> None:
+        def work(conn: Connection) -> None:
+            row = policy_row(conn, ctx, policy_id, for_update=True)
+            check_revision(conn, Q, row.id, if_revision)
+            check_unused(conn, row.id)
+            tags.remove(conn, row.id)
+            conn.execute(delete(D).where(D.c.qos_policy_id == row.id))
+            rbac.forget(conn, TYPE, row.id)
+            conn.execute(delete(Q).where(Q.c.id == row.id))
+
+        self.db.write(work)
+
+    # --- floating IPs (through the L3 plugin's hooks) ------------------------------------
+
+    @staticmethod
+    def _fip_written(conn: Connection, fip_id: str, data: dict[str, Any], created: bool
+                     ) -> None:
+        """Bind the policy given (the floating IP's project's or shared with it,
+        else QosPolicyNotFound), or unbind with None."""
+        if qdef.POLICY_ID not in data or (created and data[qdef.POLICY_ID] is None):
+            return
+        policy_id = data[qdef.POLICY_ID]
+        if not created:
+            conn.execute(delete(FB).where(FB.c.fip_id == fip_id))
+        if policy_id is None:
+            return
+        project_id = conn.execute(select(models.floatingips.c.project_id).where(
+            models.floatingips.c.id == fip_id)).scalar()
+        check_usable(conn, policy_id, project_id)
+        conn.execute(FB.insert().values(fip_id=fip_id, policy_id=policy_id))
+
+    @staticmethod
+    def _extend_fips(conn: Connection, views: list[dict[str, Any]]) -> None:
+        ids = [view["id"] for view in views]
+        bound = dict(conn.execute(select(FB.c.fip_id, FB.c.policy_id).where(
+            FB.c.fip_id.in_(ids))).all()) if ids else {}
+        for view in views:
+            view[qdef.POLICY_ID] = bound.get(view["id"])
+
+    # --- rules, under their policy and by their own id ----------------------------------
+
+    def _add_rule_methods(self, kind: qdef.RuleKind) -> None:
+        """The generic controller's methods for one kind of rule:
+        ``<verb>_policy_<kind>_rule[s]`` and ``<verb>_alias_<kind>_rule[s]``."""
+        name = kind.name
+        setattr(self, f"create_policy_{name}",
+                lambda ctx, policy_id, data: self.create_rule(ctx, kind, policy_id, data))
+        setattr(self, f"get_policy_{name}",
+                lambda ctx, policy_id, rule_id: self.get_rule(ctx, kind, rule_id, policy_id))
+        setattr(self, f"get_policy_{name}s",
+                lambda ctx, policy_id, query: self.get_rules(ctx, kind, policy_id, query))
+        setattr(self, f"update_policy_{name}",
+                lambda ctx, policy_id, rule_id, data, if_revision=None: self.update_rule(
+                    ctx, kind, rule_id, policy_id, data))
+        setattr(self, f"delete_policy_{name}",
+                lambda ctx, policy_id, rule_id, if_revision=None: self.delete_rule(
+                    ctx, kind, rule_id, policy_id))
+        setattr(self, f"get_alias_{name}",
+                lambda ctx, rule_id: self.get_rule(ctx, kind, rule_id, None))
+        setattr(self, f"get_alias_{name}s", self._no_alias_list)
+        setattr(self, f"update_alias_{name}",
+                lambda ctx, rule_id, data, if_revision=None: self.update_rule(
+                    ctx, kind, rule_id, None, data))
+        setattr(self, f"delete_alias_{name}",
+                lambda ctx, rule_id, if_revision=None: self.delete_rule(
+                    ctx, kind, rule_id, None))
+
+    @staticmethod
+    def _no_alias_list(ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+        raise exc.HTTPNotFound()  # the aliases name one rule each; Neutron lists none
+
+    def _rule_of(self, conn: Connection, ctx: Context, kind: qdef.RuleKind, rule_id: str,
+                 policy_id: str | None, for_update: bool = False) -> tuple[Row, Row]:
+        """(policy, rule), the policy visible to the caller, else a 404."""
+        if policy_id is not None:
+            policy = policy_row(conn, ctx, policy_id, for_update)
+            return policy, find_rule(conn, kind, rule_id, policy.id, for_update)
+        rule = find_rule(conn, kind, rule_id, None, for_update)
+        try:
+            policy = policy_row(conn, ctx, rule.qos_policy_id, for_update)
+        except qdef.QosPolicyNotFound:
+            raise qdef.QosRuleNotFound(rule_id=rule_id, policy_id="") from None
+        return policy, rule
+
+    def _view(self, policy: Row, kind: qdef.RuleKind, rule: Row, alias: bool
+              ) -> dict[str, Any]:
+        view = rule_view(kind, rule)
+        if alias:
+            view["tenant_id"] = policy.project_id
+        return view
+
+    def create_rule(self, ctx: Context, kind: qdef.RuleKind, policy_id: str,
+                    data: dict[str, Any]) -> dict[str, Any]:
+        table = TABLES[kind.rule_type]
+        values = {name: data[name] for name in kind.params if name in data}
+
+        def work(conn: Connection) -> dict[str, Any]:
+            policy = policy_row(conn, ctx, policy_id, for_update=True)
+            check_conflicts(conn, kind, policy.id, values, None)
+            rule_id = new_uuid()
+            conn.execute(table.insert().values(id=rule_id, qos_policy_id=policy.id, **values))
+            bump(conn, Q, policy.id)
+            return rule_view(kind, find_rule(conn, kind, rule_id, policy.id))
+
+        return self.db.write(work)
+
+    def get_rule(self, ctx: Context, kind: qdef.RuleKind, rule_id: str,
+                 policy_id: str | None) -> dict[str, Any]:
+        def work(conn: Connection) -> dict[str, Any]:
+            policy, rule = self._rule_of(conn, ctx, kind, rule_id, policy_id)
+            return self._view(policy, kind, rule, policy_id is None)
+
+        return self._read(work)
+
+    def get_rules(self, ctx: Context, kind: qdef.RuleKind, policy_id: str,
+                  query: CollectionQuery) -> list[dict[str, Any]]:
+        table = TABLES[kind.rule_type]
+        columns = {"id": table.c.id, **{name: table.c[name] for name in kind.params}}
+
+        def work(conn: Connection) -> list[dict[str, Any]]:
+            policy = policy_row(conn, ctx, policy_id)
+            rows = select_page(conn, table, columns, query,
+                               [table.c.qos_policy_id == policy.id])
+            return [rule_view(kind, row) for row in rows]
+
+        return self._read(work)
+
+    def update_rule(self, ctx: Context, kind: qdef.RuleKind, rule_id: str,
+                    policy_id: str | None, data: dict[str, Any]) -> dict[str, Any]:
+        table = TABLES[kind.rule_type]
+        changes = {name: data[name] for name in kind.params if name in data}
+
+        def work(conn: Connection) -> dict[str, Any]:
+            policy, rule = self._rule_of(conn, ctx, kind, rule_id, policy_id, for_update=True)
+            wanted = {**{name: getattr(rule, name) for name in kind.params}, **changes}
+            check_conflicts(conn, kind, policy.id, {**changes, **{
+                k: v for k, v in wanted.items() if k == "direction"}}, rule.id)
+            if changes:
+                conn.execute(update(table).where(table.c.id == rule.id).values(**changes))
+                bump(conn, Q, policy.id)
+            return self._view(policy, kind, find_rule(conn, kind, rule.id, policy.id),
+                              policy_id is None)
+
+        return self.db.write(work)
+
+    def delete_rule(self, ctx: Context, kind: qdef.RuleKind, rule_id: str,
+                    policy_id: str | None) -> None:
+        table = TABLES[kind.rule_type]
+
+        def work(conn: Connection) -> None:
+            policy, rule = self._rule_of(conn, ctx, kind, rule_id, policy_id, for_update=True)
+            conn.execute(delete(table).where(table.c.id == rule.id))
+            bump(conn, Q, policy.id)
+
+        self.db.write(work)
+
+    # --- rule types ---------------------------------------------------------------------
+
+    def _drivers(self) -> dict[str, frozenset[str]]:
+        return self.env.core.qos_rule_types()
+
+    def supported_rule_types(self, all_supported: bool = False, all_rules: bool = False
+                             ) -> list[str]:
+        """Neutron's answer: every type with ``all_rules``; those any loaded driver
+        supports with ``all_supported``; else those every loaded QoS driver supports."""
+        if all_rules:
+            return list(qdef.RULE_TYPES)
+        drivers = [types for types in self._drivers().values() if types]
+        if not drivers:
+            return []
+        found = set.union(*map(set, drivers)) if all_supported \
+            else set.intersection(*map(set, drivers))
+        return [t for t in qdef.RULE_TYPES if t in found]
+
+    def get_rule_types(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+        def flag(name: str) -> bool:
+            values = query.pop_filter(name) or [False]
+            return bool(values[0])
+
+        all_rules, all_supported = flag("all_rules"), flag("all_supported")
+        if all_rules and all_supported:
+            raise exc.BadRequest(resource="rule_types", msg=(
+                '"all_rules" and "all_supported" cannot be used together'))
+        return [{"type": t} for t in self.supported_rule_types(all_supported, all_rules)]
+
+    def get_rule_type(self, ctx: Context, rule_type: str) -> dict[str, Any]:
+        if not ctx.is_admin:
+            raise exc.NotAuthorized()
+        kind = qdef.RULE_KINDS.get(rule_type)
+        if kind is None:
+            raise qdef.QosRuleTypeNotFound(rule_type=rule_type)
+        drivers = [{"name": name, "supported_parameters": kind.supported_parameters()}
+                   for name, types in self._drivers().items() if rule_type in types]
+        return {"type": rule_type, "drivers": drivers}
