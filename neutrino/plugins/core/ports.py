@@ -42,7 +42,7 @@ def visible(ctx: Context) -> list:
 
 
 def view(row: Any, fixed_ips: list[dict[str, str]], tag_list: list[str]) -> dict[str, Any]:
-    return {
+    found = {
         "id": row.id, "name": row.name, "network_id": row.network_id,
         "tenant_id": row.project_id, "project_id": row.project_id,
         "mac_address": row.mac_address, "admin_state_up": row.admin_state_up,
@@ -50,8 +50,10 @@ def view(row: Any, fixed_ips: list[dict[str, str]], tag_list: list[str]) -> dict
         "fixed_ips": fixed_ips, "description": row.description, "tags": tag_list,
         "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
         "revision_number": row.revision_number,
-        "ip_allocation": row.ip_allocation or routed.IMMEDIATE,
     }
+    if row.ip_allocation:  # routed networks: a port whose address waits, or has none
+        found["ip_allocation"] = row.ip_allocation
+    return found
 
 
 @functools.lru_cache(maxsize=8)

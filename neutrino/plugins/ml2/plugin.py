@@ -490,10 +490,11 @@ class Ml2Plugin(Plugin):
 
     def _ip_allocation(self, views: list[dict[str, Any]]) -> None:
         """``ip_allocation`` is an attribute of routed networks (the segments
-        plugin's): without them, ports do not show it."""
-        if not self.routed:
+        plugin's): with them every port shows it, "immediate" unless its row
+        says otherwise; without them only a port made while they were on."""
+        if self.routed:
             for view in views:
-                view.pop("ip_allocation", None)
+                view.setdefault("ip_allocation", routed.IMMEDIATE)
 
     def _port_fields(self, wanted: list[str] | None) -> set[str] | None:
         """The attributes a read must fill for ``wanted`` (None: all): those, and
