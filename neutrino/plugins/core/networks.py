@@ -98,7 +98,7 @@ def view(row: Row | SimpleNamespace, subnets: Subnets, tag_list: list[str],
          shared: bool = False) -> dict[str, Any]:
     """``row``: a network's row, or the values just inserted as one. ``shared``:
     shared with the caller's project (beyond '*', which the row says)."""
-    return {
+    found = {
         "id": row.id, "name": row.name, "tenant_id": row.project_id,
         "project_id": row.project_id, "admin_state_up": row.admin_state_up,
         "mtu": row.mtu, "status": row.status, "subnets": subnets.ids,
@@ -109,9 +109,10 @@ def view(row: Row | SimpleNamespace, subnets: Subnets, tag_list: list[str],
         "description": row.description, "tags": tag_list,
         "created_at": timestamp(row.created_at), "updated_at": timestamp(row.updated_at),
         "revision_number": row.revision_number,
-        # auto-allocated-topology's: the core plugin shows it where that is served
-        "is_default": row.is_default,
     }
+    if row.router_external:  # auto-allocated-topology's; ML2 drops it where not served
+        found["is_default"] = row.is_default
+    return found
 
 
 def _subnets(conn: Connection, network_ids: list[str] | None) -> dict[str, Subnets]:

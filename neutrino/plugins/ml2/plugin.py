@@ -223,8 +223,8 @@ class Ml2Plugin(Plugin):
     def _is_default(self, view: dict[str, Any]) -> None:
         """``is_default`` is auto-allocated-topology's, and only external networks
         have it (as in Neutron): elsewhere the view does not show it."""
-        if not (view["router:external"] and self.env.hooks.default_external_network):
-            del view["is_default"]
+        if not self.env.hooks.default_external_network:
+            view.pop("is_default", None)
 
     def _network(self, conn: Connection, ctx: Context, network_id: str) -> dict[str, Any]:
         return self._extend_networks(conn, [networks.get(conn, ctx, network_id)])[0]
