@@ -33,3 +33,8 @@ NOTIFICATIONS = "notifications"
 LOGGING_PLUGIN = "logging-plugin"
 LOGGING_NAMESPACE = "logging-plugin"
 LOG_UPDATE = "q-agent-notifier-log-update"
+# trunks: OVS agents -> server (Neutron's topic and namespace), and the server ->
+# every L2 agent when a trunk's subports change or it goes (fanout)
+TRUNK_PLUGIN = "trunk"
+TRUNK_NAMESPACE = "trunk"
+TRUNK_UPDATE = "q-agent-notifier-trunk-update"

@@ -13,12 +13,14 @@ A bound parent is allowed, as Neutron's drivers that trunk bound ports
 (Open vSwitch, OVN) allow it.
 
 A subport takes ``device_owner: trunk:subport`` and the trunk's id as its
-``device_id`` when it is added, and gives both back when it is removed, in the
-trunk's transaction; the drivers' postcommit and the agents hear of it once
-committed. What is not done here: a trunk is DOWN when made and after each
-subport change, and stays so until the dataplane's trunk handlers report
-ACTIVE, DEGRADED or ERROR (BUILD while they work); a subport's
-``binding:host_id`` following its parent's is theirs too.
+``device_id`` when it is added, and gives both back (and its binding) when it
+is removed, in the trunk's transaction; the drivers' postcommit and the agents
+hear of it once committed. A trunk is DOWN when made and after each subport
+change, and stays so until the agent that wires its parent reports BUILD,
+ACTIVE, DEGRADED or ERROR (``trunk_rpc``, which also gives the subports their
+parent's ``binding:host_id``); once a subport change or a delete has
+committed, every L2 agent hears ``trunk_changed`` and the one wiring the
+trunk wires it again.
 
 Each write is one transaction; the trunk's row is locked before its subports
 change.
@@ -40,6 +42,9 @@ from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions import trunk as tdef
 from neutrino.definitions.validators import new_uuid
 from neutrino.plugins.base import Environment, Plugin
+from neutrino.rpc.contracts import trunk as contract
+from neutrino.rpc.notifier import Notifier
+from neutrino.services.trunk_rpc import TrunkRpcCallback
 
 T, S, P, N = models.trunks, models.subports, models.ports, models.networks
 SEG = models.network_segments
@@ -156,6 +161,10 @@ class TrunkPlugin(Plugin):
         self.core = env.core
         env.hooks.before_port_delete.append(self._before_port_delete)
         env.hooks.extend_ports.append((DETAILS, self._extend_ports))
+        self.notifier = contract.TrunkAgentNotifier(Notifier(env.bus))
+
+    def rpc_endpoints(self) -> dict[str, list[Any]]:
+        return {contract.TOPIC: [TrunkRpcCallback(self)]}
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"trunks": T}
@@ -311,8 +320,10 @@ class TrunkPlugin(Plugin):
                 select(S.c.port_id).where(S.c.trunk_id == row.id)).scalars()), changed)
             tags.remove(conn, row.id)
             conn.execute(delete(T).where(T.c.id == row.id))
+            return row.port_id
 
-        self._write(work)
+        parent = self._write(work)
+        self.notifier.trunk_changed(trunk_id, parent)
 
     def _detach(self, conn: Connection, trunk_id: str, port_ids: list[str],
                 changed: list[Any]) -> None:
@@ -324,7 +335,7 @@ class TrunkPlugin(Plugin):
             port = self.core.port_row_in(conn, ADMIN, port_id)
             if port.device_owner == tdef.SUBPORT_OWNER and port.device_id == trunk_id:
                 changed.append(self.core.update_port_in(conn, ADMIN, port_id, {
-                    "device_owner": "", "device_id": ""}))
+                    "device_owner": "", "device_id": "", "binding:host_id": ""}))
 
     # --- subports -----------------------------------------------------------------------
 
@@ -349,7 +360,7 @@ class TrunkPlugin(Plugin):
             bump(conn, T, row.id, values={"status": tdef.DOWN})
             return trunk(conn, ADMIN, row.id)
 
-        return self._write(work)
+        return self._told(self._write(work))
 
     def remove_subports(self, ctx: Context, trunk_id: str, body: dict[str, Any]
                         ) -> dict[str, Any]:
@@ -367,7 +378,12 @@ class TrunkPlugin(Plugin):
             bump(conn, T, row.id, values={"status": tdef.DOWN})
             return trunk(conn, ADMIN, row.id)
 
-        return self._write(work)
+        return self._told(self._write(work))
+
+    def _told(self, view: dict[str, Any]) -> dict[str, Any]:
+        """Once committed: the agent wiring the trunk wires it again."""
+        self.notifier.trunk_changed(view["id"], view["port_id"])
+        return view
 
     def get_subports(self, ctx: Context, trunk_id: str) -> dict[str, Any]:
         return {"sub_ports": self.get_trunk(ctx, trunk_id)["sub_ports"]}

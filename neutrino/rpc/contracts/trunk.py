@@ -1,0 +1,87 @@
+"""L2 agents <-> server: the dataplane of trunks.
+
+Agents -> server on Neutron's topic and namespace (``trunk``), version 1.0:
+
+- ``get_trunk_details``: the trunks whose parent is one of ``port_ids``, by
+  parent (an agent finds an instance's port on a trunk bridge, or wires a
+  port, and asks what it is the parent of; Neutron asks one port at a time);
+- ``update_subport_bindings``: the trunk's subports take its parent's
+  ``binding:host_id`` (and are bound there); the trunk goes BUILD meanwhile;
+  the subports bound;
+- ``update_trunk_status``: what the agent made of it (BUILD while it wires,
+  ACTIVE, DEGRADED when some subports could not be wired, ERROR when the trunk
+  could not be wired at all).
+
+Server -> every L2 agent, fanned out on ``q-agent-notifier-trunk-update``:
+``trunk_changed`` once a trunk's subports were added or removed, or the
+trunk deleted: an agent that wires it asks again (a hint, as every
+notification; Neutron pushes the subport objects themselves).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, TypedDict
+
+from neutrino.rpc import topics
+from neutrino.rpc.contracts.base import Api
+from neutrino.rpc.notifier import Notifier
+
+TOPIC = topics.TRUNK_PLUGIN
+NAMESPACE = topics.TRUNK_NAMESPACE
+VERSION = "1.0"
+NOTIFICATION_VERSION = "1.0"
+
+Status = Literal["DOWN", "BUILD", "ACTIVE", "DEGRADED", "ERROR"]
+BUILD: Status = "BUILD"
+ACTIVE: Status = "ACTIVE"
+DEGRADED: Status = "DEGRADED"
+ERROR: Status = "ERROR"
+
+
+class SubPort(TypedDict):
+    port_id: str
+    segmentation_type: str
+    segmentation_id: int
+    mac_address: str
+
+
+class TrunkDetails(TypedDict):
+    """A trunk as its parent's agent wires it."""
+    trunk_id: str
+    port_id: str  # the parent
+    admin_state_up: bool
+    status: Status
+    sub_ports: list[SubPort]
+
+
+class TrunkPluginApi(Api):
+    """The agent's end of ``trunk``."""
+
+    topic = TOPIC
+    version = VERSION
+    namespace = NAMESPACE
+
+    async def get_trunk_details(self, ctx: dict[str, Any], port_ids: list[str]
+                                ) -> dict[str, TrunkDetails]:
+        """parent port id -> its trunk, for those of ``port_ids`` that are a parent."""
+        return await self.caller.call(ctx, "get_trunk_details", port_ids=port_ids)
+
+    async def update_subport_bindings(self, ctx: dict[str, Any], trunk_id: str
+                                      ) -> list[str]:
+        """The trunk's subports bound to its parent's host: the ids of those bound."""
+        return await self.caller.call(ctx, "update_subport_bindings", trunk_id=trunk_id)
+
+    async def update_trunk_status(self, ctx: dict[str, Any], trunk_id: str,
+                                  status: Status) -> None:
+        await self.caller.call(ctx, "update_trunk_status", trunk_id=trunk_id, status=status)
+
+
+class TrunkAgentNotifier:
+    """The server's end of ``TRUNK_UPDATE``."""
+
+    def __init__(self, notifier: Notifier):
+        self._fanout = notifier.fanout
+
+    def trunk_changed(self, trunk_id: str, parent_id: str) -> None:
+        self._fanout(topics.TRUNK_UPDATE, "trunk_changed", trunk_id=trunk_id,
+                     port_id=parent_id)
