@@ -51,6 +51,7 @@ from neutrino.agents.notifications import (
     merge_fdb,
 )
 from neutrino.agents.openvswitch_options import BINARY, OPTIONS, TUNNEL_TYPES
+from neutrino.agents.ovs_trunk import OvsTrunks, TrunkNotifications
 from neutrino.agents.sg_info import SecurityGroupInfo
 from neutrino.config import Config
 from neutrino.linux import host_check, ovs_firewall
@@ -58,6 +59,7 @@ from neutrino.linux.ovs import DEAD_VLAN, OpenFlow, Ovsdb, cookie_of
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.contracts.l2 import L2PluginApi, MissingDevice, PortDetails
+from neutrino.rpc.contracts.trunk import TrunkPluginApi
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -135,7 +137,7 @@ def _patch_names(bridge: str) -> tuple[str, str]:
 class OpenvswitchAgent(Agent):
     agent_type = "Open vSwitch agent"
     binary = BINARY
-    notification_topics = (*topics.L2_NOTIFICATIONS, topics.L2POPULATION)
+    notification_topics = (*topics.L2_NOTIFICATIONS, topics.L2POPULATION, topics.TRUNK_UPDATE)
     option_groups = OPTIONS
     extension_kind = "l2"
     extensions: Extensions[L2AgentExtension]
@@ -171,6 +173,10 @@ class OpenvswitchAgent(Agent):
         self.firewall = sg.enable_security_group and sg.firewall_driver == "openvswitch"
         self._tunnels: set[str] = set()  # tunnel ports made on br-tun
         self._unwanted_tunnels: set[str] = set()  # to go once no flow names them
+        # trunk bridges patched to br-int (ovs_trunk): before the ports are read, and
+        # their status once the ports are wired
+        self.trunks = OvsTrunks(TrunkPluginApi.on(bus), lambda: self.db,
+                                conf.ovs.integration_bridge, self.on_host, self.context)
 
     # --- what it says and serves ------------------------------------------------------
 
@@ -183,7 +189,8 @@ class OpenvswitchAgent(Agent):
                 "devices": len(self.ports)}
 
     def endpoints(self) -> list[Any]:
-        return [L2Notifications(self), L2PopulationNotifications(self)]
+        return [L2Notifications(self), L2PopulationNotifications(self),
+                TrunkNotifications(self.mark_dirty)]
 
     def extension_handles(self) -> AgentHandles:
         return dataclasses.replace(super().extension_handles(), state=self.ports,
@@ -256,6 +263,7 @@ class OpenvswitchAgent(Agent):
         steps = Steps()
         if full:
             await self.on_host(self._setup_bridges)
+        dirty = dirty | {("device", port_id) for port_id in await self.trunks.wire(full, dirty)}
         present = await self.on_host(self._present)
         steps.done("OVSDB")
         if full:
@@ -289,6 +297,7 @@ class OpenvswitchAgent(Agent):
                                     devices_down=down, agent_id=self._agent_id,
                                     host=self.host)
             steps.done("status")
+        await self.trunks.report(self.ports)
         if steps.total() > SLOW_SYNC:
             LOG.info("a sync of %d ports took %.1f s: %s", len(asked), steps.total(), steps)
 

@@ -27,6 +27,13 @@ userspace datapath would forward the instance's TCP and UDP with partial
 checksums, which the receiver drops (docs/ovs-userspace.md). ``unplug``
 removes the port from the bridge (``--ovs-db`` again) before the rest.
 
+A trunk's parent (a port with ``trunk_details``) is plugged as Nova plugs it:
+into the trunk's own bridge, ``tbr-<trunk id[:11]>``, made on the spot with
+the integration bridge's datapath type; the OVS agent patches it to br-int,
+one patch per subport, and removes it once the instance's port has left it.
+The instance's eth0 then carries the parent's traffic untagged and each
+subport's tagged with its segmentation id.
+
 A port with IPv6 addresses gets them too, after IPv4's DHCP, as a guest
 would: on a SLAAC or DHCPv6-stateless subnet the kernel makes it from router
 advertisements (eth0 accepts them; ``plug`` waits until the address is there
@@ -61,6 +68,7 @@ from pyroute2 import NetlinkError
 from neutrino import cli
 from neutrino.linux.ip import IpNetns, add_namespace, delete_namespace, set_ipv6_conf
 from neutrino.linux.names import tap_name
+from neutrino.linux.ovs_names import trunk_bridge_name
 
 #: applies what udhcpc got with ``ip`` (busybox's own script would rewrite the
 #: machine's /etc/resolv.conf): the address, the router, and the classless
@@ -129,22 +137,33 @@ class Ovs:
         return done.stdout.strip()
 
     def attach(self, port: dict[str, Any]) -> None:
-        """The port's tap (already in the host's namespace) on the bridge, with
-        the external_ids that tell the agent which port it is. ovs-vsctl waits
-        until ovs-vswitchd has taken it: then its ``error`` column says whether
-        it could open the tap (the command succeeds regardless)."""
-        tap = tap_name(port["id"])
-        self.vsctl("--may-exist", "add-port", self.bridge, tap, "--", "set", "Interface", tap,
+        """The port's tap (already in the host's namespace) on the bridge (a
+        trunk parent's: on its trunk's bridge, made with the bridge's datapath
+        type, in the same transaction), with the external_ids that tell the
+        agent which port it is. ovs-vsctl waits until ovs-vswitchd has taken it:
+        then its ``error`` column says whether it could open the tap (the
+        command succeeds regardless)."""
+        tap, bridge = tap_name(port["id"]), self.bridge
+        make_bridge: list[str] = []
+        trunk = port.get("trunk_details")
+        if trunk:
+            bridge = trunk_bridge_name(trunk["trunk_id"])
+            datapath = self.vsctl("get", "Bridge", self.bridge, "datapath_type").strip('"')
+            make_bridge = ["--may-exist", "add-br", bridge, "--", "set", "Bridge", bridge,
+                           f"datapath_type={datapath or 'system'}", "--"]
+        self.vsctl(*make_bridge, "--may-exist", "add-port", bridge, tap, "--", "set",
+                   "Interface", tap,
                    f"external_ids:iface-id={port['id']}",
                    f"external_ids:attached-mac={port['mac_address']}",
                    "external_ids:iface-status=active",
                    f"external_ids:vm-uuid={port.get('device_id') or port['id']}")
         error = self.vsctl("get", "Interface", tap, "error")
         if error not in ("[]", '""'):
-            raise OvsError(f"{tap} on {self.bridge}: {error}")
+            raise OvsError(f"{tap} on {bridge}: {error}")
 
     def detach(self, port_id: str) -> None:
-        self.vsctl("--if-exists", "del-port", self.bridge, tap_name(port_id))
+        """The tap off whichever bridge holds it (a trunk parent's is not on br-int)."""
+        self.vsctl("--if-exists", "del-port", tap_name(port_id))
 
 
 class Api:

@@ -26,7 +26,7 @@ import logging
 import subprocess
 import warnings
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 # The ovs library imports eventlet wherever it is installed (another package's
 # dependency, say), and eventlet warns at import that it is deprecated: a line
@@ -76,6 +76,17 @@ class _Api(impl_idl.OvsdbIdl):
     @ovsdb_connection.setter
     def ovsdb_connection(self, value: connection.Connection) -> None:
         self._connection = value
+
+
+class PatchPort(NamedTuple):
+    """One end of a patch between two bridges, as ``ensure_patches`` makes it:
+    with a ``tag``, an access port of that VLAN; with ``external_ids``, these."""
+
+    bridge: str
+    name: str
+    peer: str
+    tag: int | None = None
+    external_ids: Mapping[str, str] = {}
 
 
 class Ovsdb:
@@ -158,6 +169,46 @@ class Ovsdb:
 
     def delete_port(self, port: str, bridge: str | None = None) -> None:
         self._run(f"deleting port {port}", self.api.del_port(port, bridge, if_exists=True))
+
+    def ensure_patches(self, patches: Iterable[PatchPort]) -> int:
+        """Patch ports as ``patches`` say, in one transaction (a trunk's fifty
+        subports are a hundred ports); those already so are left alone. How
+        many were written."""
+        bridges = {bridge: set(self.ports(bridge)) for bridge in self.bridges()}
+        interfaces = self.interfaces()
+        tags = self.port_tags()
+        commands: list[Any] = []
+        written = 0
+        for patch in patches:
+            row = interfaces.get(patch.name)
+            if (patch.name in bridges.get(patch.bridge, ()) and row is not None
+                    and row["type"] == "patch" and row["options"].get("peer") == patch.peer
+                    and all(row["external_ids"].get(k) == v
+                            for k, v in patch.external_ids.items())
+                    and (patch.tag is None or tags.get(patch.name, (None,))[0] == patch.tag)):
+                continue
+            commands += [self.api.add_port(patch.bridge, patch.name, may_exist=True),
+                         self.api.db_set("Interface", patch.name, ("type", "patch"),
+                                         ("options", {"peer": patch.peer}))]
+            if patch.external_ids:
+                commands.append(self.api.db_set("Interface", patch.name,
+                                                ("external_ids", dict(patch.external_ids))))
+            if patch.tag is not None:
+                commands.append(self.api.db_set("Port", patch.name, ("tag", patch.tag)))
+            written += 1
+        if commands:
+            self._run(f"setting up {written} patch ports", *commands)
+        return written
+
+    def delete_ports(self, ports: Iterable[tuple[str, str]], bridges: Iterable[str] = ()
+                     ) -> None:
+        """(bridge, port) pairs, then whole ``bridges``, in one transaction;
+        those gone already are passed over."""
+        commands = [self.api.del_port(port, bridge, if_exists=True) for bridge, port in ports]
+        commands += [self.api.del_br(bridge) for bridge in bridges
+                     if bridge in self.bridges()]
+        if commands:
+            self._run(f"deleting {len(commands)} ports and bridges", *commands)
 
     def set_tags(self, tags: Mapping[str, tuple[int, Mapping[str, str]]]) -> None:
         """Ports' access VLANs, and notes of ours in their ``other_config``
