@@ -41,7 +41,7 @@ from typing import Any, TypeVar
 
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
-from neutrino.agents.extensions.api import AgentHandles, L2AgentExtension
+from neutrino.agents.extensions.api import AgentHandles, L2AgentExtension, OvsBridge
 from neutrino.agents.extensions.manager import Extensions
 from neutrino.agents.notifications import (
     Fdb,
@@ -193,8 +193,9 @@ class OpenvswitchAgent(Agent):
                 TrunkNotifications(self.mark_dirty)]
 
     def extension_handles(self) -> AgentHandles:
+        bridge = OvsBridge(lambda: self.db, self._openflow(self.conf.ovs.integration_bridge))
         return dataclasses.replace(super().extension_handles(), state=self.ports,
-                                   run=self.on_host)
+                                   run=self.on_host, dataplane=bridge)
 
     def host_needs(self) -> host_check.Needs:
         conf, ovs = self.conf, self.conf.ovs
@@ -290,7 +291,7 @@ class OpenvswitchAgent(Agent):
             await self._security_groups(None if full else changed,
                                         named(dirty, "security_group"))
             steps.done("security groups")
-        await self.on_host(self._write_flows, full)
+        await self.on_host(self._write_flows, full, self._extension_flows())
         steps.done("flows")
         if up or down:  # ACTIVE once its flows (filters included) are in place
             await self._plugin.update_device_list(self.context, devices_up=up,
@@ -437,10 +438,16 @@ class OpenvswitchAgent(Agent):
         """network id -> a port's details of it (type, segment, physical network)."""
         return {port["network_id"]: port for port in self.ports.values()}
 
-    def _write_flows(self, full: bool) -> None:
+    def _extension_flows(self) -> list[str]:
+        """The flows the extensions add to br-int, read in the event loop."""
+        return [flow for flows in self.extensions.gather("flows", methodcaller("flows"))
+                for flow in flows]
+
+    def _write_flows(self, full: bool, added: list[str]) -> None:
+        """Every bridge's flows; ``added``: the extensions' on br-int."""
         ovs = self.conf.ovs
         networks = self._networks()
-        tables = {ovs.integration_bridge: self._int_flows(networks)}
+        tables = {ovs.integration_bridge: self._int_flows(networks) + added}
         if self.conf.agent.tunnel_types:
             tables[ovs.tunnel_bridge] = self._tun_flows(networks)
         for physnet, bridge in ovs.bridge_mappings.items():
@@ -611,7 +618,7 @@ class OpenvswitchAgent(Agent):
         here = {n: value for n, value in entries.items() if n in self.vlans}
         if here:
             merge_fdb(self.fdb, here, add, FLOOD_MAC)
-            await self.on_host(self._write_flows, False)
+            await self.on_host(self._write_flows, False, self._extension_flows())
 
 
 def openvswitch() -> None:

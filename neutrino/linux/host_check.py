@@ -33,6 +33,7 @@ class Tool:
 
 
 IP = Tool("ip", "iproute2")
+TC = Tool("tc", "iproute2")
 SYSCTL = Tool("sysctl", "procps")
 IPTABLES = (Tool("iptables-save", "iptables"), Tool("iptables-restore", "iptables"))
 IP6TABLES = (Tool("ip6tables-save", "iptables"), Tool("ip6tables-restore", "iptables"))

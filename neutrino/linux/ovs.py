@@ -42,6 +42,8 @@ from neutrino.linux.errors import HostError
 from neutrino.linux.ovs_names import DEAD_VLAN, DEFAULT_OVSDB  # noqa: F401 (the agent's)
 
 LOG = logging.getLogger(__name__)
+#: the ``external_ids`` key naming the port a QoS row of ours shapes
+QOS_NOTE = "neutrino-port"
 #: the Interface columns the agent reads
 InterfaceCallback = Callable[[str, str, dict[str, str]], None]
 
@@ -97,7 +99,7 @@ class Ovsdb:
         try:
             idl = _MonitoringIdl.from_server(
                 remote, "Open_vSwitch",
-                helper_tables=("Open_vSwitch", "Bridge", "Port", "Interface"))
+                helper_tables=("Open_vSwitch", "Bridge", "Port", "Interface", "QoS", "Queue"))
             idl.on_interface = on_interface
             self._conn = connection.Connection(idl, timeout)
             self.api = _Api(self._conn)
@@ -256,6 +258,54 @@ class Ovsdb:
         numbers = {row["name"]: _optional(row["ofport"]) for row in rows}
         return {name: n for name, n in numbers.items() if isinstance(n, int) and n > 0}
 
+    # --- egress shaping of ports (QoS) -------------------------------------------------
+
+    def shaped_ports(self) -> dict[str, tuple[int, int]]:
+        """Port name -> (max-rate in bit/s, burst in bits) of the ``linux-htb`` QoS
+        rows made by ``shape_port`` (found by their ``neutrino-port`` note)."""
+        queues = {row["_uuid"]: row for row in self.api.db_list(
+            "Queue", columns=["_uuid", "other_config"]).execute(check_error=True)}
+        found = {}
+        for row in self.api.db_list("QoS", columns=["_uuid", "external_ids", "queues"]
+                                    ).execute(check_error=True):
+            port = row["external_ids"].get(QOS_NOTE)
+            queue = queues.get(_uuid_of(row["queues"].get(0)))
+            if port and queue is not None:
+                config = queue["other_config"]
+                found[port] = (int(config.get("max-rate", 0)), int(config.get("burst", 0)))
+        return found
+
+    def shape_port(self, port: str, rate: int | None, burst: int = 0) -> None:
+        """What leaves through ``port`` shaped to ``rate`` bit/s with ``burst`` bits (the
+        tc ``linux-htb`` QoS of ovs-vswitchd, which also serves the userspace
+        datapath's Linux devices), or not at all with None; the QoS rows it had
+        are replaced, those of ports gone removed."""
+        present = {row["name"] for row in self.api.db_list(
+            "Port", columns=["name"]).execute(check_error=True)}
+        commands: list[Any] = []
+        for row in self.api.db_list("QoS", columns=["_uuid", "external_ids", "queues"]
+                                    ).execute(check_error=True):
+            if row["external_ids"].get(QOS_NOTE) == port:
+                if port in present:
+                    commands.append(self.api.db_clear("Port", port, "qos"))
+                commands.append(self.api.db_destroy("QoS", row["_uuid"]))
+                commands += [self.api.db_destroy("Queue", _uuid_of(queue))
+                             for queue in row["queues"].values()]
+        if rate is not None and port in present:
+            queue = self.api.db_create("Queue", other_config={
+                "max-rate": str(rate), "burst": str(burst)})
+            qos = self.api.db_create("QoS", type="linux-htb", queues={0: queue},
+                                     other_config={"max-rate": str(rate)},
+                                     external_ids={QOS_NOTE: port})
+            commands += [queue, qos, self.api.db_set("Port", port, ("qos", qos))]
+        if commands:
+            self._run(f"shaping port {port}", *commands)
+
+
+def _uuid_of(row: Any) -> Any:
+    """A reference column's value as the IDL gives it: a row or its uuid."""
+    return getattr(row, "uuid", row)
+
 
 def _describe(error: BaseException) -> str:
     """An error's message; its type when it has none, or when it cannot even
@@ -337,3 +387,32 @@ class OpenFlow:
         out = self._ofctl("--no-stats", "dump-flows", self.bridge, *((match,) if match else ()))
         return [line.strip() for line in out.splitlines() if line.strip()
                 and not line.startswith(("OFPST_FLOW", "NXST_FLOW"))]
+
+    # --- meters ------------------------------------------------------------------------
+
+    def meters(self) -> dict[int, tuple[str, int, int]]:
+        """Meter id -> (unit: ``kbps`` or ``pktps``, rate, burst) of each meter
+        with one drop band (those ``set_meter`` makes)."""
+        out = self._ofctl("dump-meters", self.bridge)
+        found: dict[int, tuple[str, int, int]] = {}
+        for block in out.split("meter=")[1:]:
+            words = block.split()
+            fields = dict(word.split("=", 1) for word in words if "=" in word)
+            try:
+                meter_id = int(words[0])
+                unit = "pktps" if "pktps" in words else "kbps"
+                found[meter_id] = (unit, int(fields.get("rate", 0)),
+                                   int(fields.get("burst_size", 0)))
+            except ValueError:
+                continue
+        return found
+
+    def set_meter(self, meter_id: int, unit: str, rate: int, burst: int, new: bool) -> None:
+        """Meter ``meter_id`` drops beyond ``rate`` (``unit``: kbps or pktps) with
+        ``burst``; ``new``: added, else modified."""
+        spec = (f"meter={meter_id},{unit},burst,stats,"
+                f"band=type=drop,rate={rate},burst_size={burst}")
+        self._ofctl("add-meter" if new else "mod-meter", self.bridge, spec)
+
+    def delete_meter(self, meter_id: int) -> None:
+        self._ofctl("del-meter", self.bridge, f"meter={meter_id}")

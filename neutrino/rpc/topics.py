@@ -33,6 +33,10 @@ NOTIFICATIONS = "notifications"
 LOGGING_PLUGIN = "logging-plugin"
 LOGGING_NAMESPACE = "logging-plugin"
 LOG_UPDATE = "q-agent-notifier-log-update"
+# QoS: agents' extensions -> server (the policies' rules), and the server ->
+# every agent when a policy's rules change (fanout)
+QOS_PLUGIN = "q-qos-plugin"
+QOS_POLICY_UPDATE = "q-agent-notifier-qos-policy-update"
 # trunks: OVS agents -> server (Neutron's topic and namespace), and the server ->
 # every L2 agent when a trunk's subports change or it goes (fanout)
 TRUNK_PLUGIN = "trunk"

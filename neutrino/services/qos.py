@@ -10,7 +10,9 @@ rate above the limit of the same direction, or a limit below the minimum, is
 QoSRuleParameterConflict; so is mixing an ``any``-direction minimum packet
 rate rule with a directed one.
 
-Rules are accepted, stored and shown; no agent enforces them yet. Networks
+The agents' ``qos`` extensions enforce the rules: they ask for the rules of
+the policies they use (``get_policies``, ``neutrino.rpc.contracts.qos``) and
+hear when a policy's rules change (``policies_updated``, after the commit). Networks
 and ports take a ``qos_policy_id`` through the ``qos`` ML2 extension driver
 (``neutrino.services.qos_extension_driver``), floating IPs through the L3
 plugin's hooks (``qos-fip``, when the router plugin is loaded); a policy
@@ -33,6 +35,8 @@ from neutrino.db.util import bump, check_revision, now, timestamp
 from neutrino.definitions import qos as qdef
 from neutrino.definitions.validators import new_uuid
 from neutrino.plugins.base import Environment, Plugin
+from neutrino.rpc.contracts import qos as contract
+from neutrino.rpc.notifier import Notifier
 from neutrino.services.qos_extension_driver import check_usable
 
 Q = models.qos_policies
@@ -177,6 +181,30 @@ def find_rule(conn: Connection, kind: qdef.RuleKind, rule_id: str, policy_id: st
         rule_id=rule_id, policy_id=policy_id or ""), for_update)
 
 
+class QosRpcCallbacks:
+    """What the plugin serves to the agents' extensions on ``q-qos-plugin``."""
+
+    rpc_version = contract.VERSION
+
+    def __init__(self, plugin: QosPlugin):
+        self._plugin = plugin
+
+    def get_policies(self, context: dict[str, Any], policy_ids: list[str], **kwargs: Any
+                     ) -> dict[str, list[dict[str, Any]]]:
+        if not isinstance(policy_ids, list) or not all(isinstance(p, str) for p in policy_ids):
+            raise exc.InvalidInput(error_message="policy_ids must be a list of policy ids")
+
+        def work(conn: Connection) -> dict[str, list[dict[str, Any]]]:
+            present = list(conn.execute(select(Q.c.id).where(Q.c.id.in_(policy_ids)))
+                           .scalars()) if policy_ids else []
+            rules = rules_of(conn, present)
+            return {policy_id: [{"type": rule["type"], **{
+                k: v for k, v in rule.items() if k not in ("id", "qos_policy_id", "type")}}
+                for rule in rules.get(policy_id, [])] for policy_id in present}
+
+        return self._plugin._read(work)
+
+
 # --- the plugin ---------------------------------------------------------------------------
 
 class QosPlugin(Plugin):
@@ -187,6 +215,7 @@ class QosPlugin(Plugin):
         super().__init__(env)
         for kind in qdef.RULE_KINDS.values():
             self._add_rule_methods(kind)
+        self.notifier = contract.QosAgentNotifier(Notifier(env.bus))
         if ROUTERS in env.plugin_types:  # floating IPs' qos_policy_id (qos-fip)
             self.supported_extension_aliases += (qdef.FIP.alias,)
             env.hooks.on_floatingip_write.append(self._fip_written)
@@ -194,6 +223,9 @@ class QosPlugin(Plugin):
 
     def taggable_tables(self) -> dict[str, Any]:
         return {qdef.POLICY.collection: Q}
+
+    def rpc_endpoints(self) -> dict[str, list[Any]]:
+        return {contract.TOPIC: [QosRpcCallbacks(self)]}
 
     # --- policies -----------------------------------------------------------------------
 
@@ -248,7 +280,9 @@ class QosPlugin(Plugin):
             bump(conn, Q, row.id, if_revision, values)
             return policy_views(conn, ctx, [policy_row(conn, ctx, row.id)])[0]
 
-        return self.db.write(work)
+        view = self.db.write(work)
+        self.notifier.policies_updated([view["id"]])
+        return view
 
     def delete_policy(self, ctx: Context, policy_id: str,
                       if_revision: int | None = None) -> None:
@@ -355,7 +389,9 @@ class QosPlugin(Plugin):
             bump(conn, Q, policy.id)
             return rule_view(kind, find_rule(conn, kind, rule_id, policy.id))
 
-        return self.db.write(work)
+        view = self.db.write(work)
+        self.notifier.policies_updated([policy_id])
+        return view
 
     def get_rule(self, ctx: Context, kind: qdef.RuleKind, rule_id: str,
                  policy_id: str | None) -> dict[str, Any]:
@@ -383,7 +419,7 @@ class QosPlugin(Plugin):
         table = TABLES[kind.rule_type]
         changes = {name: data[name] for name in kind.params if name in data}
 
-        def work(conn: Connection) -> dict[str, Any]:
+        def work(conn: Connection) -> tuple[str, dict[str, Any]]:
             policy, rule = self._rule_of(conn, ctx, kind, rule_id, policy_id, for_update=True)
             wanted = {**{name: getattr(rule, name) for name in kind.params}, **changes}
             check_conflicts(conn, kind, policy.id, {**changes, **{
@@ -391,21 +427,24 @@ class QosPlugin(Plugin):
             if changes:
                 conn.execute(update(table).where(table.c.id == rule.id).values(**changes))
                 bump(conn, Q, policy.id)
-            return self._view(policy, kind, find_rule(conn, kind, rule.id, policy.id),
-                              policy_id is None)
+            return policy.id, self._view(policy, kind, find_rule(
+                conn, kind, rule.id, policy.id), policy_id is None)
 
-        return self.db.write(work)
+        changed, view = self.db.write(work)
+        self.notifier.policies_updated([changed])
+        return view
 
     def delete_rule(self, ctx: Context, kind: qdef.RuleKind, rule_id: str,
                     policy_id: str | None) -> None:
         table = TABLES[kind.rule_type]
 
-        def work(conn: Connection) -> None:
+        def work(conn: Connection) -> str:
             policy, rule = self._rule_of(conn, ctx, kind, rule_id, policy_id, for_update=True)
             conn.execute(delete(table).where(table.c.id == rule.id))
             bump(conn, Q, policy.id)
+            return str(policy.id)
 
-        self.db.write(work)
+        self.notifier.policies_updated([self.db.write(work)])
 
     # --- rule types ---------------------------------------------------------------------
 

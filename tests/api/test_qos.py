@@ -306,6 +306,15 @@ def test_networks_and_ports_take_a_policy(admin, user, other):
     assert user.show("ports", port["id"])["qos_network_policy_id"] is None
     assert admin.delete(f"{POLICIES}/{net_policy['id']}").status_code == 204
 
+    # the project's own policy, not shared, is taken by an update too
+    own = policy(admin, project_id=net["project_id"])
+    for kind, item in (("networks", net), ("ports", port)):
+        resp = user.put(f"/v2.0/{kind}/{item['id']}", json={
+            kind[:-1]: {"qos_policy_id": own["id"]}})
+        assert resp.status_code == 200, resp.text
+        resp = user.put(f"/v2.0/{kind}/{item['id']}", json={kind[:-1]: {"qos_policy_id": None}})
+        assert resp.status_code == 200, resp.text
+
     # another project's policy that is not shared is not found; a shared one is used
     expect_error(other.post("/v2.0/networks", json={"network": {
         "qos_policy_id": policy(admin)["id"]}}), 404, "QosPolicyNotFound")

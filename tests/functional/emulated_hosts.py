@@ -31,10 +31,12 @@ PHYSNET, PHYS_INTERFACE = "physnet1", "ph0"
 
 @contextmanager
 def deployed(tmp: Path, rabbit_url: str, server_extra: str = "",
-             octavia_port: int | None = None) -> Iterator[Deployment]:
+             octavia_port: int | None = None, extension_drivers: str = "port_security"
+             ) -> Iterator[Deployment]:
     """A Deployment in a sandbox of its own, closed and removed whatever happens."""
     with sandbox() as box:
-        deployment = Deployment(box, tmp, rabbit_url, server_extra, octavia_port)
+        deployment = Deployment(box, tmp, rabbit_url, server_extra, octavia_port,
+                                extension_drivers)
         try:
             yield deployment
         finally:
@@ -45,9 +47,9 @@ class Deployment:
     """One server (SQLite, RabbitMQ) and emulated hosts with their agents."""
 
     def __init__(self, box: Sandbox, tmp: Path, rabbit_url: str, server_extra: str = "",
-                 octavia_port: int | None = None):
+                 octavia_port: int | None = None, extension_drivers: str = "port_security"):
         """``octavia_port``: where the load-balancer API listens (``server_extra``
-        loads the octavia plugin)."""
+        loads the octavia plugin); ``extension_drivers``: ML2's."""
         self.box = box
         self.tmp = tmp
         self.rabbit_url = rabbit_url
@@ -67,7 +69,7 @@ class Deployment:
             f"transport_url = {rabbit_url}\nagent_down_time = 10\n"
             "[ml2]\ntype_drivers = local,flat,vlan,vxlan\ntenant_network_types = vxlan\n"
             "mechanism_drivers = linuxbridge,l2population\n"
-            "extension_drivers = port_security\n"
+            f"extension_drivers = {extension_drivers}\n"
             "[ml2_type_vxlan]\nvni_ranges = 1000:1999\n"
             f"[ml2_type_flat]\nflat_networks = {PHYSNET}\n"
             f"[ml2_type_vlan]\nnetwork_vlan_ranges = {PHYSNET}:100:199\n" + server_extra),
@@ -185,13 +187,14 @@ class Deployment:
         run("ip", "link", "set", "br-ul", "up", namespace=ns)
         return ovs
 
-    def start_ovs_agent(self, name: str) -> subprocess.Popen:
+    def start_ovs_agent(self, name: str, text: str = "") -> subprocess.Popen:
+        """``text``: more sections (a section named again is merged)."""
         host = self.hosts[name]
         ovs: OvsHost = host["ovs"]
         conf = self.config(name, "neutrino-openvswitch-agent", "", (
             "tunnel_types = vxlan,geneve,gre\nl2_population = true\narp_responder = true\n"
             f"[ovs]\nlocal_ip = {host['local_ip']}\ndatapath_type = netdev\n"
-            f"ovsdb_connection = {ovs.db}\nbridge_mappings = {PHYSNET}:br-phys\n"))
+            f"ovsdb_connection = {ovs.db}\nbridge_mappings = {PHYSNET}:br-phys\n{text}"))
         return self._spawn([str(BIN / "neutrino-openvswitch-agent"), "--config-file",
                             str(conf)], f"{name}-neutrino-openvswitch-agent",
                            namespace=host["namespace"], env=ovs.env, agent=True)

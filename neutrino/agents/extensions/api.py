@@ -12,7 +12,8 @@ drives the host with. Then the agent calls the hooks as its sync goes:
   ``delete_port`` (L2 agents), ``handle_network`` / ``delete_network`` (DHCP),
   ``handle_router`` / ``delete_router`` (L3);
 - the Linux bridge agent asks, when it writes its firewall, what its ports'
-  filters log (``firewall_logging``: pure);
+  filters log (``firewall_logging``: pure); the Open vSwitch agent, when it
+  writes br-int's flows, which flows the extensions add (``flows``: pure);
 - the L3 agent also asks, while it computes a router, which floating IPs an
   extension has the router carry (``floating_ips``) and what it adds to the
   router (``router_spec``): both pure, so that the router is still written to
@@ -37,11 +38,14 @@ import abc
 import asyncio
 from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from neutrino.config import Config
 from neutrino.linux import firewall_log, router
 from neutrino.linux.host_check import Needs
+
+if TYPE_CHECKING:  # agents without Open vSwitch never import ovsdbapp
+    from neutrino.linux.ovs import OpenFlow, Ovsdb
 from neutrino.rpc.bus import Bus
 
 T = TypeVar("T")
@@ -54,6 +58,15 @@ GROUPS = {"l2": "neutrino.agent.l2.extensions",
 
 async def _in_thread(work: Callable[..., T], *args: Any) -> T:
     return await asyncio.to_thread(work, *args)
+
+
+@dataclass(frozen=True)
+class OvsBridge:
+    """The Open vSwitch agent's ``dataplane``: its switch's database (opened on
+    first use) and its integration bridge's flows."""
+
+    db: Callable[[], Ovsdb]
+    openflow: OpenFlow
 
 
 @dataclass(frozen=True)
@@ -125,6 +138,11 @@ class L2AgentExtension(AgentExtension):
         """Pure: what the ports' filters log (packet logging; None: nothing of
         this extension's)."""
         return None
+
+    def flows(self) -> list[str]:
+        """Pure: the flows this extension adds to br-int (Open vSwitch agent),
+        as the agent writes its own (``ovs-ofctl`` syntax, with cookies)."""
+        return []
 
 
 class DhcpAgentExtension(AgentExtension):

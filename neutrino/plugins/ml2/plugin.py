@@ -259,7 +259,8 @@ class Ml2Plugin(Plugin):
             for write in self.env.hooks.on_network_write:
                 write(conn, network_id, data, False)
             for driver in self.extension_drivers:
-                driver.process_update_network(conn, data, {"id": network_id})
+                driver.process_update_network(conn, data, {
+                    "id": network_id, "project_id": original["project_id"]})
             current = self._network(conn, ctx, network_id)
             self.mechanisms.call("update_network_precommit",
                                  NetworkContext(conn, ctx, current, original))
@@ -592,7 +593,9 @@ class Ml2Plugin(Plugin):
                 ports.check_host(conn, original, host)
         rebind = bindings.request(conn, port_id, original, data) is not None
         for driver in self.extension_drivers:
-            driver.process_update_port(conn, data, {"id": port_id})
+            driver.process_update_port(conn, data, {
+                "id": port_id, "project_id": original["project_id"],
+                "network_id": original["network_id"]})
         context = PortContext(conn, ctx, self._updated(conn, ctx, original, data, rebind),
                               original)
         if "fixed_ips" in data:

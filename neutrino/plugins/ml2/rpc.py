@@ -95,6 +95,9 @@ class Ml2RpcCallbacks:
                 "port_security_enabled": port.get("port_security_enabled", True),
                 "security_groups": port.get("security_groups", []),
                 "profile": port.get("binding:profile", {}),
+                # the qos extension driver's (absent without it)
+                "qos_policy_id": port.get("qos_policy_id"),
+                "network_qos_policy_id": port.get("qos_network_policy_id"),
             }
         return details
 

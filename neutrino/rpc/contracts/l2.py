@@ -50,6 +50,8 @@ class PortDetails(TypedDict):
     port_security_enabled: bool
     security_groups: list[str]
     profile: dict[str, Any]
+    qos_policy_id: NotRequired[str | None]  # the port's own QoS policy
+    network_qos_policy_id: NotRequired[str | None]  # its network's
 
 
 @final  # nothing more in it: a detail without "port_id" is one of these

@@ -1,0 +1,157 @@
+"""Rate limits on a port's device with tc (the Linux bridge agent's QoS).
+
+What leaves a device (towards the instance behind a tap) is shaped by a token
+bucket filter at its root. What enters it (what the instance sends) cannot be
+policed here, the kernel having no ``police`` action, so it is redirected to an
+IFB device of the port's own (``ifb`` and the tap's suffix) and shaped as it
+leaves that. Both are read back before they are written: a limit already in
+place is left alone, so that a full resync rewrites nothing that is right.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from typing import Any
+
+from neutrino.linux.errors import HostError
+
+#: a bucket holds at least two full frames, or TCP stalls whatever the rate
+MIN_BURST_BYTES = 3200
+#: how long a packet may wait in a bucket before it is dropped (Neutron's)
+LATENCY = "50ms"
+INGRESS = "ffff:"
+IFB_PREFIX = "ifb"
+
+
+class TcError(HostError):
+    """``tc`` refused a change; the message is its own."""
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A rate in kbit/s and a burst in kbit (0: 80% of a second's worth, as
+    Neutron's drivers default it)."""
+
+    kbps: int
+    burst_kbit: int = 0
+
+    @property
+    def rate_bytes(self) -> int:
+        return self.kbps * 1000 // 8
+
+    @property
+    def burst_bytes(self) -> int:
+        kbit = self.burst_kbit or self.kbps * 8 // 10
+        return max(kbit * 1000 // 8, MIN_BURST_BYTES)
+
+
+def ifb_name(device: str) -> str:
+    """The IFB device that shapes what enters ``device`` (``tap…`` -> ``ifb…``)."""
+    return IFB_PREFIX + device[3:]
+
+
+class Tc:
+    """tc and the IFB devices of one network namespace (None: this one)."""
+
+    def __init__(self, namespace: str | None = None, timeout: float = 10):
+        self._prefix = ["ip", "netns", "exec", namespace] if namespace else []
+        self._timeout = timeout
+
+    def _run(self, *argv: str, check: bool = True) -> str:
+        done = subprocess.run([*self._prefix, *argv], capture_output=True, text=True,
+                              timeout=self._timeout)
+        if check and done.returncode:
+            raise TcError(f"{' '.join(argv)}: {done.stderr.strip() or done.returncode}")
+        return done.stdout
+
+    def _json(self, *argv: str) -> list[dict[str, Any]]:
+        out = self._run("tc", "-j", *argv, check=False)
+        try:
+            found = json.loads(out) if out.strip() else []
+        except ValueError:
+            return []
+        return found if isinstance(found, list) else []
+
+    # --- what leaves a device ------------------------------------------------------------
+
+    def _bucket(self, device: str) -> tuple[int, int] | None:
+        for qdisc in self._json("qdisc", "show", "dev", device):
+            if qdisc.get("root") and qdisc.get("kind") == "tbf":
+                options = qdisc.get("options", {})
+                return options.get("rate", 0), options.get("burst", 0)
+        return None
+
+    def shape(self, device: str, limit: Limit | None) -> bool:
+        """Shape what leaves ``device`` to ``limit`` (None: not at all); whether
+        anything was changed."""
+        present = self._bucket(device)
+        if limit is None:
+            if present is None:
+                return False
+            self._run("tc", "qdisc", "del", "dev", device, "root")
+            return True
+        if present == (limit.rate_bytes, limit.burst_bytes):
+            return False
+        self._run("tc", "qdisc", "replace", "dev", device, "root", "tbf",
+                  "rate", f"{limit.kbps}kbit", "burst", str(limit.burst_bytes),
+                  "latency", LATENCY)
+        return True
+
+    # --- what enters a device ------------------------------------------------------------
+
+    def _redirected_to(self, device: str) -> str | None:
+        """The device ``device``'s ingress is redirected to, if it is."""
+        for found in self._json("filter", "show", "dev", device, "parent", INGRESS):
+            for action in found.get("options", {}).get("actions", []):
+                if action.get("kind") == "mirred":
+                    return str(action.get("to_dev"))
+        return None
+
+    def _link_exists(self, name: str) -> bool:
+        return bool(self._run("ip", "link", "show", "dev", name, check=False))
+
+    def limit_ingress(self, device: str, limit: Limit | None) -> bool:
+        """Shape what enters ``device`` (through its IFB) to ``limit`` (None: not
+        at all, and its IFB removed); whether anything was changed."""
+        ifb = ifb_name(device)
+        if limit is None:
+            changed = False
+            if self._redirected_to(device) is not None:
+                self._run("tc", "qdisc", "del", "dev", device, "ingress")
+                changed = True
+            if self._link_exists(ifb):
+                self._run("ip", "link", "del", "dev", ifb)
+                changed = True
+            return changed
+        changed = False
+        if not self._link_exists(ifb):
+            self._run("ip", "link", "add", ifb, "type", "ifb")
+            changed = True
+        self._run("ip", "link", "set", ifb, "up")
+        if self._redirected_to(device) != ifb:
+            self._run("tc", "qdisc", "replace", "dev", device, "ingress")
+            self._run("tc", "filter", "replace", "dev", device, "parent", INGRESS,
+                      "protocol", "all", "pref", "1", "u32", "match", "u32", "0", "0",
+                      "action", "mirred", "egress", "redirect", "dev", ifb)
+            changed = True
+        return self.shape(ifb, limit) or changed
+
+    def ifbs(self) -> set[str]:
+        """The IFB devices of this namespace that these limits made."""
+        out = self._json_links()
+        return {link["ifname"] for link in out
+                if link.get("ifname", "").startswith(IFB_PREFIX)
+                and link.get("linkinfo", {}).get("info_kind") == "ifb"}
+
+    def _json_links(self) -> list[dict[str, Any]]:
+        out = self._run("ip", "-j", "-d", "link", "show", "type", "ifb", check=False)
+        try:
+            found = json.loads(out) if out.strip() else []
+        except ValueError:
+            return []
+        return found if isinstance(found, list) else []
+
+    def remove_ifb(self, name: str) -> None:
+        self._run("ip", "link", "del", "dev", name, check=False)

@@ -1,0 +1,165 @@
+"""The L2 agents' ``qos`` extension without a host: what rules ask of the
+dataplane, the flows and meters of Open vSwitch, the DSCP chain's text, and
+when the extension writes (a driver that records, a server that answers)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from neutrino.agents.extensions.api import AgentHandles
+from neutrino.agents.extensions.qos import QosExtension, policy_of
+from neutrino.agents.extensions.qos_drivers import NOTHING, Port, Wanted, wanted_of
+from neutrino.agents.extensions.qos_ovs import free_meter_id, stage_flows
+from neutrino.linux import qos_marking
+from neutrino.linux.qos_tc import MIN_BURST_BYTES, Limit
+
+
+def test_rules_become_what_the_dataplane_does():
+    wanted = wanted_of([
+        {"type": "bandwidth_limit", "max_kbps": 1000, "max_burst_kbps": 0,
+         "direction": "egress"},
+        {"type": "bandwidth_limit", "max_kbps": 500, "max_burst_kbps": 100,
+         "direction": "ingress"},
+        {"type": "packet_rate_limit", "max_kpps": 2, "max_burst_kpps": 1,
+         "direction": "egress"},
+        {"type": "packet_rate_limit", "max_kpps": 9, "direction": "ingress"},
+        {"type": "dscp_marking", "dscp_mark": 26},
+        {"type": "minimum_bandwidth", "min_kbps": 10, "direction": "egress"}])
+    assert wanted == Wanted(egress=Limit(1000, 0), ingress=Limit(500, 100),
+                            egress_pps=(2000, 1000), dscp=26)
+    assert wanted_of([]) == NOTHING
+    assert Limit(1000).burst_bytes == 100_000  # 80% of a second, in bytes
+    assert Limit(8, 1).burst_bytes == MIN_BURST_BYTES
+
+
+def test_a_port_follows_its_own_policy_else_its_networks():
+    assert policy_of({"qos_policy_id": "p", "network_qos_policy_id": "n"}) == "p"
+    assert policy_of({"qos_policy_id": None, "network_qos_policy_id": "n",
+                      "device_owner": "compute:nova"}) == "n"
+    assert policy_of({"network_qos_policy_id": "n", "device_owner": "network:dhcp"}) is None
+    assert policy_of({"qos_policy_id": "p", "device_owner": "network:dhcp"}) == "p"
+
+
+def test_ovs_stages_meter_then_mark_and_return_to_table_0():
+    flows = stage_flows(Port("p1", "tap1", 7), [11, 12], 26)
+    assert [f.split(",actions=")[1] for f in flows] == [
+        "meter:11,set_field:1->reg2,resubmit(,0)",
+        "meter:12,set_field:2->reg2,resubmit(,0)",
+        "mod_nw_tos:104,set_field:3->reg2,resubmit(,0)",
+        "mod_nw_tos:104,set_field:3->reg2,resubmit(,0)"]
+    assert all("table=0,priority=200,in_port=7" in f for f in flows)
+    assert ["reg2=0" in flows[0], "reg2=2,ip," in flows[2], "reg2=2,ipv6," in flows[3]] == [
+        True, True, True]
+    assert stage_flows(Port("p1", "tap1", 7), [], None) == []
+
+
+def test_meter_ids_are_stable_and_distinct():
+    first = free_meter_id("port/kbps", set())
+    assert free_meter_id("port/kbps", set()) == first
+    assert free_meter_id("port/kbps", {first}) == first % 0xFFFFFF + 1
+    assert 1 <= first <= 0xFFFFFF
+
+
+def test_dscp_chain_is_read_back_and_rewritten_whole():
+    wanted = qos_marking.rules({"tapb": 10, "tapa": 26})
+    assert wanted == [
+        "-A neutrino-qos-dscp -m physdev --physdev-in tapa -j DSCP --set-dscp 0x1a",
+        "-A neutrino-qos-dscp -m physdev --physdev-in tapb -j DSCP --set-dscp 0x0a"]
+    saved = "\n".join(["*mangle", ":PREROUTING ACCEPT [0:0]", ":neutrino-qos-dscp - [0:0]",
+                       qos_marking.JUMP, *wanted, "COMMIT"])
+    assert qos_marking.present(saved) == (wanted, True)
+    assert qos_marking.present("*mangle\n:PREROUTING ACCEPT [0:0]\nCOMMIT") is None
+    text = qos_marking.restore_text(wanted[:1], jump=True)
+    assert text.splitlines() == ["*mangle", ":neutrino-qos-dscp - [0:0]", wanted[0], "COMMIT"]
+    assert qos_marking.JUMP in qos_marking.restore_text([], jump=False)
+
+
+class Driver:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+
+    def apply(self, port: Port, wanted: Wanted) -> None:
+        self.calls.append(("apply", port.port_id, repr(wanted)))
+
+    def remove(self, port: Port) -> None:
+        self.calls.append(("remove", port.port_id))
+
+    def keep_only(self, ports: Any) -> None:
+        self.calls.append(("keep_only", *sorted(p.port_id for p in ports)))
+
+    def forget_switch(self) -> None:
+        return None
+
+    def flows(self) -> list[str]:
+        return []
+
+
+class Server:
+    def __init__(self, rules: dict[str, list[dict]]):
+        self.rules = rules
+        self.asked: list[list[str]] = []
+
+    async def get_policies(self, ctx: dict, policy_ids: list[str]) -> dict:
+        self.asked.append(policy_ids)
+        return {p: self.rules[p] for p in policy_ids if p in self.rules}
+
+
+def extension(rules: dict[str, list[dict]]) -> tuple[QosExtension, Driver, Server, list]:
+    dirty: list = []
+
+    async def run(work: Any, *args: Any) -> Any:
+        return work(*args)
+
+    ext = QosExtension()
+    ext.handles = AgentHandles(
+        conf=None, bus=None, host="h", agent_type="Linux bridge agent",  # type: ignore[arg-type]
+        context={}, mark_dirty=lambda *items: dirty.extend(items),
+        request_full_sync=lambda: None, run=run)
+    server, driver = Server(rules), Driver()
+    ext._plugin = server  # type: ignore[assignment]
+    ext.driver = driver  # type: ignore[assignment]
+    return ext, driver, server, dirty
+
+
+def port(port_id: str, policy: str | None = None, network_policy: str | None = None) -> dict:
+    return {"port_id": port_id, "device": f"tap{port_id}", "qos_policy_id": policy,
+            "network_qos_policy_id": network_policy, "device_owner": "compute:nova"}
+
+
+LIMIT = [{"type": "bandwidth_limit", "max_kbps": 100, "direction": "egress"}]
+
+
+def test_the_extension_writes_what_changed_and_asks_once_per_policy():
+    ext, driver, server, dirty = extension({"p": LIMIT, "n": []})
+
+    async def scenario() -> None:
+        await ext.handle_port(port("a", "p"))
+        await ext.handle_port(port("b", "p"))
+        await ext.handle_port(port("a", "p"))  # the same again: nothing written
+        await ext.handle_port(port("c", None, None))  # never limited: nothing to undo
+        await ext.handle_port(port("d", None, "n"))  # the network's policy, no rules
+        assert server.asked == [["p"], ["n"]]
+        assert [c[:2] for c in driver.calls] == [("apply", "a"), ("apply", "b")]
+        # a change of the policy: asked again, its ports marked dirty
+        server.rules["p"] = []
+        await ext.policies_changed(["p", "elsewhere"])
+        assert server.asked[-1] == ["p"] and dirty == [("port", "a"), ("port", "b")]
+        await ext.handle_port(port("a", "p"))
+        assert driver.calls[-1] == ("apply", "a", repr(NOTHING))
+        await ext.policies_changed(["unused"])  # not used here: not asked
+        assert server.asked[-1] == ["p"]
+        # a full sync asks again and hands every port to the driver, which
+        # then removes what others left
+        await ext.before_full_sync()
+        for port_id in "abcd":
+            await ext.handle_port(port(port_id, "p"))
+        await ext.after_full_sync()
+        assert [c[:2] for c in driver.calls[-5:]] == [
+            ("apply", "a"), ("apply", "b"), ("apply", "c"), ("apply", "d"),
+            ("keep_only", "a")]
+        assert driver.calls[-1] == ("keep_only", "a", "b", "c", "d")
+        await ext.delete_port(port("a", "p"))
+        assert driver.calls[-1] == ("remove", "a") and "a" not in ext.ports
+
+    asyncio.run(scenario())
