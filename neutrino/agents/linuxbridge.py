@@ -26,6 +26,7 @@ from neutrino.agents.extensions import log as log_extension
 from neutrino.agents.extensions.api import AgentHandles, L2AgentExtension
 from neutrino.agents.extensions.manager import EXTENSION_OPTIONS, Extensions
 from neutrino.agents.l2 import NOOP_FIREWALL_ALIASES, parse_mappings
+from neutrino.agents.lb_trunk import TrunkNotifications, TrunksRefused
 from neutrino.agents.notifications import (
     Fdb,
     L2Notifications,
@@ -41,6 +42,7 @@ from neutrino.linux.names import BRIDGE, TAP, bridge_name, tap_name
 from neutrino.rpc import topics
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.contracts.l2 import L2PluginApi, MissingDevice, PortDetails
+from neutrino.rpc.contracts.trunk import TrunkPluginApi
 
 if TYPE_CHECKING:
     from neutrino.linux.iptables_firewall import Runner
@@ -60,7 +62,7 @@ FIREWALL_ALIASES = {"neutron.agent.linux.iptables_firewall.IptablesFirewallDrive
 class LinuxBridgeAgent(Agent):
     agent_type = "Linux bridge agent"
     binary = "neutrino-linuxbridge-agent"
-    notification_topics = (*topics.L2_NOTIFICATIONS, topics.L2POPULATION)
+    notification_topics = (*topics.L2_NOTIFICATIONS, topics.L2POPULATION, topics.TRUNK_UPDATE)
     option_groups = (
         OptGroup("linux_bridge", [
             Opt("physical_interface_mappings", parse_mappings, {},
@@ -113,6 +115,9 @@ class LinuxBridgeAgent(Agent):
         self._underlay: str | None = None  # the device that holds local_ip
         self._firewall: Any = None
         self._sg = SecurityGroupInfo()
+        # trunks cannot be wired here: their parents' trunks go to ERROR (lb_trunk)
+        self.trunks = TrunksRefused(TrunkPluginApi.on(bus), self.context,
+                                    lambda: [port["port_id"] for port in self.ports.values()])
 
     # --- what it says and serves ------------------------------------------------------
 
@@ -125,7 +130,8 @@ class LinuxBridgeAgent(Agent):
                 "l2_population": vxlan.l2_population, "devices": len(self.ports)}
 
     def endpoints(self) -> list[Any]:
-        return [L2Notifications(self), L2PopulationNotifications(self)]
+        return [L2Notifications(self), L2PopulationNotifications(self),
+                TrunkNotifications(self.trunks)]
 
     def extension_handles(self) -> AgentHandles:
         return dataclasses.replace(super().extension_handles(), state=self.ports,
@@ -222,6 +228,7 @@ class LinuxBridgeAgent(Agent):
             await self._plugin.update_device_list(self.context, devices_up=up,
                                     devices_down=down, agent_id=self._agent_id,
                                     host=self.host)
+        self.trunks.check(self.ports[tap]["port_id"] for tap in up if tap in self.ports)
         await self.on_host(self._remove_unused_bridges)
         fresh, self._fresh = self._fresh, set()
         if self.conf.vxlan.l2_population and (full or fresh):

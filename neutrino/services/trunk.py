@@ -19,8 +19,8 @@ hear of it once committed. A trunk is DOWN when made and after each subport
 change, and stays so until the agent that wires its parent reports BUILD,
 ACTIVE, DEGRADED or ERROR (``trunk_rpc``, which also gives the subports their
 parent's ``binding:host_id``); once a subport change or a delete has
-committed, every L2 agent hears ``trunk_changed`` and the one wiring the
-trunk wires it again.
+committed, and once a trunk is made, every L2 agent hears ``trunk_changed``
+and the one that has its parent wires it again.
 
 Each write is one transaction; the trunk's row is locked before its subports
 change.
@@ -285,7 +285,7 @@ class TrunkPlugin(Plugin):
             self._attach(conn, trunk_id, settled, changed)
             return trunk(conn, ADMIN, trunk_id)
 
-        return self._write(work)
+        return self._told(self._write(work))
 
     def get_trunk(self, ctx: Context, trunk_id: str) -> dict[str, Any]:
         return self._read(lambda conn: trunk(conn, ctx, trunk_id))

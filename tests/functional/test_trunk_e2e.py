@@ -144,3 +144,22 @@ def test_trunk_on_an_ovs_host(deployment):
     assert wait_until(cleaned, 20, tell)
     assert api.delete(f"/v2.0/trunks/{trunk['id']}").status_code == 204
     assert api.delete(f"/v2.0/ports/{parent['id']}").status_code == 204
+
+
+def test_a_trunk_on_a_linux_bridge_host_goes_to_error(deployment):
+    """No 8021q here: the Linux bridge agent wires the parent untagged and
+    puts the trunk in ERROR, saying why."""
+    deployment.add_host("lb", 1)
+    deployment.start_l2_agent("lb", firewall="noop")
+    wait_until(lambda: deployment.agent_alive("lb", "Linux bridge agent"), 30, "the LB agent")
+    api = deployment.api
+    net, _ = network(deployment, CIDR)
+    tagged, _ = network(deployment, TAGGED_CIDR)
+    parent, sub = api.port(net["id"]), api.port(tagged["id"])
+    trunk = api.create("trunks", port_id=parent["id"], sub_ports=[
+        {"port_id": sub["id"], "segmentation_type": "vlan", "segmentation_id": 101}])
+    deployment.plug("lb", parent["id"])
+    log = lambda: deployment.log("lb-neutrino-linuxbridge-agent")[-3000:]  # noqa: E731
+    assert wait_until(lambda: api.show("trunks", trunk["id"])["status"] == "ERROR", 30, log)
+    assert wait_until(lambda: api.show("ports", parent["id"])["status"] == "ACTIVE", 20, log)
+    assert f"trunk {trunk['id']} (parent port {parent['id']}) is in ERROR" in log()

@@ -13,9 +13,10 @@ Agents -> server on Neutron's topic and namespace (``trunk``), version 1.0:
   could not be wired at all).
 
 Server -> every L2 agent, fanned out on ``q-agent-notifier-trunk-update``:
-``trunk_changed`` once a trunk's subports were added or removed, or the
-trunk deleted: an agent that wires it asks again (a hint, as every
-notification; Neutron pushes the subport objects themselves).
+``trunk_changed`` once a trunk was made, its subports were added or
+removed, or it was deleted: an agent that wires its parent asks again (a
+hint, as every notification; Neutron pushes the trunk and subport objects
+themselves).
 """
 
 from __future__ import annotations
@@ -61,10 +62,12 @@ class TrunkPluginApi(Api):
     version = VERSION
     namespace = NAMESPACE
 
-    async def get_trunk_details(self, ctx: dict[str, Any], port_ids: list[str]
-                                ) -> dict[str, TrunkDetails]:
-        """parent port id -> its trunk, for those of ``port_ids`` that are a parent."""
-        return await self.caller.call(ctx, "get_trunk_details", port_ids=port_ids)
+    async def get_trunk_details(self, ctx: dict[str, Any], port_ids: list[str],
+                                timeout: float | None = None) -> dict[str, TrunkDetails]:
+        """parent port id -> its trunk, for those of ``port_ids`` that are a parent
+        (``timeout``: seconds, for an agent that asks where trunks may not be served)."""
+        return await self.caller.call(ctx, "get_trunk_details", port_ids=port_ids,
+                                      timeout=timeout)
 
     async def update_subport_bindings(self, ctx: dict[str, Any], trunk_id: str
                                       ) -> list[str]:
