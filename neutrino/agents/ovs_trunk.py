@@ -38,6 +38,7 @@ from neutrino.linux.ovs_names import TRUNK_BRIDGE_PREFIX as BRIDGE_PREFIX
 from neutrino.linux.ovs_names import trunk_bridge_name as bridge_name
 from neutrino.rpc.contracts import trunk as contract
 from neutrino.rpc.contracts.trunk import TrunkDetails, TrunkPluginApi
+from neutrino.rpc.errors import MessagingTimeout, TransportError
 
 LOG = logging.getLogger(__name__)
 
@@ -67,12 +68,16 @@ class TrunkBridge:
 def observe(db: Ovsdb, integration_bridge: str
             ) -> tuple[dict[str, TrunkBridge], dict[str, str]]:
     """The trunk bridges, and the ``tpi-``/``spi-`` ports on br-int with their
-    ``iface-id`` (from the replica: no round trip)."""
+    ``iface-id`` (from the replica: no round trip; on a host without trunks,
+    two short reads, not a read of every interface)."""
+    trunk_bridges = [name for name in db.bridges() if name.startswith(BRIDGE_PREFIX)]
+    on_int = [port for port in db.ports(integration_bridge)
+              if port.startswith((PARENT_PREFIXES[0], SUBPORT_PREFIXES[0]))]
+    if not trunk_bridges and not on_int:
+        return {}, {}
     interfaces = db.interfaces()
     bridges = {}
-    for name in db.bridges():
-        if not name.startswith(BRIDGE_PREFIX):
-            continue
+    for name in trunk_bridges:
         parent_id = mac = None
         patches = {}
         for port in db.ports(name):
@@ -84,8 +89,7 @@ def observe(db: Ovsdb, integration_bridge: str
                 mac = row["external_ids"].get("attached-mac")
         bridges[name] = TrunkBridge(name, parent_id, mac, patches)
     int_patches = {port: (interfaces.get(port) or {}).get("external_ids", {}).get("iface-id", "")
-                   for port in db.ports(integration_bridge)
-                   if port.startswith((PARENT_PREFIXES[0], SUBPORT_PREFIXES[0]))}
+                   for port in on_int}
     return bridges, int_patches
 
 
@@ -216,9 +220,7 @@ class OvsTrunks:
             full or b.name not in self.details or b.parent_id in devices
             or b.name in changed)}
         if ask:
-            told = await self._api.get_trunk_details(self._context, sorted(ask))
-            for parent_id, name in ask.items():
-                self.details[name] = told.get(parent_id)
+            await self._ask(ask)
         for name in set(self.details) - {b for b, v in bridges.items() if v.parent_id}:
             del self.details[name]  # its instance went: nothing more to report
         for details in self.details.values():
@@ -235,6 +237,23 @@ class OvsTrunks:
             raise
         self._failed.clear()
         return plan.touched
+
+    async def _ask(self, ask: dict[str, str]) -> None:
+        """The trunks of these parents (parent id -> its trunk bridge). Unanswered
+        (no ``trunk`` plugin on the server, say), a new bridge's parent is wired
+        alone, untagged, and the question is asked again at the next full sync."""
+        try:
+            told = await self._api.get_trunk_details(self._context, sorted(ask))
+        except (MessagingTimeout, TransportError) as error:
+            LOG.warning("no answer about the trunks of ports %s (is the trunk service "
+                        "plugin loaded?): %s", ", ".join(sorted(ask)), error)
+            for name in ask.values():
+                self.details.setdefault(name, None)
+            return
+        for parent_id, name in ask.items():
+            details = self.details[name] = told.get(parent_id)
+            if details is not None:  # the server's word: DOWN after a change, say
+                self._reported[details["trunk_id"]] = details["status"]
 
     async def _bind(self, details: TrunkDetails) -> None:
         """The subports bound to this host (the server puts the trunk in BUILD

@@ -10,7 +10,7 @@ write nothing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +86,39 @@ class FakeOvsdb:
 
     def delete_port(self, port: str, bridge: str | None = None) -> None:
         self.ports_.pop(port, None)
+        self.writes += 1
+
+    def ensure_patches(self, patches: Iterable[Any]) -> int:
+        """``PatchPort``s, one write for all; those already so are not counted."""
+        written = 0
+        for patch in patches:
+            now = self.ports_.get(patch.name)
+            if now is not None and now.bridge == patch.bridge and now.type == "patch" and (
+                    now.options == {"peer": patch.peer}) and (
+                    patch.tag is None or now.tag == patch.tag) and all(
+                    now.external_ids.get(k) == v for k, v in patch.external_ids.items()):
+                continue
+            if patch.bridge not in self.bridges_:
+                raise RuntimeError(f"no bridge {patch.bridge}")
+            if now is None or now.bridge != patch.bridge:
+                now = self.ports_[patch.name] = FakePort(patch.bridge, self._number())
+            now.type, now.options = "patch", {"peer": patch.peer}
+            now.external_ids.update(patch.external_ids)
+            if patch.tag is not None:
+                now.tag = patch.tag
+            written += 1
+        self.writes += bool(written)
+        return written
+
+    def delete_ports(self, ports: Iterable[tuple[str, str]], bridges: Iterable[str] = ()
+                     ) -> None:
+        for bridge, name in ports:
+            if name in self.ports_ and self.ports_[name].bridge == bridge:
+                del self.ports_[name]
+        for bridge in bridges:
+            self.bridges_.pop(bridge, None)
+            for name in [n for n, p in self.ports_.items() if p.bridge == bridge]:
+                del self.ports_[name]
         self.writes += 1
 
     def set_tags(self, tags: Mapping[str, tuple[int, Mapping[str, str]]]) -> None:

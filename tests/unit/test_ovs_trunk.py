@@ -1,11 +1,19 @@
-"""The OVS agent's trunk wiring, its pure part: from the trunk bridges OVSDB
+"""The OVS agent's trunk wiring: its pure part (from the trunk bridges OVSDB
 holds and what the server says of their parents, the patches to make and the
-ports and bridges to remove; and the status a trunk gets."""
+ports and bridges to remove; the status a trunk gets), then ``OvsTrunks`` on a
+fake OVSDB with a fake trunk plugin (what the switch holds, what the server
+was told)."""
 
 from __future__ import annotations
 
-from neutrino.agents.ovs_trunk import TrunkBridge, TrunkWiring, patch_names, status_of
+import asyncio
+from typing import Any
+
+from neutrino.agents.ovs_trunk import OvsTrunks, TrunkBridge, TrunkWiring, patch_names, status_of
 from neutrino.linux.ovs import PatchPort
+from neutrino.rpc.contracts.trunk import TrunkPluginApi
+from neutrino.rpc.errors import TransportError
+from tests.fakes.ovsdb import FakeOvsdb
 
 PARENT = "aaaaaaaa-1111-4000-8000-000000000001"
 SUB1 = "bbbbbbbb-2222-4000-8000-000000000002"
@@ -111,3 +119,95 @@ def test_status():
     assert status_of(PARENT, trunk, {PARENT: {}, SUB1: {}, SUB2: {}}) == "ACTIVE"
     assert status_of(PARENT, trunk, {PARENT: {}, SUB1: {}}) == "DEGRADED"
     assert status_of(PARENT, trunk, {SUB1: {}, SUB2: {}}) == "BUILD"
+
+
+# --- OvsTrunks in the agent's sync, with a fake OVSDB and a fake trunk plugin -------------
+
+class FakeTrunkPlugin:
+    """The server's end of ``trunk``, as a ``Caller``: the trunk of PARENT, and
+    what the agent told it."""
+
+    def __init__(self, trunk: dict | None) -> None:
+        self.trunk = trunk
+        self.statuses: list[str] = []
+        self.bindings = 0
+        self.answers = True
+
+    async def call(self, ctx: dict, method: str, **args: Any) -> Any:
+        if method == "get_trunk_details":
+            if not self.answers:
+                raise TransportError("cannot send to trunk: is anyone listening?")
+            return {PARENT: self.trunk} if self.trunk and PARENT in args["port_ids"] else {}
+        if method == "update_subport_bindings":
+            self.bindings += 1
+            return [s["port_id"] for s in self.trunk["sub_ports"]] if self.trunk else []
+        if method == "update_trunk_status":
+            self.statuses.append(args["status"])
+            return None
+        raise AssertionError(method)
+
+
+def trunks_on(db: FakeOvsdb, plugin: FakeTrunkPlugin) -> OvsTrunks:
+    async def run(work, *args):
+        return work(*args)
+
+    return OvsTrunks(TrunkPluginApi(plugin), lambda: db, "br-int", run, {})  # type: ignore[arg-type]
+
+
+def plugged() -> FakeOvsdb:
+    db = FakeOvsdb()
+    db.ensure_bridge("br-int", "netdev")
+    db.ensure_bridge(BRIDGE, "netdev", secure=False)
+    db.plug(BRIDGE, "tapaaaaaaaa-11", PARENT, "fa:16:3e:00:00:01")
+    return db
+
+
+def test_a_trunk_is_wired_bound_and_reported_once():
+    db, plugin = plugged(), FakeTrunkPlugin(details((SUB1, 101), (SUB2, 102)))
+    trunks = trunks_on(db, plugin)
+
+    async def scenario() -> None:
+        touched = await trunks.wire(True, set())
+        assert touched == {PARENT, SUB1, SUB2}
+        assert db.tag("spt-cccccccc-33") == 102 and db.tag("tpt-aaaaaaaa-11") == 0
+        assert plugin.bindings == 1
+        await trunks.report({PARENT: {}, SUB1: {}})  # SUB2 not wired (yet)
+        await trunks.report({PARENT: {}, SUB1: {}, SUB2: {}})
+        await trunks.report({PARENT: {}, SUB1: {}, SUB2: {}})
+        writes = db.writes
+        await trunks.wire(True, set())  # a full sync: nothing to write, nothing to bind
+        assert db.writes == writes and plugin.bindings == 1
+
+    asyncio.run(scenario())
+    assert plugin.statuses == ["DEGRADED", "ACTIVE"]
+
+
+def test_a_subport_removed_loses_its_patches_and_the_bridge_goes_with_the_instance():
+    db, plugin = plugged(), FakeTrunkPlugin(details((SUB1, 101), (SUB2, 102)))
+    trunks = trunks_on(db, plugin)
+
+    async def scenario() -> None:
+        await trunks.wire(True, set())
+        plugin.trunk = {**details((SUB1, 101)), "status": "DOWN"}
+        touched = await trunks.wire(False, {("trunk", TRUNK)})
+        assert SUB2 in touched and "spi-cccccccc-33" not in db.ports("br-int")
+        assert "spt-cccccccc-33" not in db.ports(BRIDGE) and plugin.bindings == 2
+        await trunks.report({PARENT: {}, SUB1: {}})
+        db.unplug("tapaaaaaaaa-11")
+        touched = await trunks.wire(False, {("device", PARENT)})
+        assert touched == {PARENT, SUB1}
+        assert BRIDGE not in db.bridges() and db.ports("br-int") == []
+
+    asyncio.run(scenario())
+    assert plugin.statuses == ["ACTIVE"]  # the server said DOWN after the change
+
+
+def test_no_trunk_plugin_wires_the_parent_alone():
+    db, plugin = plugged(), FakeTrunkPlugin(details((SUB1, 101)))
+    plugin.answers = False
+
+    async def scenario() -> None:
+        assert await trunks_on(db, plugin).wire(True, set()) == {PARENT}
+
+    asyncio.run(scenario())
+    assert db.ports("br-int") == ["tpi-aaaaaaaa-11"] and plugin.statuses == []
