@@ -11,9 +11,10 @@ subports are on ``--subports`` VXLAN networks of their own (VLANs 101...).
 Each run times, from the client's side:
 
 * create: the API's trunk create with every subport;
-* up: the parent plugged (``neutrino-instance plug``'s work, in this
-  process: the tap into the trunk bridge) until the trunk is ACTIVE and every
-  subport ACTIVE (the agent's patches, the subports' bindings, their wiring);
+* up: the parent plugged as Nova plugs it (bound, its tap on the trunk
+  bridge; no instance namespaces behind it, unlike ``neutrino-instance``)
+  until the trunk is ACTIVE and every subport ACTIVE (the agent's patches,
+  the subports' bindings, their wiring);
 * down: the parent unplugged until the trunk bridge and br-int's trunk
   patches are gone and every subport DOWN;
 * delete: the API's trunk delete;
@@ -41,7 +42,9 @@ warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from neutrino.cmd.instance import Api, Ovs, plug, unplug  # noqa: E402
+from neutrino.cmd.instance import Api, Ovs, plug_changes, unplug_changes  # noqa: E402
+from neutrino.linux.ip import IpNetns  # noqa: E402
+from neutrino.linux.names import tap_name  # noqa: E402
 from tests.dataplane import sandbox, wait_until  # noqa: E402
 from tests.functional.emulated_hosts import Deployment  # noqa: E402
 from tests.harness import rabbit_vhost  # noqa: E402
@@ -89,12 +92,23 @@ class Bench:
         return self.api.show("trunks", trunk_id)["status"]
 
     def plugged(self, port_id: str) -> None:
-        plug(self.client, port_id, self.host["host"], self.host["namespace"], dhcp=False,
-             timeout=5, ovs=Ovs(self.ovs.db))
-        self.deployment.box.adopt(f"inst-{port_id[:11]}")
+        """What Nova does: the port bound, its tap on the trunk bridge (a veth
+        whose other end stays in the host: no instance behind it to make)."""
+        port = self.client.call("GET", f"/v2.0/ports/{port_id}")["port"]
+        port = self.client.call("PUT", f"/v2.0/ports/{port_id}", {
+            "port": plug_changes(port, self.host["host"], "nova")})["port"]
+        with IpNetns(self.host["namespace"]) as outside:
+            outside.add_veth(tap_name(port_id), f"vmt-{port_id[:11]}")
+            for name in (tap_name(port_id), f"vmt-{port_id[:11]}"):
+                outside.set(name, up=True)
+        Ovs(self.ovs.db).attach(port)
 
     def unplugged(self, port_id: str) -> None:
-        unplug(self.client, port_id, self.host["namespace"], Ovs(self.ovs.db))
+        Ovs(self.ovs.db).detach(port_id)
+        with IpNetns(self.host["namespace"]) as outside:
+            outside.delete(tap_name(port_id))
+        port = self.client.call("GET", f"/v2.0/ports/{port_id}")["port"]
+        self.client.call("PUT", f"/v2.0/ports/{port_id}", {"port": unplug_changes(port)})
 
     def patches(self) -> list[str]:
         return [p for p in self.ovs.vsctl("list-ports", "br-int").split()

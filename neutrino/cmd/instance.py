@@ -31,8 +31,13 @@ A trunk's parent (a port with ``trunk_details``) is plugged as Nova plugs it:
 into the trunk's own bridge, ``tbr-<trunk id[:11]>``, made on the spot with
 the integration bridge's datapath type; the OVS agent patches it to br-int,
 one patch per subport, and removes it once the instance's port has left it.
-The instance's eth0 then carries the parent's traffic untagged and each
-subport's tagged with its segmentation id.
+The instance sends the parent's traffic untagged and each subport's tagged
+with its segmentation id: with no 8021q here for VLAN sub-interfaces, it is
+a namespace per VLAN behind a VLAN-splitting OVS bridge (``instance_vlans``):
+``inst-<parent id[:11]>`` untagged, ``inst-<subport id[:11]>`` for each
+subport the trunk has at the plug, its eth0 with the subport's MAC (no
+address: set one, or run a DHCP client there). ``unplug`` of the parent
+removes them all.
 
 A port with IPv6 addresses gets them too, after IPv4's DHCP, as a guest
 would: on a SLAAC or DHCPv6-stateless subnet the kernel makes it from router
@@ -66,6 +71,7 @@ from typing import Any
 from pyroute2 import NetlinkError
 
 from neutrino import cli
+from neutrino.cmd import instance_vlans
 from neutrino.linux.ip import IpNetns, add_namespace, delete_namespace, set_ipv6_conf
 from neutrino.linux.names import tap_name
 from neutrino.linux.ovs_names import trunk_bridge_name
@@ -256,6 +262,9 @@ def make_instance(port: dict[str, Any], mtu: int | None, host_netns: str | None,
     ``ovs``'s bridge, if given); with ``ipv6``, eth0 sure to take RAs and make
     EUI-64 addresses (a guest's defaults, which the server's SLAAC addresses
     assume)."""
+    if ovs is not None and port.get("trunk_details"):
+        _make_trunk_instance(port, mtu, host_netns, ipv6, ovs)
+        return
     namespace = instance_namespace(port["id"])
     add_namespace(namespace)
     tap, inner = tap_name(port["id"]), f"i{port['id'][:11]}"
@@ -273,6 +282,17 @@ def make_instance(port: dict[str, Any], mtu: int | None, host_netns: str | None,
     if ovs is not None:
         _no_tx_checksum_offload(namespace, "eth0")
         ovs.attach(port)
+
+
+def _make_trunk_instance(port: dict[str, Any], mtu: int | None, host_netns: str | None,
+                         ipv6: bool, ovs: Ovs) -> None:
+    """A trunk parent's instance: a namespace per VLAN (``instance_vlans``), the
+    tap on the trunk's bridge."""
+    instance_vlans.split(ovs, port, mtu, host_netns)
+    if ipv6:
+        set_ipv6_conf(instance_namespace(port["id"]), "eth0", accept_ra=1, autoconf=1,
+                      use_tempaddr=0)
+    ovs.attach(port)
 
 
 def _no_tx_checksum_offload(namespace: str, device: str) -> None:
@@ -387,6 +407,7 @@ def unplug(api: Api | None, port_id: str, host_netns: str | None,
     try:
         if ovs is not None:
             ovs.detach(port_id)
+            instance_vlans.unsplit(ovs, port_id)  # a trunk parent's VLAN namespaces
     finally:  # the instance goes even if OVS is gone
         delete_namespace(instance_namespace(port_id))
         with IpNetns(host_netns) as outside:
