@@ -107,5 +107,6 @@ EXTENSIONS: dict[str, Extension] = {
         *qos.EXTENSIONS,
         qos.PORT_NETWORK_POLICY,
         qos.FIP,
+        qos.GATEWAY_IP,
     )
 }

@@ -108,7 +108,8 @@ def _gateway_info(value: Any) -> str | None:
         return None
     if not isinstance(value, dict):
         return f"'{value}' is not a dictionary"
-    unknown = sorted(set(value) - {"network_id", "enable_snat", "external_fixed_ips"})
+    unknown = sorted(set(value) - {"network_id", "enable_snat", "external_fixed_ips",
+                                   "qos_policy_id"})
     if unknown:
         return f"Unexpected keys supplied: {', '.join(unknown)}"
     if "network_id" not in value:
@@ -118,6 +119,8 @@ def _gateway_info(value: Any) -> str | None:
         return error
     if "enable_snat" in value and v.boolean(value["enable_snat"]):
         return v.boolean(value["enable_snat"])
+    if "qos_policy_id" in value and v.uuid_or_none(value["qos_policy_id"]):
+        return v.uuid_or_none(value["qos_policy_id"])
     fixed = value.get("external_fixed_ips")
     if fixed is not None:
         return v.fixed_ips(fixed)

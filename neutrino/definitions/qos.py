@@ -271,3 +271,10 @@ FIP = Extension(
                                           default=None, validate=v.uuid_or_none,
                                           filter=False))},
     required=("qos", "router"))
+
+#: ``qos_policy_id`` in routers' ``external_gateway_info`` (the qos plugin,
+#: through the L3 plugin's hooks)
+GATEWAY_IP = Extension(
+    alias="qos-gateway-ip", name="Router gateway IP QoS",
+    description="The router gateway IP Quality of Service extension",
+    updated="2018-02-24T00:00:00-00:00", required=("qos", "router"))

@@ -10,7 +10,9 @@ place is left alone, so that a full resync rewrites nothing that is right.
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import os
 import subprocess
 from dataclasses import dataclass
 from typing import Any
@@ -155,3 +157,118 @@ class Tc:
 
     def remove_ifb(self, name: str) -> None:
         self._run("ip", "link", "del", "dev", name, check=False)
+
+    def _filtered(self, device: str, parent: str) -> dict[int, tuple[str, str]]:
+        """priority -> (the matched value in hex, the class) of ``device``'s u32 filters."""
+        found = {}
+        for entry in self._json("filter", "show", "dev", device, "parent", parent):
+            options = entry.get("options", {})
+            if "flowid" in options:
+                found[entry.get("pref", 0)] = (options.get("match", {}).get("value", ""),
+                                               options["flowid"])
+        return found
+
+    def shape_addresses(self, device: str, limits: tuple[AddressLimit, ...],
+                        record: str) -> bool:
+        """Limit what ``device`` carries per address as ``limits`` say, with
+        what was written kept in the file ``record`` (tc reads rates back
+        rounded): a device found as recorded is left alone. Whether anything
+        was changed."""
+        try:
+            with open(record, encoding="ascii") as file:
+                written: str | None = file.read()
+        except FileNotFoundError:
+            written = None
+        if written is None and not limits:
+            return False  # never limited here
+        egress = [(a.address, a.egress) for a in limits if a.egress]
+        ingress = [(a.address, a.ingress) for a in limits if a.ingress]
+        ifb = ifb_name(device)
+        if written == _record(limits) and self._as_written(device, egress, ingress):
+            return False
+        batch = [f"qdisc del dev {device} root", f"qdisc del dev {device} ingress"]
+        if egress:
+            batch += _htb(device, egress, "src")
+        if ingress:
+            if not self._link_exists(ifb):
+                self._run("ip", "link", "add", ifb, "type", "ifb")
+            self._run("ip", "link", "set", ifb, "up")
+            batch += [f"qdisc add dev {device} ingress",
+                      f"filter add dev {device} parent {INGRESS} protocol all pref 1 u32 "
+                      f"match u32 0 0 action mirred egress redirect dev {ifb}",
+                      f"qdisc del dev {ifb} root", *_htb(ifb, ingress, "dst")]
+        elif self._link_exists(ifb):
+            self._run("ip", "link", "del", "dev", ifb)
+        self._batch(batch)
+        if limits:
+            with open(record, "w", encoding="ascii") as file:
+                file.write(_record(limits))
+        else:
+            os.unlink(record)
+        return True
+
+    def _as_written(self, device: str, egress: list[tuple[str, Limit]],
+                    ingress: list[tuple[str, Limit]]) -> bool:
+        """Whether the filters of ``device`` (and its IFB) are those of the limits."""
+        def expected(pairs: list[tuple[str, Limit]]) -> dict[int, tuple[str, str]]:
+            return {address_class(a): (f"{int(ipaddress.IPv4Address(a)):x}",
+                                       f"1:{address_class(a):x}") for a, _ in pairs}
+        if self._filtered(device, "1:") != expected(egress):
+            return False
+        if not ingress:
+            return self._redirected_to(device) is None
+        return (self._redirected_to(device) == ifb_name(device)
+                and self._filtered(ifb_name(device), "1:") == expected(ingress))
+
+    def _batch(self, lines: list[str]) -> None:
+        """``lines`` through one ``tc -force -batch``: a delete of what is not
+        there is no failure; anything else is."""
+        done = subprocess.run([*self._prefix, "tc", "-force", "-batch", "-"],
+                              input="\n".join(lines) + "\n", capture_output=True, text=True,
+                              timeout=self._timeout)
+        failed = [int(line.rsplit(":", 1)[1]) for line in done.stderr.splitlines()
+                  if line.startswith("Command failed -:")]
+        wrong = [lines[n - 1] for n in failed if 0 < n <= len(lines)
+                 and " del " not in f" {lines[n - 1]} "]
+        if wrong or (done.returncode and not failed):
+            raise TcError(f"tc refused {'; '.join(wrong) or lines[0]}: {done.stderr.strip()}")
+
+
+# --- limits per address on a router's gateway -----------------------------------------
+
+@dataclass(frozen=True)
+class AddressLimit:
+    """What a router's gateway device carries for one IPv4 address (a floating
+    IP, the gateway's own): ``egress`` leaving it from the address, ``ingress``
+    arriving for it."""
+
+    address: str
+    egress: Limit | None = None
+    ingress: Limit | None = None
+
+
+def address_class(address: str) -> int:
+    """The HTB class minor (and filter priority) of an address: its last 16
+    bits, which tell apart the addresses of one router's external subnets."""
+    return int(ipaddress.IPv4Address(address)) & 0xFFFF or 0xFFFF
+
+
+def _htb(device: str, limits: list[tuple[str, Limit]], match: str) -> list[str]:
+    """tc batch lines: ``device``'s root an HTB whose classes limit, each, what
+    ``match`` (src or dst) names; what no filter takes passes unlimited."""
+    lines = [f"qdisc add dev {device} root handle 1: htb"]
+    for address, limit in limits:
+        minor = f"{address_class(address):x}"
+        rate = f"{limit.kbps}kbit"
+        lines += [f"class add dev {device} parent 1: classid 1:{minor} htb rate {rate} "
+                  f"ceil {rate} burst {limit.burst_bytes} cburst {limit.burst_bytes}",
+                  f"filter add dev {device} parent 1: protocol ip prio "
+                  f"{address_class(address)} u32 match ip {match} {address}/32 "
+                  f"flowid 1:{minor}"]
+    return lines
+
+
+def _record(limits: tuple[AddressLimit, ...]) -> str:
+    return json.dumps([[a.address, *(None if x is None else [x.kbps, x.burst_kbit]
+                                     for x in (a.egress, a.ingress))]
+                       for a in sorted(limits, key=lambda a: a.address)])

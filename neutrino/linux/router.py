@@ -6,7 +6,8 @@ ends stay with the host, where the L2 agent plugs them into the networks'
 bridges), with the ports' MACs, MTUs and addresses; the gateway also carries
 the floating IPs (/32). Routes through a gateway (the default routes, the
 router's extra routes) and the NAT chains (``neutrino.linux.nat``) complete
-it. A router with ``nat.metadata`` also runs a metadata proxy
+it, and the gateway's rate limits per address (``neutrino.linux.qos_tc``).
+A router with ``nat.metadata`` also runs a metadata proxy
 (``neutrino.linux.metadata_proxy``) on port 9697 of its namespace, with
 ``X-Neutron-Router-ID``, its pid and log in the router's directory; the NAT
 chains redirect the instances' 169.254.169.254:80 there. Interfaces on IPv6
@@ -36,7 +37,7 @@ from dataclasses import dataclass, field
 
 from pyroute2 import NetlinkError
 
-from neutrino.linux import arping, ip, metadata_proxy, radvd
+from neutrino.linux import arping, ip, metadata_proxy, qos_tc, radvd
 from neutrino.linux.interface import InterfaceDriver, device_name
 from neutrino.linux.nat import NatTable, RouterNat
 
@@ -51,6 +52,8 @@ SYSCTLS = ("net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1",
            "net.ipv4.conf.all.send_redirects=0", "net.ipv4.conf.default.send_redirects=0")
 #: in a router's directory once its namespace is set up
 READY = "namespace-ready"
+#: in a router's directory while its gateway has rate limits: what was written
+LIMITS = "qos-limits.json"
 
 
 def namespace_name(router_id: str) -> str:
@@ -77,6 +80,8 @@ class Router:
     nat: RouterNat = field(default_factory=RouterNat)
     #: the interfaces that send router advertisements (radvd)
     advertise: tuple[radvd.Interface, ...] = ()
+    #: rate limits of addresses on the gateway (floating IPs', the gateway's own)
+    limits: tuple[qos_tc.AddressLimit, ...] = ()
 
     @property
     def metadata(self) -> bool:
@@ -165,6 +170,11 @@ class RouterDataplane:
         self._metadata(router, directory)
         radvd.converge(namespace, directory, router.advertise, *self.ra_intervals)
         nat.apply(router.nat)
+        limits = os.path.join(directory, LIMITS)
+        if gateway:
+            qos_tc.Tc(namespace).shape_addresses(gateway, router.limits, limits)
+        elif os.path.exists(limits):  # the gateway went, and its limits with its device
+            os.unlink(limits)
         if gateway:
             for address in announce:
                 arping.announce(namespace, gateway, address, self.arp_count)

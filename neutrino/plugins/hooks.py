@@ -53,6 +53,10 @@ NetworkWrite = Callable[[Connection, str, dict[str, Any], bool], None]
 # floating IP's transaction, once its row is written, as the qos plugin binds its
 # ``qos_policy_id``; raise to veto
 FloatingIpWrite = Callable[[Connection, str, dict[str, Any], bool], None]
+# (conn, router id, its project, the gateway as given, or None when it is
+# cleared) -> None: inside the router's create or update, once its gateway is
+# written, as the qos plugin binds the gateway's ``qos_policy_id``; raise to veto
+RouterGatewayWrite = Callable[[Connection, str, str | None, dict[str, Any] | None], None]
 # (conn, router id) -> None: inside the transaction that takes a router's gateway
 # away (cleared, moved to another network, the router deleted); raise to veto, as
 # the VPN plugin does while the router has VPN services
@@ -139,6 +143,9 @@ class Hooks:
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
     extend_floatingips: list[ViewsExtender] = field(default_factory=list)
     on_floatingip_write: list[FloatingIpWrite] = field(default_factory=list)
+    # the routers' views (API and agents' sync data): what a service adds to them
+    extend_routers: list[ViewsExtender] = field(default_factory=list)
+    on_router_gateway_write: list[RouterGatewayWrite] = field(default_factory=list)
     # each with the attributes it adds (a list asked for other fields skips it)
     extend_ports: list[tuple[frozenset[str], PortViewsExtender]] = field(
         default_factory=list)

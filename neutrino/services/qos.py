@@ -44,6 +44,7 @@ D = models.qos_default_policies
 TYPE = "qos_policy"  # its RBAC entries' object_type
 ROUTERS = "L3_ROUTER_NAT"  # the plugin type serving floating IPs
 FB = models.qos_fip_policy_bindings
+GB = models.qos_router_gw_policy_bindings
 COLUMNS = api_columns(Q, "shared")
 TABLES: dict[str, Any] = {kind.rule_type: models.metadata.tables[kind.table]
                           for kind in qdef.RULE_KINDS.values()}
@@ -181,6 +182,17 @@ def find_rule(conn: Connection, kind: qdef.RuleKind, rule_id: str, policy_id: st
         rule_id=rule_id, policy_id=policy_id or ""), for_update)
 
 
+def agent_rules(conn: Connection, policy_ids: list[str]) -> dict[str, list[dict[str, Any]]]:
+    """policy id -> its rules as the agents take them (type and parameters),
+    for the policies of ``policy_ids`` that exist."""
+    present = list(conn.execute(select(Q.c.id).where(Q.c.id.in_(policy_ids)))
+                   .scalars()) if policy_ids else []
+    rules = rules_of(conn, present)
+    return {policy_id: [{"type": rule["type"], **{
+        k: v for k, v in rule.items() if k not in ("id", "qos_policy_id", "type")}}
+        for rule in rules.get(policy_id, [])] for policy_id in present}
+
+
 class QosRpcCallbacks:
     """What the plugin serves to the agents' extensions on ``q-qos-plugin``."""
 
@@ -194,15 +206,7 @@ class QosRpcCallbacks:
         if not isinstance(policy_ids, list) or not all(isinstance(p, str) for p in policy_ids):
             raise exc.InvalidInput(error_message="policy_ids must be a list of policy ids")
 
-        def work(conn: Connection) -> dict[str, list[dict[str, Any]]]:
-            present = list(conn.execute(select(Q.c.id).where(Q.c.id.in_(policy_ids)))
-                           .scalars()) if policy_ids else []
-            rules = rules_of(conn, present)
-            return {policy_id: [{"type": rule["type"], **{
-                k: v for k, v in rule.items() if k not in ("id", "qos_policy_id", "type")}}
-                for rule in rules.get(policy_id, [])] for policy_id in present}
-
-        return self._plugin._read(work)
+        return self._plugin._read(lambda conn: agent_rules(conn, policy_ids))
 
 
 # --- the plugin ---------------------------------------------------------------------------
@@ -216,10 +220,15 @@ class QosPlugin(Plugin):
         for kind in qdef.RULE_KINDS.values():
             self._add_rule_methods(kind)
         self.notifier = contract.QosAgentNotifier(Notifier(env.bus))
-        if ROUTERS in env.plugin_types:  # floating IPs' qos_policy_id (qos-fip)
-            self.supported_extension_aliases += (qdef.FIP.alias,)
-            env.hooks.on_floatingip_write.append(self._fip_written)
-            env.hooks.extend_floatingips.append(self._extend_fips)
+        if ROUTERS in env.plugin_types:  # floating IPs' and gateways' qos_policy_id
+            self.supported_extension_aliases += (qdef.FIP.alias, qdef.GATEWAY_IP.alias)
+            hooks = env.hooks
+            hooks.on_floatingip_write.append(self._fip_written)
+            hooks.extend_floatingips.append(self._extend_fips)
+            hooks.on_router_gateway_write.append(self._gateway_written)
+            hooks.before_router_gateway_remove.append(self._gateway_removed)
+            hooks.extend_routers.append(self._extend_routers)
+            hooks.extend_router_sync.append(self._extend_router_sync)
 
     def taggable_tables(self) -> dict[str, Any]:
         return {qdef.POLICY.collection: Q}
@@ -323,6 +332,51 @@ class QosPlugin(Plugin):
             FB.c.fip_id.in_(ids))).all()) if ids else {}
         for view in views:
             view[qdef.POLICY_ID] = bound.get(view["id"])
+
+    # --- router gateways (qos-gateway-ip) and the L3 agents' data ---------------------
+
+    @staticmethod
+    def _gateway_written(conn: Connection, router_id: str, project_id: str | None,
+                         gateway: dict[str, Any] | None) -> None:
+        """Bind the policy given with the gateway (the router's project's or
+        shared with it), or unbind with None; a gateway given without the key
+        keeps its policy."""
+        if gateway is not None and qdef.POLICY_ID not in gateway:
+            return
+        policy_id = gateway.get(qdef.POLICY_ID) if gateway else None
+        conn.execute(delete(GB).where(GB.c.router_id == router_id))
+        if policy_id is not None:
+            check_usable(conn, policy_id, project_id)
+            conn.execute(GB.insert().values(router_id=router_id, policy_id=policy_id))
+
+    @staticmethod
+    def _gateway_removed(conn: Connection, router_id: str) -> None:
+        conn.execute(delete(GB).where(GB.c.router_id == router_id))
+
+    @staticmethod
+    def _extend_routers(conn: Connection, views: list[dict[str, Any]]) -> None:
+        with_gateway = [view for view in views if view.get("external_gateway_info")]
+        ids = [view["id"] for view in with_gateway]
+        bound = dict(conn.execute(select(GB.c.router_id, GB.c.policy_id).where(
+            GB.c.router_id.in_(ids))).all()) if ids else {}
+        for view in with_gateway:
+            view["external_gateway_info"][qdef.POLICY_ID] = bound.get(view["id"])
+
+    def _extend_router_sync(self, conn: Connection, views: list[dict[str, Any]]) -> None:
+        """What the L3 agents' ``fip_qos`` and ``gateway_ip_qos`` extensions
+        enforce: each floating IP's and gateway's ``qos_policy_id``, and the
+        rules of those policies (``_qos_policies``), read for the whole chunk."""
+        self._extend_routers(conn, views)
+        fips = [fip for view in views for fip in view.get("_floatingips", ())]
+        self._extend_fips(conn, fips)
+        def used_by(view: dict[str, Any]) -> set[str]:
+            found = {fip[qdef.POLICY_ID] for fip in view.get("_floatingips", ())}
+            found.add((view.get("external_gateway_info") or {}).get(qdef.POLICY_ID))
+            return {policy_id for policy_id in found if policy_id}
+
+        rules = agent_rules(conn, sorted(set().union(*map(used_by, views))))
+        for view in views:
+            view["_qos_policies"] = {p: rules[p] for p in sorted(used_by(view)) if p in rules}
 
     # --- rules, under their policy and by their own id ----------------------------------
 

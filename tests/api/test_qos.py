@@ -70,9 +70,8 @@ def test_the_extensions_are_listed(user):
     assert {"qos", "qos-bw-limit-direction", "qos-bw-minimum-ingress", "qos-pps",
             "qos-pps-minimum", "qos-rules-alias", "qos-pps-minimum-rule-alias",
             "qos-rule-type-details", "qos-rule-type-filter",
-            "qos-port-network-policy", "qos-default"} <= aliases
-    # what is not served yet is not claimed
-    assert "qos-fip" in aliases and "qos-gateway-ip" not in aliases
+            "qos-port-network-policy", "qos-default", "qos-fip",
+            "qos-gateway-ip"} <= aliases
 
 
 def test_a_policy_round_trip(admin, project):
@@ -406,3 +405,37 @@ def test_floating_ips_take_a_policy(admin, user, other):
     plain = user.create("floatingips", floating_network_id=ext["id"])
     assert plain["qos_policy_id"] is None
     assert admin.delete(f"{POLICIES}/{made['id']}").status_code == 204
+
+
+def test_router_gateways_take_a_policy(admin, user, other):
+    ext = admin.create("networks", name="qos-gw", **{"router:external": True})
+    admin.create("subnets", network_id=ext["id"], cidr="172.31.10.0/24", ip_version=4)
+    made = policy(admin, shared=True)
+    router = user.create("routers", external_gateway_info={
+        "network_id": ext["id"], "qos_policy_id": made["id"]})
+    assert router["external_gateway_info"]["qos_policy_id"] == made["id"]
+    assert user.show("routers", router["id"])["external_gateway_info"]["qos_policy_id"] \
+        == made["id"]
+    expect_error(admin.delete(f"{POLICIES}/{made['id']}"), 409, "QosPolicyInUse")
+    # an update of the gateway without the key keeps the policy; None drops it
+    path = f"/v2.0/routers/{router['id']}"
+    resp = user.put(path, json={"router": {"external_gateway_info": {"network_id": ext["id"]}}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["router"]["external_gateway_info"]["qos_policy_id"] == made["id"]
+    resp = user.put(path, json={"router": {"external_gateway_info": {
+        "network_id": ext["id"], "qos_policy_id": None}}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["router"]["external_gateway_info"]["qos_policy_id"] is None
+    # a policy that is not the router's project's nor shared with it is not found
+    private = policy(admin, project_id=NOWHERE)
+    expect_error(user.put(path, json={"router": {"external_gateway_info": {
+        "network_id": ext["id"], "qos_policy_id": private["id"]}}}), 404, "QosPolicyNotFound")
+    expect_error(user.put(path, json={"router": {"external_gateway_info": {
+        "network_id": ext["id"], "qos_policy_id": "nope"}}}), 400, "HTTPBadRequest")
+    # the gateway cleared, the binding goes with it: the policy is free again
+    user.put(path, json={"router": {"external_gateway_info": {
+        "network_id": ext["id"], "qos_policy_id": made["id"]}}})
+    resp = user.put(path, json={"router": {"external_gateway_info": {}}})
+    assert resp.json()["router"]["external_gateway_info"] is None
+    assert admin.delete(f"{POLICIES}/{made['id']}").status_code == 204
+    assert user.delete(path).status_code == 204

@@ -18,7 +18,19 @@ import time
 import pytest
 
 from tests.dataplane import run, skip_unless_root, wait_until
-from tests.functional.emulated_hosts import Deployment, deployed
+from tests.functional.emulated_hosts import PHYSNET, Deployment, deployed
+from tests.functional.test_l3_e2e import (
+    EXTERNAL_CIDR,
+    L3,
+    SERVICE,
+    UPSTREAM,
+    Lab,
+    add_interface,
+    instance,
+    router_with_gateway,
+    said,
+    tenant_subnet,
+)
 from tests.functional.test_ovs_e2e import OVS_AGENT, SERVER_EXTRA
 from tests.ovs import skip_unless_ovs
 
@@ -158,8 +170,8 @@ def test_linux_bridge_limits_and_marks(lb):
                                            namespace=host_ns).stdout, 10, "the network's rate")
     wait_until(lambda: f"ifb{tap[3:]}" not in run("ip", "link", namespace=host_ns).stdout,
                10, "the IFB removed")
-    assert "neutrino-qos-dscp -m physdev" not in run(
-        "iptables-save", "-t", "mangle", namespace=host_ns).stdout
+    wait_until(lambda: "neutrino-qos-dscp -m physdev" not in run(
+        "iptables-save", "-t", "mangle", namespace=host_ns).stdout, 10, "no DSCP mark")
     # and nothing once the network has none either
     update(api, f"/v2.0/networks/{net['id']}", network={"qos_policy_id": None})
     wait_until(lambda: "tbf" not in run("tc", "qdisc", "show", "dev", tap,
@@ -213,3 +225,73 @@ def test_open_vswitch_limits_and_marks(ovs):
                "no QoS row")
     assert "meter=" not in switch.ofctl("-O", "OpenFlow13", "dump-meters", "br-int")
     assert mbits(ns_a, ns_b, ip_b) > 50
+
+
+@pytest.fixture
+def lab(tmp_path, rabbit_url):
+    skip_unless_root("ip", "socat", "iperf3", "tc", "iptables")
+    with deployed(tmp_path, rabbit_url, "[DEFAULT]\nservice_plugins = router,qos\n",
+                  extension_drivers="port_security,qos") as d:
+        host = d.add_host("h1", 1)
+        d.start_l2_agent("h1", firewall="noop")
+        l3 = d.start_l3_agent("h1", text="extensions = fip_qos,gateway_ip_qos\n")
+        external = d.add_external_host(f"{UPSTREAM}/24")
+        ext_net = d.api.network(**{"router:external": True, "provider:network_type": "flat",
+                                   "provider:physical_network": PHYSNET})
+        d.api.subnet(ext_net["id"], EXTERNAL_CIDR, gateway_ip=UPSTREAM, enable_dhcp=False,
+                     allocation_pools=[{"start": "203.0.113.10", "end": "203.0.113.200"}])
+        for agent_type in (LB, L3):
+            wait_until(lambda t=agent_type: d.agent_alive("h1", t), 30, f"the {agent_type}")
+        yield Lab(d, host, external, ext_net, l3)
+
+
+def classes(namespace: str, device: str) -> str:
+    return run("tc", "class", "show", "dev", device, namespace=namespace, check=False).stdout
+
+
+def test_floating_ip_and_gateway_limits(lab):
+    """A floating IP's limits both ways, the gateway's for what goes out
+    through SNAT, in tc on the router's gateway; a rule's change reaches
+    them; a policy unbound leaves nothing behind."""
+    api = lab.api
+    fip_policy = policy(api, bandwidth_limit_rules={"bandwidth_limit_rule": {
+        "max_kbps": 8000, "max_burst_kbps": 800, "direction": "egress"}})
+    added = api.post(f"/v2.0/qos/policies/{fip_policy['id']}/bandwidth_limit_rules", json={
+        "bandwidth_limit_rule": {"max_kbps": 4000, "max_burst_kbps": 400,
+                                 "direction": "ingress"}})
+    gw_policy = policy(api, bandwidth_limit_rules={"bandwidth_limit_rule": {
+        "max_kbps": 6000, "max_burst_kbps": 600, "direction": "egress"}})
+    router = router_with_gateway(lab)
+    net, subnet = tenant_subnet(lab, "10.32.0.0/24")
+    add_interface(lab, router, subnet)
+    port_a, inst_a = instance(lab, net, subnet, "a")
+    _, inst_b = instance(lab, net, subnet, "b")
+    fip = api.create("floatingips", floating_network_id=lab.ext_net["id"],
+                     port_id=port_a["id"], qos_policy_id=fip_policy["id"])
+    fip_ip = fip["floating_ip_address"]
+    said(lab.external, fip_ip, SERVICE, "a")
+    assert mbits(inst_b, lab.external, UPSTREAM) > 50  # the gateway unlimited yet
+    update(api, f"/v2.0/routers/{router['id']}", router={"external_gateway_info": {
+        "network_id": lab.ext_net["id"], "qos_policy_id": gw_policy["id"]}})
+    ns = f"qrouter-{router['id']}"
+    qg = next(word.rstrip(":").split("@")[0] for word
+              in run("ip", "-o", "link", namespace=ns).stdout.split() if word.startswith("qg-"))
+    wait_until(lambda: "rate 6Mbit" in classes(ns, qg), 15,
+               lambda: lab.d.log("h1-neutrino-l3-agent")[-2000:])
+    assert near(mbits(inst_a, lab.external, UPSTREAM), 8000)  # out as its floating IP
+    assert near(mbits(lab.external, inst_a, fip_ip), 4000)  # in to it
+    assert near(mbits(inst_b, lab.external, UPSTREAM), 6000)  # out through SNAT
+
+    # a rule changed: its class follows
+    rule_id = added.json()["bandwidth_limit_rule"]["id"]
+    update(api, f"/v2.0/qos/policies/{fip_policy['id']}/bandwidth_limit_rules/{rule_id}",
+           bandwidth_limit_rule={"max_kbps": 2000, "max_burst_kbps": 200})
+    wait_until(lambda: "rate 2Mbit" in classes(ns, f"ifb{qg[3:]}"), 10, "the new rate")
+
+    # unbound: nothing left on the gateway
+    update(api, f"/v2.0/floatingips/{fip['id']}", floatingip={"qos_policy_id": None})
+    update(api, f"/v2.0/routers/{router['id']}", router={"external_gateway_info": {
+        "network_id": lab.ext_net["id"], "qos_policy_id": None}})
+    wait_until(lambda: not classes(ns, qg), 10, "no class")
+    assert f"ifb{qg[3:]}" not in run("ip", "link", namespace=ns).stdout
+    assert mbits(inst_a, lab.external, UPSTREAM) > 50

@@ -8,11 +8,12 @@ import asyncio
 from typing import Any
 
 from neutrino.agents.extensions.api import AgentHandles
+from neutrino.agents.extensions.l3_qos import FipQosExtension, GatewayIpQosExtension
 from neutrino.agents.extensions.qos import QosExtension, policy_of
 from neutrino.agents.extensions.qos_drivers import NOTHING, Port, Wanted, wanted_of
 from neutrino.agents.extensions.qos_ovs import free_meter_id, stage_flows
-from neutrino.linux import qos_marking
-from neutrino.linux.qos_tc import MIN_BURST_BYTES, Limit
+from neutrino.linux import qos_marking, router
+from neutrino.linux.qos_tc import MIN_BURST_BYTES, AddressLimit, Limit, address_class
 
 
 def test_rules_become_what_the_dataplane_does():
@@ -163,3 +164,41 @@ def test_the_extension_writes_what_changed_and_asks_once_per_policy():
         assert driver.calls[-1] == ("remove", "a") and "a" not in ext.ports
 
     asyncio.run(scenario())
+
+
+def test_router_limits_of_floating_ips_and_the_gateway():
+    rules = {"p": [{"type": "bandwidth_limit", "max_kbps": 1000, "max_burst_kbps": 100,
+                    "direction": "ingress"}],
+             "g": [{"type": "bandwidth_limit", "max_kbps": 500, "direction": "egress"}],
+             "marks-only": [{"type": "dscp_marking", "dscp_mark": 8}]}
+    data = {"id": "r1", "_qos_policies": rules,
+            "external_gateway_info": {"network_id": "n", "qos_policy_id": "g"},
+            "gw_port": {"fixed_ips": [{"ip_address": "203.0.113.5"},
+                                      {"ip_address": "2001:db8::5"}]},
+            "_floatingips": [
+                {"floating_ip_address": "203.0.113.9", "fixed_ip_address": "10.0.0.3",
+                 "qos_policy_id": "p"},
+                {"floating_ip_address": "203.0.113.10", "fixed_ip_address": None,
+                 "qos_policy_id": "p"},  # not associated: not on the router
+                {"floating_ip_address": "203.0.113.11", "fixed_ip_address": "10.0.0.4",
+                 "qos_policy_id": "marks-only"}]}
+    spec = router.Router(id="r1", gateway=router.Port("gw", "fa:16:3e:00:00:01", 1500, ()))
+    fips, gateway = FipQosExtension(), GatewayIpQosExtension()
+    both = gateway.router_spec(data, fips.router_spec(data, spec))
+    assert both.limits == (AddressLimit("203.0.113.9", None, Limit(1000, 100)),
+                           AddressLimit("203.0.113.5", Limit(500, 0), None))
+    # without a gateway, nothing; the policies used are noted all the same
+    assert fips.router_spec(data, router.Router(id="r1")).limits == ()
+    assert fips.used == {"r1": {"p", "g", "marks-only"}}
+    dirty: list = []
+    fips.handles = AgentHandles(
+        conf=None, bus=None, host="h", agent_type="L3 agent",  # type: ignore[arg-type]
+        context={}, mark_dirty=lambda *items: dirty.extend(items),
+        request_full_sync=lambda: None)
+    fips.policies_changed(["g", "other"])
+    assert dirty == [("router", "r1")]
+
+
+def test_address_classes_follow_the_last_16_bits():
+    assert address_class("203.0.113.9") == 0x7109
+    assert address_class("10.1.0.0") == 0xFFFF  # class 0 is no class

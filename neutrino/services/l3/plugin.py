@@ -127,11 +127,32 @@ class L3RouterPlugin(Plugin):
 
     # --- routers ----------------------------------------------------------------------
 
+    def _extended_routers(self, conn: Connection, views: list[dict[str, Any]]
+                          ) -> list[dict[str, Any]]:
+        """Router views with what other plugins add (the gateway's qos_policy_id)."""
+        for extend in self.env.hooks.extend_routers:
+            extend(conn, views)
+        return views
+
+    def _router(self, conn: Connection, ctx: Context, router_id: str) -> dict[str, Any]:
+        return self._extended_routers(conn, [routers.get(conn, ctx, router_id)])[0]
+
     def get_router(self, ctx: Context, router_id: str) -> dict[str, Any]:
-        return self._read(lambda conn: routers.get(conn, ctx, router_id))
+        return self._read(lambda conn: self._router(conn, ctx, router_id))
 
     def get_routers(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
-        return self._read(lambda conn: routers.list_(conn, ctx, query))
+        return self._read(lambda conn: self._extended_routers(
+            conn, routers.list_(conn, ctx, query)))
+
+    def _gateway_written(self, conn: Connection, router_id: str, project_id: str | None,
+                         gateway: dict[str, Any] | None) -> None:
+        """Tell the services (the gateway's ``qos_policy_id``); a key none of
+        them takes is refused, as Neutron's validator refuses it."""
+        if gateway and "qos_policy_id" in gateway and not self.env.hooks.on_router_gateway_write:
+            raise exc.InvalidInput(error_message="Invalid input for external_gateway_info. "
+                                   "Reason: Unexpected keys supplied: qos_policy_id.")
+        for write in self.env.hooks.on_router_gateway_write:
+            write(conn, router_id, project_id, gateway)
 
     def create_router(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         gateway = data.get("external_gateway_info") or None
@@ -148,9 +169,10 @@ class L3RouterPlugin(Plugin):
                                 zone_hints)
             if gateway:
                 self._add_gateway(conn, ctx, changes, router_id, gateway)
+                self._gateway_written(conn, router_id, data["project_id"], gateway)
             if data.get("tags"):
                 tags.replace(conn, router_id, data["tags"])
-            return routers.get(conn, ADMIN, router_id)
+            return self._router(conn, ADMIN, router_id)
 
         return self._write(work)
 
@@ -168,11 +190,12 @@ class L3RouterPlugin(Plugin):
                 k: data[k] for k in ("name", "description", "admin_state_up") if k in data}
             bump(conn, models.routers, router_id, if_revision, values)
             if "external_gateway_info" in data:
-                self._update_gateway(conn, ctx, changes, row,
-                                     data["external_gateway_info"] or None)
+                gateway = data["external_gateway_info"] or None
+                self._update_gateway(conn, ctx, changes, row, gateway)
+                self._gateway_written(conn, router_id, row.project_id, gateway)
             if "routes" in data:
                 self._set_routes(conn, router_id, data["routes"])
-            return routers.get(conn, ADMIN, router_id)
+            return self._router(conn, ADMIN, router_id)
 
         return self._write(work)
 
@@ -483,7 +506,7 @@ class L3RouterPlugin(Plugin):
                 drop = {(r["destination"], r["nexthop"]) for r in given}
                 wanted = [r for r in current if (r["destination"], r["nexthop"]) not in drop]
             self._set_routes(conn, router_id, wanted)
-            return {"router": routers.get(conn, ADMIN, router_id)}
+            return {"router": self._router(conn, ADMIN, router_id)}
 
         return self._write(work)
 
