@@ -176,7 +176,8 @@ class OpenvswitchAgent(Agent):
         # trunk bridges patched to br-int (ovs_trunk): before the ports are read, and
         # their status once the ports are wired
         self.trunks = OvsTrunks(TrunkPluginApi.on(bus), lambda: self.db,
-                                conf.ovs.integration_bridge, self.on_host, self.context)
+                                conf.ovs.integration_bridge, self.on_host, self.context,
+                                self.host)
 
     # --- what it says and serves ------------------------------------------------------
 

@@ -22,7 +22,8 @@ trunk details, the patches to make and the ports and bridges to remove.
 ports (``wire``: the trunks' details, the subports' bindings, the patches)
 and after the ports are wired (``report``: each trunk's status, ACTIVE when
 its parent and every subport are wired, DEGRADED when a subport is not,
-ERROR when its patches could not be made; only changes are sent).
+ERROR when its patches could not be made, DOWN once the instance's port
+left the trunk bridge; only changes are sent).
 """
 
 from __future__ import annotations
@@ -190,10 +191,11 @@ class OvsTrunks:
     """The OVS agent's trunks: ``wire`` early in each sync, ``report`` at its end."""
 
     def __init__(self, api: TrunkPluginApi, db: Callable[[], Ovsdb], integration_bridge: str,
-                 run: Callable[..., Awaitable[Any]], context: dict[str, Any]):
+                 run: Callable[..., Awaitable[Any]], context: dict[str, Any], host: str):
         """``db``: the agent's database (made when first used); ``run``: where
-        the agent runs host work."""
+        the agent runs host work; ``host``: the agent's."""
         self._api = api
+        self._host = host
         self._db = db
         self._run = run
         self._context = context
@@ -222,7 +224,9 @@ class OvsTrunks:
         if ask:
             await self._ask(ask)
         for name in set(self.details) - {b for b, v in bridges.items() if v.parent_id}:
-            del self.details[name]  # its instance went: nothing more to report
+            gone = self.details.pop(name)  # its instance went: the trunk is DOWN
+            if gone is not None:
+                await self._report(gone["trunk_id"], contract.DOWN)
         for details in self.details.values():
             if details is not None:
                 await self._bind(details)
@@ -288,5 +292,5 @@ class OvsTrunks:
     async def _report(self, trunk_id: str, status: contract.Status) -> None:
         if self._reported.get(trunk_id) != status:
             LOG.info("trunk %s: %s", trunk_id, status)
-            await self._api.update_trunk_status(self._context, trunk_id, status)
+            await self._api.update_trunk_status(self._context, trunk_id, status, self._host)
             self._reported[trunk_id] = status

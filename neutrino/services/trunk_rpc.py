@@ -64,13 +64,19 @@ def _host_of(conn: Connection, port_id: str) -> str:
         BINDINGS.c.port_id == port_id, BINDINGS.c.status == "ACTIVE")).scalar() or ""
 
 
-def _set_status(conn: Connection, trunk_id: str, status: str) -> None:
+def _set_status(conn: Connection, trunk_id: str, status: str, host: str | None = None
+                ) -> None:
     """The trunk's status, its revision bumped when it changes; a trunk gone meanwhile
-    is passed over (its agent may report after the delete)."""
-    current = conn.execute(select(T.c.status).where(T.c.id == trunk_id)
-                           .with_for_update()).scalar()
-    if current is not None and current != status:
-        bump(conn, T, trunk_id, values={"status": status})
+    is passed over (its agent may report after the delete), and so is a DOWN
+    from ``host`` when the parent is bound to another (it moved: the new host's
+    agent reports)."""
+    row = conn.execute(select(T.c.status, T.c.port_id).where(T.c.id == trunk_id)
+                       .with_for_update()).first()
+    if row is None or row.status == status:
+        return
+    if status == tdef.DOWN and host and _host_of(conn, row.port_id) not in ("", host):
+        return
+    bump(conn, T, trunk_id, values={"status": status})
 
 
 class TrunkRpcCallback:
@@ -89,10 +95,10 @@ class TrunkRpcCallback:
         return self._plugin._read(lambda conn: details_of(conn, port_ids))
 
     def update_trunk_status(self, context: dict[str, Any], trunk_id: str, status: str,
-                            **kwargs: Any) -> None:
+                            host: str | None = None, **kwargs: Any) -> None:
         if status not in STATUSES:
             raise exc.InvalidInput(error_message=f"Unknown trunk status '{status}'")
-        self._plugin.db.write(lambda conn: _set_status(conn, trunk_id, status))
+        self._plugin.db.write(lambda conn: _set_status(conn, trunk_id, status, host))
 
     def update_subport_bindings(self, context: dict[str, Any], trunk_id: str,
                                 **kwargs: Any) -> list[str]:

@@ -126,6 +126,7 @@ def test_trunk_on_an_ovs_host(deployment):
         return bridge not in ovs.vsctl("list-br").split() and not patches
 
     assert wait_until(cleaned, 20, tell)
+    assert wait_until(lambda: api.show("trunks", trunk["id"])["status"] == "DOWN", 20, tell)
     assert not any(b.startswith("vmb-") for b in ovs.vsctl("list-br").split())
     assert f"inst-{first['id'][:11]}" not in run("ip", "netns", "list").stdout
     assert api.delete(f"/v2.0/trunks/{trunk['id']}").status_code == 204

@@ -103,6 +103,18 @@ def test_subports_follow_the_parents_host(cloud):
     assert cloud.core.get_port(ADMIN, subs[0]["id"])["binding:host_id"] == ""
 
 
+def test_down_from_a_host_the_parent_left_is_passed_over(cloud):
+    """The instance moved: the old host's agent saw it go, the new one wires it."""
+    old, new = cloud.ovs_agent(), cloud.ovs_agent()
+    trunk, _ = trunk_of(cloud, subports=0)
+    cloud.core.update_port(ADMIN, trunk["port_id"], {"binding:host_id": new})
+    cloud.rpc.update_trunk_status(CTX, trunk_id=trunk["id"], status="ACTIVE", host=new)
+    cloud.rpc.update_trunk_status(CTX, trunk_id=trunk["id"], status="DOWN", host=old)
+    assert cloud.trunks.get_trunk(ADMIN, trunk["id"])["status"] == "ACTIVE"
+    cloud.rpc.update_trunk_status(CTX, trunk_id=trunk["id"], status="DOWN", host=new)
+    assert cloud.trunks.get_trunk(ADMIN, trunk["id"])["status"] == "DOWN"
+
+
 def test_unbindable_subports_leave_the_trunk_degraded(cloud):
     trunk, subs = trunk_of(cloud)
     cloud.core.update_port(ADMIN, trunk["port_id"], {"binding:host_id": "nowhere"})

@@ -151,7 +151,8 @@ def trunks_on(db: FakeOvsdb, plugin: FakeTrunkPlugin) -> OvsTrunks:
     async def run(work, *args):
         return work(*args)
 
-    return OvsTrunks(TrunkPluginApi(plugin), lambda: db, "br-int", run, {})  # type: ignore[arg-type]
+    return OvsTrunks(TrunkPluginApi(plugin), lambda: db, "br-int", run, {},  # type: ignore[arg-type]
+                     "h1")
 
 
 def plugged() -> FakeOvsdb:
@@ -199,7 +200,9 @@ def test_a_subport_removed_loses_its_patches_and_the_bridge_goes_with_the_instan
         assert BRIDGE not in db.bridges() and db.ports("br-int") == []
 
     asyncio.run(scenario())
-    assert plugin.statuses == ["ACTIVE"]  # the server said DOWN after the change
+    # ACTIVE again after the change (the server had set it DOWN), DOWN once the
+    # instance went
+    assert plugin.statuses == ["ACTIVE", "DOWN"]
 
 
 def test_no_trunk_plugin_wires_the_parent_alone():

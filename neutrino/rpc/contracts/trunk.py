@@ -10,7 +10,8 @@ Agents -> server on Neutron's topic and namespace (``trunk``), version 1.0:
   the subports bound;
 - ``update_trunk_status``: what the agent made of it (BUILD while it wires,
   ACTIVE, DEGRADED when some subports could not be wired, ERROR when the trunk
-  could not be wired at all).
+  could not be wired at all, DOWN when the instance left; Neutron's has no
+  ``host``, and puts a trunk DOWN when its parent is unbound).
 
 Server -> every L2 agent, fanned out on ``q-agent-notifier-trunk-update``:
 ``trunk_changed`` once a trunk was made, its subports were added or
@@ -33,6 +34,7 @@ VERSION = "1.0"
 NOTIFICATION_VERSION = "1.0"
 
 Status = Literal["DOWN", "BUILD", "ACTIVE", "DEGRADED", "ERROR"]
+DOWN: Status = "DOWN"
 BUILD: Status = "BUILD"
 ACTIVE: Status = "ACTIVE"
 DEGRADED: Status = "DEGRADED"
@@ -75,8 +77,11 @@ class TrunkPluginApi(Api):
         return await self.caller.call(ctx, "update_subport_bindings", trunk_id=trunk_id)
 
     async def update_trunk_status(self, ctx: dict[str, Any], trunk_id: str,
-                                  status: Status) -> None:
-        await self.caller.call(ctx, "update_trunk_status", trunk_id=trunk_id, status=status)
+                                  status: Status, host: str | None = None) -> None:
+        """``host``: the reporting agent's; a DOWN from a host the parent is no
+        longer bound to (it moved) is passed over."""
+        await self.caller.call(ctx, "update_trunk_status", trunk_id=trunk_id, status=status,
+                               host=host)
 
 
 class TrunkAgentNotifier:
