@@ -47,6 +47,16 @@ def addressed(port: dict) -> str:
     return ns
 
 
+def restarted(deployment: Deployment, name: str) -> None:
+    """The host's OVS agent killed (-9), then started again."""
+    netns = f"--net=/run/netns/{deployment.hosts[name]['namespace']}"
+    agent = next(proc for proc in deployment.procs if proc.poll() is None
+                 and "openvswitch-agent" in " ".join(proc.args) and netns in proc.args)
+    agent.kill()
+    agent.wait()
+    deployment.start_ovs_agent(name)
+
+
 def trunk_state(deployment: Deployment, trunk_id: str):
     def tell() -> str:
         api, ovs = deployment.api, deployment.hosts["h1"]["ovs"]
@@ -115,6 +125,15 @@ def test_trunk_on_an_ovs_host(deployment):
     assert wait_until(lambda: api.show("trunks", trunk["id"])["status"] == "ACTIVE", 20, tell)
     assert api.show("ports", second["id"])["status"] == "ACTIVE"
     assert pings(untagged, a_ip) and pings(vlan101, b_ip)
+
+    # the agent killed and started again: traffic goes on, nothing is rewritten
+    restarted(deployment, "h1")
+    assert wait_until(lambda: "full sync done" in deployment.log(
+        "h1-neutrino-openvswitch-agent"), 30, tell)
+    assert pings(vlan102, c_ip) and pings(vlan101, b_ip) and pings(untagged, a_ip)
+    log = deployment.log("h1-neutrino-openvswitch-agent")
+    assert "trunk patch ports made" not in log, log[-3000:]
+    assert api.show("trunks", trunk["id"])["status"] == "ACTIVE"
 
     # the instance goes: its trunk bridge and br-int's patches with it
     run(str(BIN / "neutrino-instance"), "--url", deployment.server.url, "unplug",
