@@ -35,10 +35,10 @@ from typing import Any
 
 from neutrino.agents.base import named
 from neutrino.linux.ovs import Ovsdb, PatchPort
-from neutrino.linux.ovs_names import TRUNK_BRIDGE_PREFIX as BRIDGE_PREFIX
-from neutrino.linux.ovs_names import trunk_bridge_name as bridge_name
 from neutrino.rpc.contracts import trunk as contract
+from neutrino.rpc.contracts.trunk import TRUNK_BRIDGE_PREFIX as BRIDGE_PREFIX
 from neutrino.rpc.contracts.trunk import TrunkDetails, TrunkPluginApi
+from neutrino.rpc.contracts.trunk import trunk_bridge_name as bridge_name
 from neutrino.rpc.errors import MessagingTimeout, TransportError
 
 LOG = logging.getLogger(__name__)

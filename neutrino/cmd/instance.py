@@ -74,7 +74,7 @@ from neutrino import cli
 from neutrino.cmd import instance_vlans
 from neutrino.linux.ip import IpNetns, add_namespace, delete_namespace, set_ipv6_conf
 from neutrino.linux.names import tap_name
-from neutrino.linux.ovs_names import trunk_bridge_name
+from neutrino.rpc.contracts.trunk import trunk_bridge_name
 
 #: applies what udhcpc got with ``ip`` (busybox's own script would rewrite the
 #: machine's /etc/resolv.conf): the address, the router, and the classless

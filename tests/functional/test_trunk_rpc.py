@@ -87,12 +87,16 @@ def test_subports_follow_the_parents_host(cloud):
     host = cloud.ovs_agent()
     trunk, subs = trunk_of(cloud)
     cloud.core.update_port(ADMIN, trunk["port_id"], {"binding:host_id": host})
+    # the parent is to be plugged into its trunk's bridge, as Neutron tells Nova
+    details = cloud.core.get_port(ADMIN, trunk["port_id"])["binding:vif_details"]
+    assert details["bridge_name"] == f"tbr-{trunk['id'][:11]}"
     bound = cloud.rpc.update_subport_bindings(CTX, trunk_id=trunk["id"])
     assert bound == sorted(s["id"] for s in subs)
     for sub in subs:
         port = cloud.core.get_port(ADMIN, sub["id"])
         assert port["binding:host_id"] == host and port["binding:vif_type"] == "ovs"
         assert port["device_owner"] == "trunk:subport"
+        assert port["binding:vif_details"]["bridge_name"] == "br-int"
     assert cloud.trunks.get_trunk(ADMIN, trunk["id"])["status"] == "BUILD"
     cloud.rpc.update_trunk_status(CTX, trunk_id=trunk["id"], status="ACTIVE")
     assert cloud.trunks.get_trunk(ADMIN, trunk["id"])["status"] == "ACTIVE"

@@ -33,6 +33,17 @@ NAMESPACE = topics.TRUNK_NAMESPACE
 VERSION = "1.0"
 NOTIFICATION_VERSION = "1.0"
 
+#: an instance's trunk parent is plugged into a bridge of its trunk's, not br-int
+TRUNK_BRIDGE_PREFIX = "tbr-"
+
+
+def trunk_bridge_name(trunk_id: str) -> str:
+    """``tbr-<trunk id[:11]>``: the server names it in the parent's binding
+    (``vif_details: bridge_name``), the hypervisor makes it, the OVS agent
+    finds it."""
+    return f"{TRUNK_BRIDGE_PREFIX}{trunk_id[:11]}"
+
+
 Status = Literal["DOWN", "BUILD", "ACTIVE", "DEGRADED", "ERROR"]
 DOWN: Status = "DOWN"
 BUILD: Status = "BUILD"

@@ -13,6 +13,7 @@ from neutrino.plugins.ml2.api import (
     PortContext,
     Segment,
 )
+from neutrino.rpc.contracts.trunk import trunk_bridge_name
 
 VNIC_NORMAL = "normal"
 
@@ -44,6 +45,11 @@ class AgentMechanismDriver(MechanismDriver):
     def vif_details(self, agent: Mapping[str, Any]) -> dict[str, Any]:
         return {"port_filter": True, "connectivity": "l2"}
 
+    def port_vif_details(self, agent: Mapping[str, Any], port: Mapping[str, Any]
+                         ) -> dict[str, Any]:
+        """``vif_details`` for this port (a trunk's parent's differ on OVS)."""
+        return self.vif_details(agent)
+
     def bind_port(self, context: PortContext) -> None:
         if context.vnic_type not in self.vnic_types:
             return
@@ -53,7 +59,8 @@ class AgentMechanismDriver(MechanismDriver):
                 continue
             for segment in context.segments_to_bind:
                 if agent_can_reach(agent, segment, self.mapping_keys, self.supported_types):
-                    context.set_binding(segment, self.vif_type, self.vif_details(agent))
+                    context.set_binding(segment, self.vif_type,
+                                        self.port_vif_details(agent, context.current))
                     return
 
 
@@ -82,3 +89,13 @@ class OpenvswitchMechanismDriver(AgentMechanismDriver):
         return {"port_filter": True, "connectivity": "l2", "ovs_hybrid_plug": False,
                 "datapath_type": configurations.get("datapath_type", "system"),
                 "bridge_name": configurations.get("integration_bridge", "br-int")}
+
+    def port_vif_details(self, agent: Mapping[str, Any], port: Mapping[str, Any]
+                         ) -> dict[str, Any]:
+        """A trunk's parent is plugged into its trunk's bridge, as Neutron's OVS
+        trunk driver tells Nova (``bridge_name``)."""
+        details = self.vif_details(agent)
+        trunk = port.get("trunk_details")
+        if trunk:
+            details["bridge_name"] = trunk_bridge_name(trunk["trunk_id"])
+        return details
