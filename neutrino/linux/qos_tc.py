@@ -10,6 +10,7 @@ place is left alone, so that a full resync rewrites nothing that is right.
 
 from __future__ import annotations
 
+import enum
 import ipaddress
 import json
 import os
@@ -25,6 +26,15 @@ MIN_BURST_BYTES = 3200
 LATENCY = "50ms"
 INGRESS = "ffff:"
 IFB_PREFIX = "ifb"
+
+
+class Unknown(enum.Enum):
+    """What a device has, when it is to be read from the host."""
+
+    UNKNOWN = "unknown"
+
+
+UNKNOWN = Unknown.UNKNOWN
 
 
 class TcError(HostError):
@@ -85,20 +95,24 @@ class Tc:
                 return options.get("rate", 0), options.get("burst", 0)
         return None
 
-    def shape(self, device: str, limit: Limit | None) -> bool:
-        """Shape what leaves ``device`` to ``limit`` (None: not at all); whether
+    def shape(self, device: str, limit: Limit | None,
+              had: Limit | None | Unknown = UNKNOWN) -> bool:
+        """Shape what leaves ``device`` to ``limit`` (None: not at all); ``had``:
+        what it is known to have (read from the device when unknown). Whether
         anything was changed."""
-        present = self._bucket(device)
-        if limit is None:
-            if present is None:
+        if had is UNKNOWN:
+            present = self._bucket(device)
+            if present == (None if limit is None else (limit.rate_bytes, limit.burst_bytes)):
                 return False
-            self._run("tc", "qdisc", "del", "dev", device, "root")
-            return True
-        if present == (limit.rate_bytes, limit.burst_bytes):
+            had = None if present is None else Limit(0)
+        if had == limit:
             return False
-        self._run("tc", "qdisc", "replace", "dev", device, "root", "tbf",
-                  "rate", f"{limit.kbps}kbit", "burst", str(limit.burst_bytes),
-                  "latency", LATENCY)
+        if limit is None:
+            self._run("tc", "qdisc", "del", "dev", device, "root", check=False)
+        else:
+            self._run("tc", "qdisc", "replace", "dev", device, "root", "tbf",
+                      "rate", f"{limit.kbps}kbit", "burst", str(limit.burst_bytes),
+                      "latency", LATENCY)
         return True
 
     # --- what enters a device ------------------------------------------------------------
@@ -114,31 +128,35 @@ class Tc:
     def _link_exists(self, name: str) -> bool:
         return bool(self._run("ip", "link", "show", "dev", name, check=False))
 
-    def limit_ingress(self, device: str, limit: Limit | None) -> bool:
+    def limit_ingress(self, device: str, limit: Limit | None,
+                      had: Limit | None | Unknown = UNKNOWN) -> bool:
         """Shape what enters ``device`` (through its IFB) to ``limit`` (None: not
-        at all, and its IFB removed); whether anything was changed."""
+        at all, and its IFB removed); ``had``: what it is known to have (read
+        from the host when unknown). Whether anything was changed."""
         ifb = ifb_name(device)
+        if had is not UNKNOWN and (had is None) == (limit is None):
+            return self.shape(ifb, limit, had) if limit is not None else False
         if limit is None:
             changed = False
-            if self._redirected_to(device) is not None:
-                self._run("tc", "qdisc", "del", "dev", device, "ingress")
+            if had is not None and (had is not UNKNOWN or self._redirected_to(device)):
+                self._run("tc", "qdisc", "del", "dev", device, "ingress", check=False)
                 changed = True
-            if self._link_exists(ifb):
-                self._run("ip", "link", "del", "dev", ifb)
+            if had is not UNKNOWN or self._link_exists(ifb):
+                self._run("ip", "link", "del", "dev", ifb, check=False)
                 changed = True
             return changed
         changed = False
-        if not self._link_exists(ifb):
-            self._run("ip", "link", "add", ifb, "type", "ifb")
+        if had is None or not self._link_exists(ifb):
+            self._run("ip", "link", "add", ifb, "type", "ifb", check=had is not None)
             changed = True
         self._run("ip", "link", "set", ifb, "up")
-        if self._redirected_to(device) != ifb:
+        if had is None or self._redirected_to(device) != ifb:
             self._run("tc", "qdisc", "replace", "dev", device, "ingress")
             self._run("tc", "filter", "replace", "dev", device, "parent", INGRESS,
                       "protocol", "all", "pref", "1", "u32", "match", "u32", "0", "0",
                       "action", "mirred", "egress", "redirect", "dev", ifb)
             changed = True
-        return self.shape(ifb, limit) or changed
+        return self.shape(ifb, limit, None if had is None else UNKNOWN) or changed
 
     def ifbs(self) -> set[str]:
         """The IFB devices of this namespace that these limits made."""

@@ -79,9 +79,11 @@ def test_dscp_chain_is_read_back_and_rewritten_whole():
 class Driver:
     def __init__(self) -> None:
         self.calls: list[tuple[str, ...]] = []
+        self.known: list[Wanted | None] = []
 
-    def apply(self, port: Port, wanted: Wanted) -> None:
+    def apply(self, port: Port, wanted: Wanted, known: Wanted | None = None) -> None:
         self.calls.append(("apply", port.port_id, repr(wanted)))
+        self.known.append(known)
 
     def remove(self, port: Port) -> None:
         self.calls.append(("remove", port.port_id))
@@ -148,6 +150,7 @@ def test_the_extension_writes_what_changed_and_asks_once_per_policy():
         assert server.asked[-1] == ["p"] and dirty == [("port", "a"), ("port", "b")]
         await ext.handle_port(port("a", "p"))
         assert driver.calls[-1] == ("apply", "a", repr(NOTHING))
+        assert driver.known[-1] == wanted_of(LIMIT)  # what it had: only the change is written
         await ext.policies_changed(["unused"])  # not used here: not asked
         assert server.asked[-1] == ["p"]
         # a full sync asks again and hands every port to the driver, which
@@ -160,6 +163,7 @@ def test_the_extension_writes_what_changed_and_asks_once_per_policy():
             ("apply", "a"), ("apply", "b"), ("apply", "c"), ("apply", "d"),
             ("keep_only", "a")]
         assert driver.calls[-1] == ("keep_only", "a", "b", "c", "d")
+        assert driver.known[-4:] == [None] * 4  # a full sync reads the host
         await ext.delete_port(port("a", "p"))
         assert driver.calls[-1] == ("remove", "a") and "a" not in ext.ports
 

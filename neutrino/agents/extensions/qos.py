@@ -8,10 +8,10 @@ policies in use are asked of the server (``get_policies``) and kept; when
 the server says a policy changed, they are asked again and the ports that
 follow it are marked dirty, so the agent's next sync hands them back here.
 
-Between full syncs a port is written only when what it wants changed. A full
-sync asks for every policy again and hands every port here: the drivers read
-the host and change only what differs, then remove what ports no longer
-here left behind.
+Between full syncs a port is written only when what it wants changed, and
+only in what changed (what it has is known). A full sync asks for every
+policy again and hands every port here: the drivers read the host and change
+only what differs, then remove what ports no longer here left behind.
 """
 
 from __future__ import annotations
@@ -108,7 +108,11 @@ class QosExtension(L2AgentExtension):
         if not self._full_sync and before is None and wanted == NOTHING:
             self.applied[port_id] = (where, wanted)  # never limited by us: nothing to undo
             return
-        await self.handles.run(self.driver.apply, where, wanted)
+        # between full syncs what was written is known: only what changes is written
+        known = before[1] if before is not None and before[0] == where \
+            and not self._full_sync else None
+        self.applied.pop(port_id, None)  # unknown until written
+        await self.handles.run(self.driver.apply, where, wanted, known)
         self.applied[port_id] = (where, wanted)
 
     async def delete_port(self, port: Mapping[str, Any]) -> None:

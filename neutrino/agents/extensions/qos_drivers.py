@@ -54,9 +54,14 @@ class TcDriver:
         self.marks: dict[str, int] = {}  # tap -> DSCP mark
         self._marked: dict[str, int] | None = None  # as last written (None: unknown)
 
-    def apply(self, port: Port, wanted: Wanted) -> None:
-        self.tc.shape(port.device, wanted.ingress)
-        self.tc.limit_ingress(port.device, wanted.egress)
+    def apply(self, port: Port, wanted: Wanted, known: Wanted | None = None) -> None:
+        """``known``: what the port is known to have (None: read the host)."""
+        if known is None:
+            self.tc.shape(port.device, wanted.ingress)
+            self.tc.limit_ingress(port.device, wanted.egress)
+        else:
+            self.tc.shape(port.device, wanted.ingress, known.ingress)
+            self.tc.limit_ingress(port.device, wanted.egress, known.egress)
         if wanted.dscp is None:
             self.marks.pop(port.device, None)
         else:

@@ -40,7 +40,9 @@ class OvsDriver:
     meter_ids: dict[tuple[str, str], int] = field(default_factory=dict)
     _meters: dict[int, tuple[str, int, int]] | None = None  # on the switch (None: unknown)
 
-    def apply(self, port: Port, wanted: Wanted) -> None:
+    def apply(self, port: Port, wanted: Wanted, known: Wanted | None = None) -> None:
+        """``known`` is not needed: the switch's state is read from memory (the
+        IDL's replica, the meters as last read)."""
         self._shape(port, wanted.ingress)
         meters = []
         for unit, rate in (("kbps", wanted.egress), ("pktps", wanted.egress_pps)):
