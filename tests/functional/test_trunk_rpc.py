@@ -14,6 +14,7 @@ from neutrino.context import Context
 from neutrino.db import migrate
 from neutrino.rpc.contracts import trunk as contract
 from neutrino.services.agents.rpc import TIME_FORMAT, ReportStateEndpoint
+from tests.conftest import BACKENDS
 from tests.harness import create_database
 
 ADMIN = Context.admin()
@@ -43,10 +44,10 @@ class Cloud:
         return self.core.create_port(ADMIN, {"project_id": "p1", "network_id": net["id"]})
 
 
-@pytest.fixture(scope="module")
-def cloud(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("trunk-rpc")
-    url, drop = create_database("sqlite", tmp)
+@pytest.fixture(scope="module", params=BACKENDS)
+def cloud(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"trunk-rpc-{request.param}")
+    url, drop = create_database(request.param, tmp)
     path = tmp / "neutrino.conf"
     path.write_text(f"[DEFAULT]\nstate_path = {tmp}\nservice_plugins = trunk\n"
                     f"[database]\nconnection = {url}\n"
