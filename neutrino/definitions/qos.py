@@ -45,6 +45,14 @@ class QosPolicyInUse(exc.InUse):
     message = "QoS Policy %(policy_id)s is used by %(object_type)s %(object_id)s."
 
 
+class QosRuleNotSupported(exc.Conflict):
+    message = "Rule %(rule_type)s is not supported by port %(port_id)s"
+
+
+class QosRuleNotSupportedByNetwork(exc.Conflict):
+    message = "Rule %(rule_type)s is not supported by network %(network_id)s"
+
+
 class QoSRulesConflict(exc.Conflict):
     message = ("Rule %(new_rule_type)s conflicts with rule %(rule_id)s which already "
                "exists in QoS Policy %(policy_id)s.")

@@ -73,6 +73,11 @@ class CorePlugin(Protocol):
         """Mechanism driver -> the QoS rule types it supports (none: no QoS driver)."""
         ...
 
+    def qos_rule_types_by_vif_type(self) -> dict[str, frozenset[str]]:
+        """The ``binding:vif_type`` of each mechanism driver that binds ports ->
+        the QoS rule types it supports: what a bound port's policy may hold."""
+        ...
+
     # segmentation ids, for the network segment ranges' plugin
     def segment_range_types(self) -> dict[str, tuple[int, int]]:
         """Network type -> its lowest and highest id, of each loaded type driver

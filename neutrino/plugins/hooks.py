@@ -22,6 +22,10 @@ DeleteCheck = Callable[[Connection, Context, str], Callable[[], None] | None]
 # (conn, ctx, port as it is about to be committed, port as it was) -> None, when its
 # fixed IPs were given; raise to veto the update
 PortUpdateCheck = Callable[[Connection, Context, dict[str, Any], dict[str, Any]], None]
+# (conn, the port as it is about to be committed, the create's or update's data)
+# -> None: inside the port's transaction, once the extension drivers ran, as the
+# qos plugin checks that the port's driver supports its policy's rules; raise to veto
+PortWrite = Callable[[Connection, dict[str, Any], dict[str, Any]], None]
 
 
 # (conn, port id) -> None: the port is being removed, by the API or by the plugin
@@ -141,6 +145,7 @@ class Hooks:
     before_security_group_delete: list[DeleteCheck] = field(default_factory=list)
     after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
+    before_port_write: list[PortWrite] = field(default_factory=list)
     extend_floatingips: list[ViewsExtender] = field(default_factory=list)
     on_floatingip_write: list[FloatingIpWrite] = field(default_factory=list)
     # the routers' views (API and agents' sync data): what a service adds to them

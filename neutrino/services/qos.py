@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import delete, false, or_, select, update
+from sqlalchemy import and_, delete, false, or_, select, update
 from sqlalchemy.engine import Connection, Row
 from sqlalchemy.sql import ColumnElement
 
@@ -44,6 +44,7 @@ D = models.qos_default_policies
 TYPE = "qos_policy"  # its RBAC entries' object_type
 ROUTERS = "L3_ROUTER_NAT"  # the plugin type serving floating IPs
 FB = models.qos_fip_policy_bindings
+PB, NB, P = models.qos_port_policy_bindings, models.qos_network_policy_bindings, models.ports
 GB = models.qos_router_gw_policy_bindings
 COLUMNS = api_columns(Q, "shared")
 TABLES: dict[str, Any] = {kind.rule_type: models.metadata.tables[kind.table]
@@ -156,6 +157,33 @@ def check_conflicts(conn: Connection, kind: qdef.RuleKind, policy_id: str,
                 existing_value=other.max_kbps)
 
 
+#: the vif types of ports no driver has bound (yet)
+UNBOUND = (None, "", "unbound", "binding_failed")
+
+
+def rule_types_of(conn: Connection, policy_id: str) -> list[str]:
+    return sorted({rule_type for rule_type, _ in _policy_rules(conn, policy_id)})
+
+
+def following(policy_id: str) -> ColumnElement:
+    """The ports that follow a policy: their own, or their network's when they
+    have none of their own (as Neutron counts them, its services' ports too)."""
+    own = select(PB.c.port_id)
+    return or_(P.c.id.in_(own.where(PB.c.policy_id == policy_id)),
+               and_(P.c.network_id.in_(select(NB.c.network_id).where(
+                   NB.c.policy_id == policy_id)), P.c.id.not_in(own)))
+
+
+def bound_ports(conn: Connection, which: ColumnElement) -> list[tuple[str, str | None]]:
+    """(port id, vif type of its active binding) of the ports ``which`` names
+    that a driver has bound."""
+    B = models.port_bindings
+    return [(port_id, vif_type) for port_id, vif_type in conn.execute(
+        select(P.c.id, B.c.vif_type).join(B, B.c.port_id == P.c.id)
+        .where(which, B.c.status == "ACTIVE", B.c.vif_type.not_in(UNBOUND[2:]))
+        .order_by(P.c.id))]
+
+
 #: what a policy may be bound to, as QosPolicyInUse names it, and the column naming it
 BOUND_TO = (("network", models.qos_network_policy_bindings.c.network_id),
             ("port", models.qos_port_policy_bindings.c.port_id),
@@ -220,6 +248,8 @@ class QosPlugin(Plugin):
         for kind in qdef.RULE_KINDS.values():
             self._add_rule_methods(kind)
         self.notifier = contract.QosAgentNotifier(Notifier(env.bus))
+        env.hooks.before_port_write.append(self._port_written)
+        env.hooks.on_network_write.append(self._network_written)
         if ROUTERS in env.plugin_types:  # floating IPs' and gateways' qos_policy_id
             self.supported_extension_aliases += (qdef.FIP.alias, qdef.GATEWAY_IP.alias)
             hooks = env.hooks
@@ -333,6 +363,49 @@ class QosPlugin(Plugin):
         for view in views:
             view[qdef.POLICY_ID] = bound.get(view["id"])
 
+    # --- what the bound ports' drivers support (QosRuleNotSupported) ------------------
+
+    def _supports(self, vif_type: str | None, rule_type: str) -> bool:
+        """Whether the driver that bound a port (by its vif type) enforces
+        ``rule_type``; for an unbound port, whether any driver does (Neutron's
+        answer: the port may yet be bound by it)."""
+        by_vif_type = self.env.core.qos_rule_types_by_vif_type()
+        if vif_type in UNBOUND:
+            return any(rule_type in types for types in by_vif_type.values())
+        return rule_type in by_vif_type.get(vif_type or "", frozenset())
+
+    def _check_ports(self, rule_types: list[str], ports: list[tuple[str, str | None]]
+                     ) -> None:
+        """QosRuleNotSupported for the first (port id, vif type) whose driver
+        cannot enforce one of ``rule_types``."""
+        for port_id, vif_type in ports:
+            for rule_type in rule_types:
+                if not self._supports(vif_type, rule_type):
+                    raise qdef.QosRuleNotSupported(rule_type=rule_type, port_id=port_id)
+
+    def _port_written(self, conn: Connection, port: dict[str, Any], data: dict[str, Any]
+                      ) -> None:
+        policy_id = data.get(qdef.POLICY_ID)
+        if policy_id:
+            self._check_ports(rule_types_of(conn, policy_id),
+                              [(port["id"], port.get("binding:vif_type"))])
+
+    def _network_written(self, conn: Connection, network_id: str, data: dict[str, Any],
+                         created: bool) -> None:
+        """A policy given to a network: each rule enforced by some driver
+        (QosRuleNotSupportedByNetwork) and by the drivers of the network's
+        bound ports that follow the network's policy (QosRuleNotSupported)."""
+        policy_id = data.get(qdef.POLICY_ID)
+        if not policy_id:
+            return
+        types = rule_types_of(conn, policy_id)
+        for rule_type in types:
+            if not self._supports(None, rule_type):
+                raise qdef.QosRuleNotSupportedByNetwork(rule_type=rule_type,
+                                                        network_id=network_id)
+        if not created:
+            self._check_ports(types, bound_ports(conn, P.c.network_id == network_id))
+
     # --- router gateways (qos-gateway-ip) and the L3 agents' data ---------------------
 
     @staticmethod
@@ -438,6 +511,7 @@ class QosPlugin(Plugin):
         def work(conn: Connection) -> dict[str, Any]:
             policy = policy_row(conn, ctx, policy_id, for_update=True)
             check_conflicts(conn, kind, policy.id, values, None)
+            self._check_ports([kind.rule_type], bound_ports(conn, following(policy.id)))
             rule_id = new_uuid()
             conn.execute(table.insert().values(id=rule_id, qos_policy_id=policy.id, **values))
             bump(conn, Q, policy.id)

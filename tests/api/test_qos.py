@@ -8,6 +8,7 @@ import uuid
 
 import pytest
 
+from tests.api.agent_reports import Reporter, unique_host
 from tests.conftest import BACKENDS
 from tests.harness import ApiClient, Server, create_database, expect_error, start_server
 
@@ -439,3 +440,38 @@ def test_router_gateways_take_a_policy(admin, user, other):
     assert resp.json()["router"]["external_gateway_info"] is None
     assert admin.delete(f"{POLICIES}/{made['id']}").status_code == 204
     assert user.delete(path).status_code == 204
+
+
+def test_a_bound_ports_driver_must_support_the_rules(qos_server, admin, user):
+    """Linux bridge enforces no packet rate limit: a policy with one is refused
+    on a port it bound, on the network of such a port, and as a new rule of a
+    policy such a port follows; an unbound port may take it (Open vSwitch
+    may bind it)."""
+    host = unique_host()
+    Reporter(qos_server.db_url).agent(host, "Linux bridge agent", configurations={
+        "interface_mappings": {"physnet1": "eth1"}})
+    net = admin.create("networks", **{"provider:network_type": "flat",
+                                      "provider:physical_network": "physnet1"})
+    admin.create("subnets", network_id=net["id"], cidr="10.77.0.0/24", ip_version=4)
+    port = admin.create("ports", network_id=net["id"], **{"binding:host_id": host})
+    assert port["binding:vif_type"] == "bridge", port
+    pps = policy(admin, shared=True)
+    add_rule(admin, pps["id"], "packet_rate_limit", max_kpps=10)
+    error = expect_error(admin.put(f"/v2.0/ports/{port['id']}", json={"port": {
+        "qos_policy_id": pps["id"]}}), 409, "QosRuleNotSupported")
+    assert error["message"] == (f"Rule packet_rate_limit is not supported by port "
+                                f"{port['id']}")
+    expect_error(admin.put(f"/v2.0/networks/{net['id']}", json={"network": {
+        "qos_policy_id": pps["id"]}}), 409, "QosRuleNotSupported")
+    unbound = admin.create("ports", network_id=net["id"], qos_policy_id=pps["id"])
+    assert unbound["qos_policy_id"] == pps["id"]
+
+    # a policy the bound port follows (through its network) takes no such rule
+    limits = policy(admin, shared=True)
+    add_rule(admin, limits["id"], "bandwidth_limit", max_kbps=1000)
+    resp = admin.put(f"/v2.0/networks/{net['id']}", json={"network": {
+        "qos_policy_id": limits["id"]}})
+    assert resp.status_code == 200, resp.text
+    expect_error(admin.post(rules(limits["id"], "packet_rate_limit"), json={
+        "packet_rate_limit_rule": {"max_kpps": 5}}), 409, "QosRuleNotSupported")
+    add_rule(admin, limits["id"], "dscp_marking", dscp_mark=10)

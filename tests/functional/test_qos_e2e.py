@@ -60,8 +60,10 @@ def mbits(src: str, dst: str, address: str, seconds: float = 2) -> float:
         server.wait()
 
 
-def near(measured: float, limit_kbps: int, tolerance: float = 0.2) -> bool:
-    return abs(measured * 1000 - limit_kbps) <= tolerance * limit_kbps
+def near(measured: float, limit_kbps: int) -> bool:
+    """Limited: not above the limit (and its burst), and not far below it,
+    with room for a busy machine (bench/qos_bench.py measures how near)."""
+    return 0.6 * limit_kbps <= measured * 1000 <= 1.15 * limit_kbps
 
 
 def count_marked(namespace: str) -> int:
@@ -133,11 +135,11 @@ def test_linux_bridge_limits_and_marks(lb):
     net, [(a, ns_a, ip_a), (_, ns_b, ip_b)] = instances(lb, "h1", 2)
     assert mbits(ns_a, ns_b, ip_b) > 50  # unlimited first
     limits = policy(api, bandwidth_limit_rules={"bandwidth_limit_rule": {
-        "max_kbps": 8000, "max_burst_kbps": 800, "direction": "egress"}},
+        "max_kbps": 4000, "max_burst_kbps": 400, "direction": "egress"}},
         dscp_marking_rules={
         "dscp_marking_rule": {"dscp_mark": DSCP}})
     ingress = api.post(f"/v2.0/qos/policies/{limits['id']}/bandwidth_limit_rules", json={
-        "bandwidth_limit_rule": {"max_kbps": 4000, "max_burst_kbps": 400,
+        "bandwidth_limit_rule": {"max_kbps": 2000, "max_burst_kbps": 200,
                                  "direction": "ingress"}})
     assert ingress.status_code == 201, ingress.text
     update(api, f"/v2.0/ports/{a['id']}", port={"qos_policy_id": limits["id"]})
@@ -146,8 +148,8 @@ def test_linux_bridge_limits_and_marks(lb):
                                     namespace=host_ns, check=False).stdout,
                15, lambda: lb.log("h1-neutrino-linuxbridge-agent")[-2000:])
     sent, received = mbits(ns_a, ns_b, ip_b), mbits(ns_b, ns_a, ip_a)
-    assert near(sent, 8000), sent
-    assert near(received, 4000), received
+    assert near(sent, 4000), sent
+    assert near(received, 2000), received
     watch_marks(ns_b)
     run("ping", "-c", "3", "-i", "0.2", ip_b, namespace=ns_a)
     assert count_marked(ns_b) >= 3, run("iptables-save", "-t", "mangle",
@@ -156,17 +158,17 @@ def test_linux_bridge_limits_and_marks(lb):
     # a rule changed: the new rate, soon
     rule_id = ingress.json()["bandwidth_limit_rule"]["id"]
     update(api, f"/v2.0/qos/policies/{limits['id']}/bandwidth_limit_rules/{rule_id}",
-           bandwidth_limit_rule={"max_kbps": 2000, "max_burst_kbps": 200})
-    wait_until(lambda: "rate 2Mbit" in run("tc", "qdisc", "show", "dev", tap,
+           bandwidth_limit_rule={"max_kbps": 1000, "max_burst_kbps": 100})
+    wait_until(lambda: "rate 1Mbit" in run("tc", "qdisc", "show", "dev", tap,
                                            namespace=host_ns).stdout, 10, "the new rate")
-    assert near(mbits(ns_b, ns_a, ip_a), 2000)
+    assert near(mbits(ns_b, ns_a, ip_a), 1000)
 
     # the port's own policy gone, the network's applies (ingress only here)
     net_policy = policy(api, bandwidth_limit_rules={"bandwidth_limit_rule": {
-        "max_kbps": 3000, "max_burst_kbps": 300, "direction": "ingress"}})
+        "max_kbps": 1500, "max_burst_kbps": 150, "direction": "ingress"}})
     update(api, f"/v2.0/networks/{net['id']}", network={"qos_policy_id": net_policy["id"]})
     update(api, f"/v2.0/ports/{a['id']}", port={"qos_policy_id": None})
-    wait_until(lambda: "rate 3Mbit" in run("tc", "qdisc", "show", "dev", tap,
+    wait_until(lambda: "rate 1500Kbit" in run("tc", "qdisc", "show", "dev", tap,
                                            namespace=host_ns).stdout, 10, "the network's rate")
     wait_until(lambda: f"ifb{tap[3:]}" not in run("ip", "link", namespace=host_ns).stdout,
                10, "the IFB removed")
@@ -198,18 +200,18 @@ def test_open_vswitch_limits_and_marks(ovs):
     switch = ovs.hosts["h1"]["ovs"]
     _, [(a, ns_a, ip_a), (_, ns_b, ip_b)] = instances(ovs, "h1", 2)
     limits = policy(api, bandwidth_limit_rules={"bandwidth_limit_rule": {
-        "max_kbps": 8000, "max_burst_kbps": 800, "direction": "egress"}},
+        "max_kbps": 4000, "max_burst_kbps": 400, "direction": "egress"}},
         dscp_marking_rules={"dscp_marking_rule": {"dscp_mark": DSCP}})
     api.post(f"/v2.0/qos/policies/{limits['id']}/bandwidth_limit_rules", json={
-        "bandwidth_limit_rule": {"max_kbps": 4000, "max_burst_kbps": 400,
+        "bandwidth_limit_rule": {"max_kbps": 2000, "max_burst_kbps": 200,
                                  "direction": "ingress"}})
     update(api, f"/v2.0/ports/{a['id']}", port={"qos_policy_id": limits["id"]})
     wait_until(lambda: "meter:" in flows(switch), 15,
                lambda: ovs.log("h1-neutrino-openvswitch-agent")[-2000:])
     wait_until(lambda: switch.vsctl("--columns=type", "list", "qos").strip(), 10, "a QoS row")
     sent, received = mbits(ns_a, ns_b, ip_b), mbits(ns_b, ns_a, ip_a)
-    assert sent < 8000 * 1.2 / 1000 and sent > 8000 * 0.4 / 1000, sent  # a meter drops
-    assert near(received, 4000), received
+    assert 4000 * 0.4 <= sent * 1000 <= 4000 * 1.15, sent  # a meter drops
+    assert near(received, 2000), received
     watch_marks(ns_b)
     run("ping", "-c", "3", "-i", "0.2", ip_b, namespace=ns_a)
     assert count_marked(ns_b) >= 3, flows(switch)
@@ -217,7 +219,7 @@ def test_open_vswitch_limits_and_marks(ovs):
     switch.restart_vswitchd()  # every flow and meter gone: the agent writes them again
     wait_until(lambda: "meter:" in flows(switch), 20,
                "the meter's flow written again")
-    assert "rate=8000" in switch.ofctl("-O", "OpenFlow13", "dump-meters", "br-int")
+    assert "rate=4000" in switch.ofctl("-O", "OpenFlow13", "dump-meters", "br-int")
 
     update(api, f"/v2.0/ports/{a['id']}", port={"qos_policy_id": None})
     wait_until(lambda: "meter:" not in flows(switch), 15, "no meter")
@@ -255,12 +257,12 @@ def test_floating_ip_and_gateway_limits(lab):
     them; a policy unbound leaves nothing behind."""
     api = lab.api
     fip_policy = policy(api, bandwidth_limit_rules={"bandwidth_limit_rule": {
-        "max_kbps": 8000, "max_burst_kbps": 800, "direction": "egress"}})
+        "max_kbps": 4000, "max_burst_kbps": 400, "direction": "egress"}})
     added = api.post(f"/v2.0/qos/policies/{fip_policy['id']}/bandwidth_limit_rules", json={
-        "bandwidth_limit_rule": {"max_kbps": 4000, "max_burst_kbps": 400,
+        "bandwidth_limit_rule": {"max_kbps": 2000, "max_burst_kbps": 200,
                                  "direction": "ingress"}})
     gw_policy = policy(api, bandwidth_limit_rules={"bandwidth_limit_rule": {
-        "max_kbps": 6000, "max_burst_kbps": 600, "direction": "egress"}})
+        "max_kbps": 3000, "max_burst_kbps": 300, "direction": "egress"}})
     router = router_with_gateway(lab)
     net, subnet = tenant_subnet(lab, "10.32.0.0/24")
     add_interface(lab, router, subnet)
@@ -276,17 +278,17 @@ def test_floating_ip_and_gateway_limits(lab):
     ns = f"qrouter-{router['id']}"
     qg = next(word.rstrip(":").split("@")[0] for word
               in run("ip", "-o", "link", namespace=ns).stdout.split() if word.startswith("qg-"))
-    wait_until(lambda: "rate 6Mbit" in classes(ns, qg), 15,
+    wait_until(lambda: "rate 3Mbit" in classes(ns, qg), 15,
                lambda: lab.d.log("h1-neutrino-l3-agent")[-2000:])
-    assert near(mbits(inst_a, lab.external, UPSTREAM), 8000)  # out as its floating IP
-    assert near(mbits(lab.external, inst_a, fip_ip), 4000)  # in to it
-    assert near(mbits(inst_b, lab.external, UPSTREAM), 6000)  # out through SNAT
+    assert near(mbits(inst_a, lab.external, UPSTREAM), 4000)  # out as its floating IP
+    assert near(mbits(lab.external, inst_a, fip_ip), 2000)  # in to it
+    assert near(mbits(inst_b, lab.external, UPSTREAM), 3000)  # out through SNAT
 
     # a rule changed: its class follows
     rule_id = added.json()["bandwidth_limit_rule"]["id"]
     update(api, f"/v2.0/qos/policies/{fip_policy['id']}/bandwidth_limit_rules/{rule_id}",
-           bandwidth_limit_rule={"max_kbps": 2000, "max_burst_kbps": 200})
-    wait_until(lambda: "rate 2Mbit" in classes(ns, f"ifb{qg[3:]}"), 10, "the new rate")
+           bandwidth_limit_rule={"max_kbps": 1000, "max_burst_kbps": 100})
+    wait_until(lambda: "rate 1Mbit" in classes(ns, f"ifb{qg[3:]}"), 10, "the new rate")
 
     # unbound: nothing left on the gateway
     update(api, f"/v2.0/floatingips/{fip['id']}", floatingip={"qos_policy_id": None})

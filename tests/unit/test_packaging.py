@@ -187,7 +187,7 @@ def test_systemd_makes_the_user_and_the_state_directory(tmp_path):
 #: what .ci/run installs only for the tests (haproxy: the scale-out test's load
 #: balancer) and for neutrino-instance (a stand-in hypervisor), not for the agents
 NOT_FOR_AGENTS = {"udhcpc", "isc-dhcp-client", "iputils-ping", "netcat-openbsd", "socat",
-                  "curl"}
+                  "curl", "iperf3"}
 
 
 def containerfile_stages() -> list[list[str]]:

@@ -390,6 +390,8 @@ class Ml2Plugin(Plugin):
         view.update(bindings.request(conn, view["id"], {}, data) or bindings.view(None))
         for driver in self.extension_drivers:
             driver.process_create_port(conn, data, view)
+        for check in self.env.hooks.before_port_write:
+            check(conn, view, data)
         self.mechanisms.call("create_port_precommit", PortContext(conn, ctx, view))
         return view
 
@@ -598,6 +600,8 @@ class Ml2Plugin(Plugin):
                 "network_id": original["network_id"]})
         context = PortContext(conn, ctx, self._updated(conn, ctx, original, data, rebind),
                               original)
+        for check in self.env.hooks.before_port_write:
+            check(conn, context.current, data)
         if "fixed_ips" in data:
             self.env.hooks.run(self.env.hooks.before_port_update_commit, conn, ctx,
                                context.current, original)
@@ -808,6 +812,14 @@ class Ml2Plugin(Plugin):
 
     def qos_rule_types(self) -> dict[str, frozenset[str]]:
         return {d.name: d.qos_rule_types for d in self.mechanisms.drivers}
+
+    def qos_rule_types_by_vif_type(self) -> dict[str, frozenset[str]]:
+        found: dict[str, frozenset[str]] = {}
+        for driver in self.mechanisms.drivers:
+            vif_type = getattr(driver, "vif_type", "")
+            if vif_type:
+                found[vif_type] = found.get(vif_type, frozenset()) | driver.qos_rule_types
+        return found
 
     # --- segmentation ids, for the network segment ranges' plugin ----------------------
 

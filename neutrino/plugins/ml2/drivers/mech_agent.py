@@ -70,7 +70,7 @@ class LinuxBridgeMechanismDriver(AgentMechanismDriver):
     vif_type = "bridge"
     mapping_keys = ("interface_mappings", "bridge_mappings")
     supported_types = ("local", "flat", "vlan", "vxlan")
-    # as Neutron's driver declares them (accepted and shown; the agent enforces none yet)
+    # as Neutron's driver declares them; its agent's qos extension enforces them
     qos_rule_types = frozenset({"bandwidth_limit", "dscp_marking"})
 
 
@@ -80,7 +80,8 @@ class OpenvswitchMechanismDriver(AgentMechanismDriver):
     vif_type = "ovs"
     mapping_keys = ("bridge_mappings",)
     supported_types = ("local", "flat", "vlan", "vxlan", "gre", "geneve")
-    # as Neutron's driver declares them (accepted and shown; the agent enforces none yet)
+    # as Neutron's driver declares them; its agent's qos extension enforces the
+    # limits and marks (the minimums are a scheduler's, which neutrino has not)
     qos_rule_types = frozenset({"bandwidth_limit", "dscp_marking", "minimum_bandwidth",
                                 "packet_rate_limit", "minimum_packet_rate"})
 
