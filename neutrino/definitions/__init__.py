@@ -108,5 +108,7 @@ EXTENSIONS: dict[str, Extension] = {
         qos.PORT_NETWORK_POLICY,
         qos.FIP,
         qos.GATEWAY_IP,
+        qos.RESOURCE_REQUEST,
+        qos.RESOURCE_REQUEST_GROUPS,
     )
 }

@@ -286,3 +286,16 @@ GATEWAY_IP = Extension(
     alias="qos-gateway-ip", name="Router gateway IP QoS",
     description="The router gateway IP Quality of Service extension",
     updated="2018-02-24T00:00:00-00:00", required=("qos", "router"))
+
+#: a port's ``resource_request`` (the qos ML2 extension driver): for Nova's
+#: scheduling of minimum bandwidth and packet rate, in the request groups format
+RESOURCE_REQUEST = Extension(
+    alias="port-resource-request", name="Port Resource Request",
+    description="Expose resource request to Port",
+    updated="2018-05-08T10:00:00-00:00",
+    attributes={"ports": attrs(Attr("resource_request", hidden=True, filter=False))},
+    required=("qos",))
+RESOURCE_REQUEST_GROUPS = Extension(
+    alias="port-resource-request-groups", name="Port Resource Request Groups",
+    description="Expose resource request groups to Port (request_groups, same_subtree)",
+    updated="2021-08-02T10:00:00-00:00", required=("port-resource-request",))

@@ -21,6 +21,7 @@ from neutrino.db import models, rbac
 from neutrino.db.query import Page
 from neutrino.definitions import qos as qdef
 from neutrino.plugins.extension_driver import ExtensionDriver
+from neutrino.services import qos_resource_request as resource_request
 
 Q, D = models.qos_policies, models.qos_default_policies
 NB, PB = models.qos_network_policy_bindings, models.qos_port_policy_bindings
@@ -46,9 +47,19 @@ def _bind(conn: Connection, table: Any, column: str, owner_id: str, policy_id: s
         conn.execute(table.insert().values(**{column: owner_id, "policy_id": policy_id}))
 
 
+def follows(port: dict[str, Any], own: str | None, network: str | None) -> str | None:
+    """The policy a port follows: its own, else its network's, except for the
+    network's own services' ports (as the agents enforce it)."""
+    if own or str(port.get("device_owner", "")).startswith("network:"):
+        return own
+    return network
+
+
 class QosExtensionDriver(ExtensionDriver):
     extension_alias = qdef.PORT_NETWORK_POLICY.alias
-    port_attributes = frozenset({qdef.POLICY_ID, qdef.NETWORK_POLICY_ID})
+    extension_aliases = (qdef.RESOURCE_REQUEST.alias, qdef.RESOURCE_REQUEST_GROUPS.alias)
+    port_attributes = frozenset({qdef.POLICY_ID, qdef.NETWORK_POLICY_ID, "resource_request"})
+    port_follows = frozenset({"binding:vnic_type", "device_owner"})
 
     def process_create_network(self, conn: Connection, data: dict[str, Any],
                                view: dict[str, Any]) -> None:
@@ -73,6 +84,8 @@ class QosExtensionDriver(ExtensionDriver):
         view[qdef.POLICY_ID] = policy_id
         view[qdef.NETWORK_POLICY_ID] = conn.execute(select(NB.c.policy_id).where(
             NB.c.network_id == view["network_id"])).scalar()
+        resource_request.extend(conn, [view], {
+            view["id"]: follows(view, policy_id, view[qdef.NETWORK_POLICY_ID])})
 
     def process_update_port(self, conn: Connection, data: dict[str, Any],
                             view: dict[str, Any]) -> None:
@@ -89,7 +102,9 @@ class QosExtensionDriver(ExtensionDriver):
             view[qdef.POLICY_ID] = bound.get(view["id"])
 
     def extend_ports(self, conn: Connection, views: list[dict[str, Any]], page: Page) -> None:
-        """Both policies of every port, in one statement."""
+        """Both policies of every port, in one statement; the resource requests
+        of those whose policy has minimums, in one or two more when any has a
+        policy."""
         stmt = select(P.c.id, PB.c.policy_id, NB.c.policy_id).select_from(
             P.outerjoin(PB, PB.c.port_id == P.c.id)
             .outerjoin(NB, NB.c.network_id == P.c.network_id))
@@ -98,6 +113,9 @@ class QosExtensionDriver(ExtensionDriver):
             own, net = bound.get(view["id"], (None, None))
             view[qdef.POLICY_ID] = own
             view[qdef.NETWORK_POLICY_ID] = net
+        resource_request.extend(conn, views, {
+            view["id"]: follows(view, view[qdef.POLICY_ID], view[qdef.NETWORK_POLICY_ID])
+            for view in views})
 
     def filter_clauses(self, collection: str, query: Any) -> list:
         values = query.pop_filter(qdef.POLICY_ID)

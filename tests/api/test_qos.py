@@ -475,3 +475,42 @@ def test_a_bound_ports_driver_must_support_the_rules(qos_server, admin, user):
     expect_error(admin.post(rules(limits["id"], "packet_rate_limit"), json={
         "packet_rate_limit_rule": {"max_kpps": 5}}), 409, "QosRuleNotSupported")
     add_rule(admin, limits["id"], "dscp_marking", dscp_mark=10)
+
+
+def test_a_ports_resource_request(admin, user):
+    """The minimums of a port's policy, as Nova reads them (admins only)."""
+    minimums = policy(admin, shared=True)
+    add_rule(admin, minimums["id"], "minimum_bandwidth", min_kbps=1000, direction="egress")
+    add_rule(admin, minimums["id"], "minimum_bandwidth", min_kbps=2000, direction="ingress")
+    add_rule(admin, minimums["id"], "minimum_packet_rate", min_kpps=100, direction="any")
+    flat = admin.create("networks", **{"provider:network_type": "flat",
+                                       "provider:physical_network": "phys-min"})
+    port = admin.create("ports", network_id=flat["id"], qos_policy_id=minimums["id"])
+    request = admin.show("ports", port["id"])["resource_request"]
+    bw, pps = (str(uuid.uuid5(uuid.UUID(port["id"]), kind))
+               for kind in ("minimum_bandwidth", "minimum_packet_rate"))
+    assert request == {
+        "request_groups": [
+            {"id": bw, "required": ["CUSTOM_PHYSNET_PHYS_MIN", "CUSTOM_VNIC_TYPE_NORMAL"],
+             "resources": {"NET_BW_EGR_KILOBIT_PER_SEC": 1000,
+                           "NET_BW_IGR_KILOBIT_PER_SEC": 2000}},
+            {"id": pps, "required": ["CUSTOM_VNIC_TYPE_NORMAL"],
+             "resources": {"NET_PACKET_RATE_KILOPACKET_PER_SEC": 100}}],
+        "same_subtree": [bw, pps]}
+    assert port["resource_request"] == request  # the create's answer too
+    # through the network's policy, on a tunnel: the tunnels' trait
+    tunnelled = admin.create("networks", qos_policy_id=minimums["id"])
+    follower = admin.create("ports", network_id=tunnelled["id"])
+    groups = follower["resource_request"]["request_groups"]
+    assert groups[0]["required"] == ["CUSTOM_NETWORK_TUNNEL_PROVIDER", "CUSTOM_VNIC_TYPE_NORMAL"]
+    dhcp = admin.create("ports", network_id=tunnelled["id"], device_owner="network:dhcp")
+    assert dhcp["resource_request"] is None  # the network's services follow no policy
+    # no minimum, no request; and a member does not see it
+    limits = policy(admin, shared=True)
+    add_rule(admin, limits["id"], "bandwidth_limit", max_kbps=1000)
+    resp = admin.put(f"/v2.0/ports/{port['id']}", json={"port": {"qos_policy_id": limits["id"]}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["port"]["resource_request"] is None
+    mine = user.create("ports", network_id=user.create("networks")["id"])
+    assert "resource_request" not in mine
+    assert "resource_request" not in user.show("ports", mine["id"])

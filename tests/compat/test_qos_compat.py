@@ -1,5 +1,6 @@
 """QoS through openstacksdk and the ``openstack`` CLI (``network qos policy ...``,
-``network qos rule ...``, ``network qos rule type ...``, ``port set --qos-policy``)."""
+``network qos rule ...``, ``network qos rule type ...``, ``port set --qos-policy``,
+``router set --qos-policy``, ``floating ip create --qos-policy``)."""
 
 from __future__ import annotations
 
@@ -60,6 +61,9 @@ def test_openstacksdk(sdk):
     assert network.qos_policy_id == made.id
     port = net.create_port(network_id=network.id)
     assert port.qos_network_policy_id == made.id
+    # the minimum bandwidth rule, as Nova reads it
+    groups = net.get_port(port.id).resource_request["request_groups"]
+    assert groups[0]["resources"] == {"NET_BW_EGR_KILOBIT_PER_SEC": 200}
     with pytest.raises(openstack.exceptions.ConflictException, match="is used by"):
         net.delete_qos_policy(made, ignore_missing=False)
     net.delete_port(port)
@@ -95,8 +99,19 @@ def test_openstack_cli(clouds, tmp_path_factory):
         ("port", "port create --network cli-qos-net cli-qos-port -f json"),
         ("port-set", "port set --qos-policy cli-qos-2 cli-qos-port"),
         ("port-show", "port show cli-qos-port -f json"),
+        ("ext", "network create --external cli-qos-ext -f json"),
+        ("ext-sub", "subnet create --network cli-qos-ext --subnet-range 172.30.5.0/24 "
+                    "--no-dhcp cli-qos-ext-sub -f json"),
+        ("router", "router create cli-qos-router -f json"),
+        ("gw-set", "router set --external-gateway cli-qos-ext --qos-policy cli-qos-2 "
+                   "cli-qos-router"),
+        ("router-show", "router show cli-qos-router -f json"),
+        ("fip", "floating ip create --floating-ip-address 172.30.5.50 --qos-policy cli-qos-2 "
+                "cli-qos-ext -f json"),
         ("in-use", "network qos policy delete cli-qos-2"),
         ("port-unset", "port unset --qos-policy cli-qos-port"),
+        ("gw-unset", "router unset --qos-policy cli-qos-router"),
+        ("fip-unset", "floating ip unset --qos-policy 172.30.5.50"),
         ("delete", "network qos policy delete cli-qos-2"),
         ("list-after", "network qos policy list -f json"),
     ], clouds, tmp_path_factory.mktemp("home"))
@@ -111,7 +126,12 @@ def test_openstack_cli(clouds, tmp_path_factory):
     assert {"bandwidth_limit", "dscp_marking"} <= {row["Type"] for row in run.json("types")}
     run.quiet("port-set")
     assert run.json("port-show")["qos_policy_id"] == policy["id"]
+    run.quiet("gw-set")
+    assert run.json("router-show")["external_gateway_info"]["qos_policy_id"] == policy["id"]
+    assert run.json("fip")["qos_policy_id"] == policy["id"]
     assert "is used by" in run.text("in-use")
     run.quiet("port-unset")
+    run.quiet("gw-unset")
+    run.quiet("fip-unset")
     run.quiet("delete")
     assert run.json("list-after") == []
