@@ -206,3 +206,22 @@ def test_router_limits_of_floating_ips_and_the_gateway():
 def test_address_classes_follow_the_last_16_bits():
     assert address_class("203.0.113.9") == 0x7109
     assert address_class("10.1.0.0") == 0xFFFF  # class 0 is no class
+
+
+def test_what_the_host_refuses_is_logged_and_tried_again(caplog, monkeypatch):
+    monkeypatch.setattr("neutrino.agents.extensions.qos.RETRY_SECONDS", 0.01)
+    ext, driver, _, dirty = extension({"p": LIMIT})
+
+    def refuse(port: Port, wanted: Wanted, known: Wanted | None = None) -> None:
+        raise RuntimeError("tc: no such device")
+
+    driver.apply = refuse  # type: ignore[method-assign]
+
+    async def scenario() -> None:
+        await ext.handle_port(port("a", "p"))
+        assert "a" not in ext.applied
+        await asyncio.sleep(0.05)
+
+    asyncio.run(scenario())
+    assert dirty == [("port", "a")]
+    assert "port a: the QoS of policy p is not in place" in caplog.text

@@ -11,12 +11,15 @@ follow it are marked dirty, so the agent's next sync hands them back here.
 Between full syncs a port is written only when what it wants changed, and
 only in what changed (what it has is known). A full sync asks for every
 policy again and hands every port here: the drivers read the host and change
-only what differs, then remove what ports no longer here left behind.
+only what differs, then remove what ports no longer here left behind. What
+the host refuses is logged, with the port and policy, and tried again a few
+seconds later (the port marked dirty); the agent's sync goes on.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +33,10 @@ from neutrino.rpc.contracts import qos as contract
 if TYPE_CHECKING:
     from neutrino.agents.extensions import qos_ovs
 
+LOG = logging.getLogger(__name__)
 LINUX_BRIDGE, OPENVSWITCH = "Linux bridge agent", "Open vSwitch agent"
+#: how long a port whose QoS the host refused waits before it is tried again
+RETRY_SECONDS = 5
 
 
 def policy_of(port: Mapping[str, Any]) -> str | None:
@@ -112,7 +118,14 @@ class QosExtension(L2AgentExtension):
         known = before[1] if before is not None and before[0] == where \
             and not self._full_sync else None
         self.applied.pop(port_id, None)  # unknown until written
-        await self.handles.run(self.driver.apply, where, wanted, known)
+        try:
+            await self.handles.run(self.driver.apply, where, wanted, known)
+        except Exception as error:  # the host refused: said, and tried again later
+            LOG.error("port %s: the QoS of policy %s is not in place (again in %d s): %s",
+                      port_id, policy_id, RETRY_SECONDS, error)
+            asyncio.get_running_loop().call_later(RETRY_SECONDS, self.handles.mark_dirty,
+                                                  ("port", port_id))
+            return
         self.applied[port_id] = (where, wanted)
 
     async def delete_port(self, port: Mapping[str, Any]) -> None:
