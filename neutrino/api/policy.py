@@ -175,6 +175,8 @@ DEFAULT_RULES: dict[str, str] = {
     "create_floatingip:floating_ip_address": ADMIN,
     # a port forwarding's project is its floating IP's
     **_crud("floatingip_port_forwarding"),
+    # a router's conntrack helpers: its owner's (the router's project is the target)
+    **_crud("router_conntrack_helper"),
 
     # --- FWaaS v2: only admins share; readers see their project's and the shared
     "shared_firewall_rules": "field:firewall_rules:shared=True",

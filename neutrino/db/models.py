@@ -1038,6 +1038,22 @@ qos_fip_policy_bindings = _qos_binding("qos_fip_policy_bindings", "fip_id", "flo
 qos_router_gw_policy_bindings = _qos_binding("qos_router_gw_policy_bindings", "router_id",
                                              "routers")
 
+# --- conntrack helpers (the conntrack_helper service plugin) --------------------------
+
+# A router's CT target rules: traffic to ``port`` over ``protocol`` is given to
+# the kernel's ``helper`` (ftp, tftp, sip ...); once per router and combination.
+conntrack_helpers = Table(
+    "conntrack_helpers", metadata,
+    Column("id", UUID, primary_key=True),
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("protocol", String(40), nullable=False),
+    Column("port", Integer, nullable=False),
+    Column("helper", String(64), nullable=False),
+    UniqueConstraint("router_id", "protocol", "port", "helper",
+                     name="uq_conntrack_helpers_router"),
+)
+
 # --- trunks (the trunk service plugin) -----------------------------------------------
 
 trunks = Table(

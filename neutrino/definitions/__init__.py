@@ -12,6 +12,7 @@ from neutrino.definitions import (
     allowed_address_pairs,
     auto_allocated_topology,
     availability_zone,
+    conntrack_helper,
     dns,
     external_net,
     extra_dhcp_opt,
@@ -110,5 +111,6 @@ EXTENSIONS: dict[str, Extension] = {
         qos.GATEWAY_IP,
         qos.RESOURCE_REQUEST,
         qos.RESOURCE_REQUEST_GROUPS,
+        *conntrack_helper.EXTENSIONS,
     )
 }

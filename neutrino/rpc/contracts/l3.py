@@ -30,6 +30,9 @@ FLOATINGIPS = "_floatingips"
 PORT_FORWARDINGS = "_port_forwardings"
 #: the metering labels counted on the router, each with its rules (Neutron's key)
 METERING_LABELS = "_metering_labels"
+#: the router's conntrack helpers (id, protocol, port, helper): Neutron's agents
+#: pull them over an RPC of their own, neutrino's find them in the sync data
+CONNTRACK_HELPERS = "_conntrack_helpers"
 
 FloatingIpStatus = Literal["ACTIVE", "DOWN", "ERROR"]
 FIP_STATUSES: tuple[FloatingIpStatus, ...] = ("ACTIVE", "DOWN", "ERROR")
@@ -44,6 +47,7 @@ class RouterSyncData(TypedDict, total=False):
     _floatingips: list[dict[str, Any]]
     _port_forwardings: list[dict[str, Any]]
     _metering_labels: list[dict[str, Any]]
+    _conntrack_helpers: list[dict[str, Any]]
 
 
 class L3PluginApi(Api):
