@@ -30,7 +30,6 @@ import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -47,29 +46,13 @@ from neutrino.linux.names import tap_name  # noqa: E402
 from tests.dataplane import run, sandbox, wait_until  # noqa: E402
 from tests.functional.emulated_hosts import Deployment  # noqa: E402
 from tests.functional.test_ovs_e2e import SERVER_EXTRA as OVS_EXTRA  # noqa: E402
+from tests.functional.test_qos_e2e import mbits  # noqa: E402
 from tests.harness import rabbit_vhost  # noqa: E402
 
 SERVER_EXTRA = ("[DEFAULT]\nservice_plugins = qos\n" + OVS_EXTRA
                 + "[quotas]\nquota_port = -1\nquota_network = -1\n")
 AGENT = "[agent]\nextensions = qos\n"
 RATES = (1_000, 10_000, 100_000)  # kbit/s
-
-
-def received_mbits(src: str, dst: str, address: str, seconds: int) -> float:
-    server = subprocess.Popen(["ip", "netns", "exec", dst, "iperf3", "-s", "-1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        for _ in range(50):
-            done = run("iperf3", "-c", address, "-t", str(seconds), "-J", namespace=src,
-                       check=False)
-            end = json.loads(done.stdout or "{}").get("end", {})
-            if done.returncode == 0 and "sum_received" in end:
-                return end["sum_received"]["bits_per_second"] / 1e6
-            time.sleep(0.1)
-        raise SystemExit(f"iperf3 failed: {done.stdout[-300:]}")
-    finally:
-        server.kill()
-        server.wait()
 
 
 class Bench:
@@ -124,8 +107,8 @@ class Bench:
             made = self.policy(kbps)
             self.api.put(f"/v2.0/ports/{a['id']}", json={"port": {"qos_policy_id": made["id"]}})
             wait_until(lambda k=kbps: self.applied(host, k), 30, f"the limit of {kbps} kbit/s")
-            sent = received_mbits(ns_a, ns_b, ip_b, self.seconds)
-            got = received_mbits(ns_b, ns_a, ip_a, self.seconds)
+            sent = mbits(ns_a, ns_b, ip_b, self.seconds)
+            got = mbits(ns_b, ns_a, ip_a, self.seconds)
             limit = kbps / 1000
             print(f"  {host} {limit:6.0f} Mbit/s: egress {sent:7.2f} ({sent / limit:5.1%}), "
                   f"ingress {got:7.2f} ({got / limit:5.1%})", flush=True)

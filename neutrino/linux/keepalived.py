@@ -22,18 +22,12 @@ reload it, SIGHUP) in the namespace, its files in the router's directory;
 from __future__ import annotations
 
 import ipaddress
-import logging
 import os
-import signal
-import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from neutrino.linux import process
 from neutrino.linux.errors import HostError
-
-LOG = logging.getLogger(__name__)
 
 CONF, PID, VRRP_PID = "keepalived.conf", "keepalived.pid", "keepalived-vrrp.pid"
 #: the HA link's VIP: 169.254.0.<vr_id>/24 on the ha- device tells the master
@@ -121,38 +115,11 @@ def keepalived_pid(state_dir: str) -> int | None:
 def converge(namespace: str, state_dir: str, instance: Instance, wait: float = 5.0) -> int:
     """keepalived running ``instance`` in ``namespace``: started, told to reload
     a changed configuration, or left alone; its pid."""
-    text = render(instance)
-    conf = _path(state_dir, CONF)
-    try:
-        with open(conf, encoding="utf-8") as handle:
-            same = handle.read() == text
-    except FileNotFoundError:
-        same = False
-    pid = keepalived_pid(state_dir)
-    if same and pid is not None:
-        return pid
-    if not same:
-        os.makedirs(state_dir, exist_ok=True)
-        with open(conf + ".tmp", "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(conf + ".tmp", conf)
-    if pid is not None:
-        LOG.info("keepalived of router %s: configuration changed, reloading (pid %d)",
-                 instance.router_id, pid)
-        os.kill(pid, signal.SIGHUP)
-        return pid
-    done = subprocess.run(["ip", "netns", "exec", namespace, *command(state_dir)],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, timeout=30)
-    deadline = time.monotonic() + wait  # the daemon writes its pid file after forking
-    while (pid := keepalived_pid(state_dir)) is None and done.returncode == 0 \
-            and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if pid is None:
-        raise KeepalivedError(f"keepalived in {namespace} did not start (exit "
-                              f"{done.returncode}): {done.stderr.strip()}")
-    LOG.info("keepalived of router %s in %s, pid %d", instance.router_id, namespace, pid)
-    return pid
+    return process.run_configured(
+        namespace, _path(state_dir, CONF), render(instance), command(state_dir),
+        lambda: keepalived_pid(state_dir),
+        f"keepalived of router {instance.router_id} in {namespace}", wait=wait,
+        error=KeepalivedError)
 
 
 def state(addresses: Sequence[str], instance: Instance) -> str:

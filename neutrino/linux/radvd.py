@@ -24,18 +24,12 @@ advertise stops it. ``render`` is pure.
 from __future__ import annotations
 
 import ipaddress
-import logging
 import os
-import signal
-import subprocess
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from neutrino.linux import process
 from neutrino.linux.errors import HostError
-
-LOG = logging.getLogger(__name__)
 
 SLAAC, STATELESS, STATEFUL = "slaac", "dhcpv6-stateless", "dhcpv6-stateful"
 RA_MODES = (SLAAC, STATELESS, STATEFUL)
@@ -127,36 +121,10 @@ def converge(namespace: str, state_dir: str, interfaces: Iterable[Interface],
     if not text:
         stop(state_dir)
         return None
-    conf = _path(state_dir, CONF)
-    try:
-        with open(conf, encoding="utf-8") as handle:
-            same = handle.read() == text
-    except FileNotFoundError:
-        same = False
-    pid = radvd_pid(state_dir)
-    if same and pid is not None:
-        return pid
-    if not same:
-        os.makedirs(state_dir, exist_ok=True)
-        with open(conf + ".tmp", "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(conf + ".tmp", conf)
-    if pid is not None:
-        LOG.info("radvd in %s: configuration changed, reloading (pid %d)", namespace, pid)
-        os.kill(pid, signal.SIGHUP)
-        return pid
-    done = subprocess.run(["ip", "netns", "exec", namespace, *command(state_dir)],
-                          stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                          stderr=subprocess.PIPE, text=True, timeout=30)
-    deadline = time.monotonic() + wait  # the daemon writes its pid file after forking
-    while (pid := radvd_pid(state_dir)) is None and done.returncode == 0 \
-            and time.monotonic() < deadline:
-        time.sleep(0.02)
-    if pid is None:
-        raise RadvdError(f"radvd in {namespace} did not start (exit {done.returncode}): "
-                         f"{done.stderr.strip() or _tail(_path(state_dir, LOG_FILE))}")
-    LOG.info("radvd in %s, pid %d", namespace, pid)
-    return pid
+    return process.run_configured(
+        namespace, _path(state_dir, CONF), text, command(state_dir),
+        lambda: radvd_pid(state_dir), f"radvd in {namespace}",
+        lambda: _tail(_path(state_dir, LOG_FILE)), wait, RadvdError)
 
 
 def stop(state_dir: str, wait: float = 5.0) -> None:
