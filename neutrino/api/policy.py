@@ -231,6 +231,8 @@ DEFAULT_RULES: dict[str, str] = {
     "delete_auto_allocated_topology": ADMIN_OR_MEMBER,
     # service providers belong to no project: any reader may list them
     "get_service_provider": "role:reader",
+    # --- NDP proxies: a project's, as Neutron's defaults
+    **_crud("ndp_proxy"),
     # --- trunks: a project's, as Neutron's defaults
     **_crud("trunk"),
     "get_subports": ADMIN_OR_READER,

@@ -1074,3 +1074,24 @@ subports = Table(
     UniqueConstraint("trunk_id", "segmentation_type", "segmentation_id",
                      name="uq_subports_trunk_id_segmentation"),
 )
+
+# --- NDP proxies (the ndp_proxy service plugin) --------------------------------------
+
+# An instance's IPv6 address that its router publishes on its gateway's network
+# (it answers neighbour solicitations for it); once per router and address.
+ndp_proxies = Table(
+    "ndp_proxies", metadata, *_standard(),
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("ip_address", String(64), nullable=False),
+    UniqueConstraint("router_id", "ip_address", name="uq_ndp_proxies_router_id_ip_address"),
+)
+
+# A router's ``enable_ndp_proxy``, while it has a gateway (none: false).
+router_ndp_proxy_state = Table(
+    "router_ndp_proxy_state", metadata,
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"), primary_key=True),
+    Column("enable_ndp_proxy", Boolean, nullable=False),
+)

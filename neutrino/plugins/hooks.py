@@ -61,6 +61,10 @@ FloatingIpWrite = Callable[[Connection, str, dict[str, Any], bool], None]
 # cleared) -> None: inside the router's create or update, once its gateway is
 # written, as the qos plugin binds the gateway's ``qos_policy_id``; raise to veto
 RouterGatewayWrite = Callable[[Connection, str, str | None, dict[str, Any] | None], None]
+# (conn, router id, the create's or update's data, created) -> None: inside the
+# router's transaction, once its gateway and routes are written, as the ndp_proxy
+# plugin settles the router's ``enable_ndp_proxy``; raise to veto
+RouterWrite = Callable[[Connection, str, dict[str, Any], bool], None]
 # (conn, router id) -> None: inside the transaction that takes a router's gateway
 # away (cleared, moved to another network, the router deleted); raise to veto, as
 # the VPN plugin does while the router has VPN services
@@ -151,6 +155,10 @@ class Hooks:
     # the routers' views (API and agents' sync data): what a service adds to them
     extend_routers: list[ViewsExtender] = field(default_factory=list)
     on_router_gateway_write: list[RouterGatewayWrite] = field(default_factory=list)
+    on_router_write: list[RouterWrite] = field(default_factory=list)
+    # attribute -> SQL expression over the routers table: what a service adds to
+    # the routers' filters (the ndp_proxy plugin's ``enable_ndp_proxy``)
+    router_filters: dict[str, Any] = field(default_factory=dict)
     # each with the attributes it adds (a list asked for other fields skips it)
     extend_ports: list[tuple[frozenset[str], PortViewsExtender]] = field(
         default_factory=list)

@@ -142,7 +142,7 @@ class L3RouterPlugin(Plugin):
 
     def get_routers(self, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
         return self._read(lambda conn: self._extended_routers(
-            conn, routers.list_(conn, ctx, query)))
+            conn, routers.list_(conn, ctx, query, self.env.hooks.router_filters)))
 
     def _gateway_written(self, conn: Connection, router_id: str, project_id: str | None,
                          gateway: dict[str, Any] | None) -> None:
@@ -172,6 +172,8 @@ class L3RouterPlugin(Plugin):
                 self._gateway_written(conn, router_id, data["project_id"], gateway)
             if data.get("tags"):
                 tags.replace(conn, router_id, data["tags"])
+            for write in self.env.hooks.on_router_write:  # enable_ndp_proxy
+                write(conn, router_id, data, True)
             return self._router(conn, ADMIN, router_id)
 
         return self._write(work)
@@ -195,6 +197,8 @@ class L3RouterPlugin(Plugin):
                 self._gateway_written(conn, router_id, row.project_id, gateway)
             if "routes" in data:
                 self._set_routes(conn, router_id, data["routes"])
+            for write in self.env.hooks.on_router_write:  # enable_ndp_proxy
+                write(conn, router_id, data, False)
             return self._router(conn, ADMIN, router_id)
 
         return self._write(work)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import delete, select
@@ -98,10 +98,13 @@ def get(conn: Connection, ctx: Context, router_id: str) -> dict[str, Any]:
     return views(conn, [get_row(conn, ctx, router_id)])[0]
 
 
-def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
+def list_(conn: Connection, ctx: Context, query: CollectionQuery,
+          extra: Mapping[str, Any] | None = None) -> list[dict[str, Any]]:
+    """``extra``: filters services add (attribute -> expression over the table)."""
     if query.marker is not None:
         get_row(conn, ctx, query.marker)
-    return views(conn, select_page(conn, R, COLUMNS, query, _where(ctx)))
+    columns = {**COLUMNS, **extra} if extra else COLUMNS
+    return views(conn, select_page(conn, R, columns, query, _where(ctx)))
 
 
 def insert(conn: Connection, data: dict[str, Any], enable_snat: bool) -> str:
