@@ -14,6 +14,14 @@ chains redirect the instances' 169.254.169.254:80 there. Interfaces on IPv6
 subnets with an ``ipv6_ra_mode`` get router advertisements from the router's
 radvd (``neutrino.linux.radvd``), its files in the router's directory too.
 
+A highly available router (``Router.ha``) also has a port on its project's
+HA network (``ha-<port id[:11]>``, with its own address there) and runs
+keepalived (``neutrino.linux.keepalived``): the interfaces' and gateway's
+addresses (floating IPs too) and the routes are then keepalived's to add,
+on the host VRRP elects, and to take away elsewhere; serve leaves them alone.
+Made legacy again, keepalived is stopped first and the addresses set as for
+any router.
+
 ``RouterDataplane.serve`` converges one router to a ``Router`` (idempotent:
 it changes only what differs, and a full resync may call it blindly);
 ``retire`` takes everything of a router away. The routers set up here, even
@@ -37,7 +45,7 @@ from dataclasses import dataclass, field
 
 from pyroute2 import NetlinkError
 
-from neutrino.linux import arping, ip, metadata_proxy, qos_tc, radvd
+from neutrino.linux import arping, ip, keepalived, metadata_proxy, qos_tc, radvd
 from neutrino.linux.interface import InterfaceDriver, device_name
 from neutrino.linux.nat import NatTable, RouterNat
 
@@ -46,6 +54,7 @@ LOG = logging.getLogger(__name__)
 NAMESPACE = "qrouter-"
 INTERNAL = "qr-"
 EXTERNAL = "qg-"
+HA = "ha-"  # an HA router's port on its project's HA network
 #: a router forwards; it sends no ICMP redirects (a floating IP's "hairpin"
 #: traffic leaves by the interface it came in by, and must still pass the router)
 SYSCTLS = ("net.ipv4.ip_forward=1", "net.ipv6.conf.all.forwarding=1",
@@ -69,6 +78,18 @@ class Port:
 
 
 @dataclass(frozen=True)
+class HaSettings:
+    """What makes a router highly available on this host: its port on the HA
+    network (its own address there) and its VRRP instance's settings."""
+
+    port: Port
+    vr_id: int
+    priority: int = 50
+    advert_int: int = 2
+    auth: tuple[str, str] | None = None  # (AH or PASS, password)
+
+
+@dataclass(frozen=True)
 class Router:
     """What one router is to be on this host."""
 
@@ -82,6 +103,9 @@ class Router:
     advertise: tuple[radvd.Interface, ...] = ()
     #: rate limits of addresses on the gateway (floating IPs', the gateway's own)
     limits: tuple[qos_tc.AddressLimit, ...] = ()
+    #: set for a highly available router: keepalived holds its addresses and
+    #: routes, on the host VRRP elects
+    ha: HaSettings | None = None
 
     @property
     def metadata(self) -> bool:
@@ -130,6 +154,8 @@ class RouterDataplane:
             _sysctl(namespace, SYSCTLS)
             with open(ready, "w", encoding="ascii"):
                 pass
+        if router.ha is None:  # first: keepalived takes its addresses away as it goes
+            keepalived.stop(directory)
         nat = self._nat.get(router.id)
         if nat is None or fresh:
             nat = self._nat[router.id] = NatTable(namespace, fresh=fresh)
@@ -144,6 +170,8 @@ class RouterDataplane:
             ports = [(port, INTERNAL) for port in router.interfaces]
             if router.gateway is not None:
                 ports.append((router.gateway, EXTERNAL))
+            if router.ha is not None:
+                ports.append((router.ha.port, HA))
             wanted = set()
             for port, prefix in ports:
                 device = device_name(port.id, prefix)
@@ -155,18 +183,23 @@ class RouterDataplane:
                     have = None  # read again: a device made anew has none
                 else:
                     have = addresses.get(device, [])
+                wanted.add(device)
+                if router.ha is not None and prefix != HA:
+                    continue  # keepalived adds and removes them on this host
                 if prefix == EXTERNAL:
                     had = set(have if have is not None else inside.addresses(device))
                     announce = [cidr.split("/")[0] for cidr in port.cidrs if cidr not in had
                                 and ipaddress.ip_interface(cidr).version == 4]
                 inside.set_addresses(device, list(port.cidrs), have)
-                wanted.add(device)
             for device in links:
-                if device.startswith((INTERNAL, EXTERNAL)) and device not in wanted:
+                if device.startswith((INTERNAL, EXTERNAL, HA)) and device not in wanted:
                     LOG.info("router %s: %s is not its port any more", router.id, device)
                     self.driver.unplug_with(inside, device)
-            _routes(inside, router)
+            if router.ha is None:
+                _routes(inside, router)
         gateway = device_name(router.gateway.id, EXTERNAL) if router.gateway else None
+        if router.ha is not None:
+            keepalived.converge(namespace, directory, vrrp_instance(router))
         self._metadata(router, directory)
         radvd.converge(namespace, directory, router.advertise, *self.ra_intervals)
         nat.apply(router.nat)
@@ -179,6 +212,14 @@ class RouterDataplane:
             for address in announce:
                 arping.announce(namespace, gateway, address, self.arp_count)
         return announce
+
+    def ha_state(self, router: Router) -> str:
+        """active or standby on this host (unknown: not an HA router here)."""
+        if router.ha is None:
+            return keepalived.UNKNOWN
+        with ip.IpNetns(namespace_name(router.id)) as inside:
+            return keepalived.state(inside.addresses(device_name(router.ha.port.id, HA)),
+                                    vrrp_instance(router))
 
     def _metadata(self, router: Router, directory: str) -> None:
         """The router's metadata proxy running (started again if it died; left
@@ -201,6 +242,7 @@ class RouterDataplane:
         directory = self.router_dir(router_id)
         found: dict[str, int | None] = {}
         for name, pid_file, pid_of in (
+                ("keepalived", keepalived.PID, keepalived.keepalived_pid),
                 ("radvd", radvd.PID, radvd.radvd_pid),
                 ("metadata proxy", metadata_proxy.PID, metadata_proxy.proxy_pid)):
             if os.path.exists(os.path.join(directory, pid_file)):
@@ -217,17 +259,41 @@ class RouterDataplane:
         """Take everything of the router away, whatever is left of it."""
         namespace = namespace_name(router_id)
         self._nat.pop(router_id, None)
+        keepalived.stop(self.router_dir(router_id))  # first: it gives the addresses up
         metadata_proxy.stop_proxy(self.router_dir(router_id))
         radvd.stop(self.router_dir(router_id))
         if namespace in ip.namespaces():
             with ip.IpNetns(namespace) as inside:
                 for device in inside.links():
-                    if device.startswith((INTERNAL, EXTERNAL)):
+                    if device.startswith((INTERNAL, EXTERNAL, HA)):
                         self.driver.unplug_with(inside, device)  # and its tap
             _terminate(ip.namespace_pids(namespace))  # what else ran there (arping, ...)
             ip.delete_namespace(namespace)
         shutil.rmtree(self.router_dir(router_id), ignore_errors=True)
         LOG.info("router %s taken down", router_id)
+
+
+def vrrp_instance(router: Router) -> keepalived.Instance:
+    """The VRRP instance of an HA router: the addresses of its interfaces and
+    gateway (floating IPs included) and its routes, each by the device whose
+    subnet holds its nexthop."""
+    assert router.ha is not None
+    ports = [(port, INTERNAL) for port in router.interfaces]
+    if router.gateway is not None:
+        ports.append((router.gateway, EXTERNAL))
+    addresses = tuple((cidr, device_name(port.id, prefix)) for port, prefix in ports
+                      for cidr in port.cidrs)
+    routes = []
+    for destination, nexthop in router.routes:
+        device = next((name for cidr, name in addresses if ipaddress.ip_address(nexthop)
+                       in ipaddress.ip_interface(cidr).network), None)
+        if device is not None:
+            routes.append((destination, nexthop, device))
+    ha = router.ha
+    return keepalived.Instance(
+        router_id=router.id, interface=device_name(ha.port.id, HA), vr_id=ha.vr_id,
+        priority=ha.priority, advert_int=ha.advert_int, auth=ha.auth,
+        addresses=addresses, routes=tuple(routes))
 
 
 def _routes(inside: ip.IpNetns, router: Router) -> None:

@@ -13,8 +13,8 @@ import pytest
 
 from neutrino.linux import nat
 from neutrino.linux.interface import LinuxBridgeInterfaceDriver
-from neutrino.linux.router import Port, Router, RouterDataplane, namespace_name
-from tests.dataplane import run, sandbox, skip_unless_root
+from neutrino.linux.router import HaSettings, Port, Router, RouterDataplane, namespace_name
+from tests.dataplane import run, sandbox, skip_unless_root, wait_until
 
 
 @pytest.fixture
@@ -129,3 +129,43 @@ def test_only_routers_with_a_directory_are_ours(setup, tmp_path):
     assert dataplane.present() == set()
     assert other.present() == {router_id}
     other.retire(router_id)
+
+
+def test_an_ha_router_alone_takes_its_addresses_through_keepalived(setup):
+    """An HA router's addresses and routes are keepalived's: alone on its HA
+    network it becomes master and holds them (as a legacy router would); the
+    same spec again leaves keepalived alone; made legacy, keepalived stops
+    and the addresses stay; retired, nothing is left."""
+    skip_unless_root("keepalived")
+    dataplane, _, router_id = setup
+    ns = namespace_name(router_id)
+    legacy = spec_a(router_id)
+    ha = dataclasses.replace(legacy, ha=HaSettings(
+        Port("hhhhhhhhhhh-4", "fa:16:3e:00:00:0d", 1500, ("169.254.192.5/18",)),
+        vr_id=3, advert_int=1))
+    dataplane.serve(ha)
+    assert dataplane.ha_state(ha) == "standby"  # every host starts as a backup
+    wait_until(lambda: dataplane.ha_state(ha) == "active", 10, "keepalived to take over")
+    wait_until(lambda: "203.0.113.20/32" in snapshot(ns)["addresses"], 5, "the addresses")
+    state = snapshot(ns)
+    for cidr in ("10.1.0.1/24", "2001:db8:2::1/64", "203.0.113.10/24", "169.254.192.5/18",
+                 "169.254.0.3/24"):
+        assert f" {cidr}" in state["addresses"], state["addresses"]
+    assert "default via 203.0.113.1 dev qg-ggggggggggg" in state["routes"]
+    assert "192.168.9.0/24 via 10.1.0.254 dev qr-aaaaaaaaaaa" in state["routes"]
+    pid = dataplane.daemons(router_id)["keepalived"]
+    dataplane.serve(ha)
+    assert dataplane.daemons(router_id)["keepalived"] == pid
+
+    dataplane.serve(legacy)  # made legacy (the router disabled meanwhile, as Neutron asks)
+    assert "keepalived" not in dataplane.daemons(router_id)
+    made = snapshot(ns)
+    assert "ha-hhhhhhhhhhh" not in made["links"]
+    for cidr in ("10.1.0.1/24", "203.0.113.20/32"):
+        assert f" {cidr}" in made["addresses"]
+    assert "default via 203.0.113.1 dev qg-ggggggggggg" in made["routes"]
+
+    dataplane.serve(ha)
+    dataplane.retire(router_id)
+    assert ns not in run("ip", "netns", "list").stdout
+    assert "keepalived" not in dataplane.daemons(router_id)
