@@ -36,23 +36,30 @@ FIELDS = ("protocol", "port", "helper")
 Allowed = dict[str, list[str]]  # helper -> the protocols it may be used with
 
 
-def parse_allowed(text: str) -> Allowed:
+def parse_allowed(text: str) -> list[str]:
     """``helper:protocol`` pairs, comma separated; a helper may come again with
     another protocol (oslo.config's list of dicts, as Neutron reads it)."""
-    allowed: Allowed = {}
+    pairs = []
     for item in (part.strip() for part in text.split(",")):
         if not item:
             continue
         helper, sep, protocol = item.partition(":")
         if not sep or not helper.strip() or not protocol.strip():
             raise ValueError(f"expected helper:protocol pairs, not {item!r}")
-        allowed.setdefault(helper.strip(), []).append(protocol.strip())
+        pairs.append(f"{helper.strip()}:{protocol.strip()}")
+    return pairs
+
+
+def allowed_of(pairs: list[str]) -> Allowed:
+    allowed: Allowed = {}
+    for pair in pairs:
+        helper, _, protocol = pair.partition(":")
+        allowed.setdefault(helper, []).append(protocol)
     return allowed
 
 
 OPTIONS = OptGroup("DEFAULT", [
-    Opt("allowed_conntrack_helpers", parse_allowed,
-        parse_allowed(",".join(cthdef.DEFAULT_ALLOWED)),
+    Opt("allowed_conntrack_helpers", parse_allowed, list(cthdef.DEFAULT_ALLOWED),
         "The conntrack helpers routers may use, as helper:protocol pairs (a helper "
         "may come once per protocol it is allowed with)."),
 ])
@@ -78,7 +85,7 @@ class ConntrackHelperPlugin(Plugin):
 
     def __init__(self, env: Environment):
         super().__init__(env)
-        self.allowed: Allowed = env.conf.DEFAULT.allowed_conntrack_helpers
+        self.allowed = allowed_of(env.conf.DEFAULT.allowed_conntrack_helpers)
         env.hooks.extend_routers.append(self._extend_routers)
         env.hooks.extend_router_sync.append(self._extend_router_sync)
         self.notifier = L3AgentNotifier(Notifier(env.bus))
