@@ -180,3 +180,15 @@ def test_they_go_with_their_router(user, admin, router):
     add(user, router["id"])
     assert user.delete(f"/v2.0/routers/{router['id']}").status_code == 204
     expect_error(user.get(path(router["id"])), 404, "RouterNotFound")
+
+
+def test_a_bulk_create_is_all_or_nothing(user, router):
+    items = [{"protocol": "tcp", "port": 21, "helper": "ftp"},
+             {"protocol": "udp", "port": 69, "helper": "tftp"}]
+    resp = user.post(path(router["id"]), json={"conntrack_helpers": items})
+    assert resp.status_code == 201, resp.text
+    assert [h["helper"] for h in resp.json()["conntrack_helpers"]] == ["ftp", "tftp"]
+    resp = user.post(path(router["id"]), json={"conntrack_helpers": [
+        {"protocol": "udp", "port": 5060, "helper": "sip"}, items[0]]})
+    expect_error(resp, 400, "BadRequest")
+    assert len(user.get(path(router["id"])).json()["conntrack_helpers"]) == 2

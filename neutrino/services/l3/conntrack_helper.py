@@ -157,14 +157,22 @@ class ConntrackHelperPlugin(Plugin):
 
     def create_router_conntrack_helper(self, ctx: Context, router_id: str,
                                        data: dict[str, Any]) -> dict[str, Any]:
-        values = {name: data[name] for name in FIELDS}
+        return self.create_router_conntrack_helper_bulk(ctx, router_id, [data])[0]
 
-        def work(conn: Connection) -> dict[str, Any]:
+    def create_router_conntrack_helper_bulk(self, ctx: Context, router_id: str,
+                                            items: list[dict[str, Any]]
+                                            ) -> list[dict[str, Any]]:
+        """All or none, in one transaction (a duplicate within them too)."""
+        def work(conn: Connection) -> list[dict[str, Any]]:
             routers.get_row(conn, ctx, router_id, for_update=True)
-            self._checked(conn, router_id, values, exclude=None)
-            row = {**values, "id": new_uuid(), "router_id": router_id}
-            conn.execute(CT.insert().values(**row))
-            return view(self._row(conn, router_id, row["id"]))
+            made = []
+            for data in items:
+                values = {name: data[name] for name in FIELDS}
+                self._checked(conn, router_id, values, exclude=None)
+                row = {**values, "id": new_uuid(), "router_id": router_id}
+                conn.execute(CT.insert().values(**row))
+                made.append(view(self._row(conn, router_id, row["id"])))
+            return made
 
         created = self.db.write(work)
         self._tell(router_id)
