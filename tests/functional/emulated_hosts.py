@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -80,16 +81,24 @@ class Deployment:
                env: dict[str, str] | None = None, agent: bool = False) -> subprocess.Popen:
         prefix = ["ip", "netns", "exec", namespace] if namespace else []
         if namespace and agent:
-            prefix = as_a_host(namespace)
+            anchor = next((host.get("anchor") for host in self.hosts.values()
+                           if host["namespace"] == namespace), None)
+            prefix = (["nsenter", "-t", str(anchor.pid), "-m", "-n"] if anchor is not None
+                      else as_a_host(namespace))
         log = (self.tmp / f"{name}.log").open("wb")
         proc = subprocess.Popen([*prefix, *argv], stdout=log, stderr=subprocess.STDOUT,
                                 env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
         self.procs.append(proc)
         return proc
 
-    def add_host(self, name: str, index: int) -> str:
+    def add_host(self, name: str, index: int, own_namespaces: bool = False) -> str:
         """A host namespace with ``ul0`` on the underlay (its tunnel address) and
-        ``ph0`` on physnet1's wire, and a bus forwarder."""
+        ``ph0`` on physnet1's wire, and a bus forwarder. ``own_namespaces``: the
+        namespaces its agents make (``qrouter-<id>``...) are named in a registry
+        of the host's own, as on a machine of its own, so that two hosts can
+        hold namespaces of one name (an HA router's): its agents run in the
+        mount namespace of an "anchor" process where /run/netns is a tmpfs, and
+        ``inside`` runs commands in them."""
         ns = self.box.namespace(name)
         local_ip = f"192.168.200.{index}"
         for inside, outside, bridge in (("ul0", f"ul-{name}", "br-ul"),
@@ -108,7 +117,55 @@ class Deployment:
         self._spawn(["socat", f"TCP-LISTEN:{AMQP_PORT},bind=127.0.0.1,fork,reuseaddr",
                      f"UNIX-CONNECT:{self.socket}"], f"{name}-amqp", namespace=ns)
         self.hosts[name] = {"namespace": ns, "local_ip": local_ip, "host": f"{ns}"}
+        if own_namespaces:
+            self.hosts[name]["anchor"] = self._anchor(name, ns)
         return ns
+
+    def _anchor(self, name: str, ns: str) -> subprocess.Popen:
+        """A process whose mount namespace has a /sys of the host's namespace
+        and a /run/netns of its own (made private first: nothing propagates)."""
+        anchor = self._spawn(["unshare", "--mount", "--propagation", "unchanged", "sh", "-c",
+                              "mount --make-private /run/netns && "
+                              "mount -t tmpfs netns /run/netns && exec sleep infinity"],
+                             f"{name}-anchor", namespace=ns)
+        wait_until(lambda: subprocess.run(
+            ["nsenter", "-t", str(anchor.pid), "-m", "findmnt", "-n", "-o", "FSTYPE",
+             "/run/netns"], capture_output=True, text=True).stdout.split()[-1:] == ["tmpfs"],
+            10, f"{name}'s namespace registry")
+        return anchor
+
+    def inside(self, name: str, namespace: str, *argv: str,
+               check: bool = True) -> subprocess.CompletedProcess:
+        """``argv`` in ``namespace`` of host ``name`` (one of its own registry)."""
+        anchor = self.hosts[name]["anchor"]
+        done = subprocess.run(["nsenter", "-t", str(anchor.pid), "-m", "-n", "ip", "netns",
+                               "exec", namespace, *argv], capture_output=True, text=True,
+                              timeout=60)
+        if check and done.returncode:
+            raise AssertionError(f"{' '.join(argv)} in {name}/{namespace}: {done.stderr}")
+        return done
+
+    def _own_namespaces(self, name: str) -> list[str]:
+        anchor = self.hosts[name]["anchor"]
+        listed = subprocess.run(["nsenter", "-t", str(anchor.pid), "-m", "ip", "netns",
+                                 "list"], capture_output=True, text=True, timeout=30)
+        return [line.split()[0] for line in listed.stdout.splitlines() if line.strip()]
+
+    def _remove_own_namespaces(self, name: str) -> None:
+        """What runs in a host's own namespaces killed, and they deleted (their
+        names live only in its registry: the sandbox cannot see them)."""
+        anchor = self.hosts[name]["anchor"]
+        enter = ["nsenter", "-t", str(anchor.pid), "-m"]
+        for ns in self._own_namespaces(name):
+            pids = subprocess.run([*enter, "ip", "netns", "pids", ns], capture_output=True,
+                                  text=True, timeout=30).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (OSError, ValueError):
+                    pass
+            subprocess.run([*enter, "ip", "netns", "del", ns], capture_output=True,
+                           timeout=30)
 
     def add_external_host(self, cidr: str, name: str = "ext") -> str:
         """A namespace on physnet1's wire (``eth0``) with the address ``cidr``
@@ -270,7 +327,15 @@ class Deployment:
         return path.read_text(errors="replace") if path.exists() else ""
 
     def close(self) -> None:
-        for proc in self.procs:
+        anchors = [host["anchor"] for host in self.hosts.values() if "anchor" in host]
+        for proc in self.procs:  # the agents first: they make no namespace any more
+            if proc.poll() is None and proc not in anchors:
+                proc.kill()
+                proc.wait()
+        for name, host in self.hosts.items():
+            if "anchor" in host and host["anchor"].poll() is None:
+                self._remove_own_namespaces(name)
+        for proc in anchors:
             if proc.poll() is None:
                 proc.kill()
                 proc.wait()
