@@ -76,10 +76,12 @@ def test_default_ranges_follow_the_configuration(db):
         defaults(conn))[1])
     assert set(first) == {("vxlan", None, 1, 10), ("vlan", "physnet1", 1, 5),
                           ("vlan", "physnet2", 7, 8)}
-    # a second server's start made one twice: the next start keeps one of them
+    # a second server's start made one twice: the next start keeps the first
+    # made (ties of created_at broken by id: the copy's sorts after any uuid)
     db.write(lambda conn: conn.execute(store.R.insert().values(
         **{**dict(conn.execute(select(store.R).where(
-            store.R.c.id == first[("vxlan", None, 1, 10)])).one()._mapping), "id": "dup"})))
+            store.R.c.id == first[("vxlan", None, 1, 10)])).one()._mapping),
+           "id": "zzzzzzzz-dup"})))
     then = db.write(lambda conn: (store.follow_config(conn, {
         "vxlan": [(None, 1, 10), (None, 20, 29)], "vlan": [("physnet1", 1, 5)]}),
         defaults(conn))[1])
