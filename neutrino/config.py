@@ -85,6 +85,14 @@ def parse_mac(text: str) -> str:
     return value
 
 
+def parse_cidr(text: str) -> str:
+    """An IPv4 or IPv6 network (address/prefix), as written canonically."""
+    try:
+        return str(ipaddress.ip_network(text.strip(), strict=True))
+    except ValueError as error:
+        raise ValueError(f"not a network: {error}") from None
+
+
 def parse_host(text: str) -> str:
     value = text.strip()
     try:
@@ -174,6 +182,17 @@ CORE_GROUPS = [
             "L3 agents take routers without an agent when they ask for their work."),
         Opt("allow_automatic_l3agent_failover", parse_bool, False,
             "Move routers away from L3 agents that went down."),
+        Opt("l3_ha", parse_bool, False,
+            "Routers are highly available (VRRP on several L3 agents) unless made "
+            "with ha false."),
+        Opt("max_l3_agents_per_router", int_range(0), 3,
+            "L3 agents an HA router is scheduled to (0: every one that can)."),
+        Opt("l3_ha_net_cidr", parse_cidr, "169.254.192.0/18",
+            "The subnet of each project's HA network (where VRRP is spoken)."),
+        Opt("l3_ha_network_type", str, "",
+            "The network type of HA networks (empty: the first tenant network type)."),
+        Opt("l3_ha_network_physical_name", str, "",
+            "The physical network of HA networks, for flat or vlan ones."),
         Opt("default_availability_zones", parse_list, [],
             "Availability zones of a router created without availability_zone_hints."),
         Opt("dns_domain", str, "openstacklocal", "Domain for port host names."),

@@ -35,8 +35,15 @@ not NATed, the others translated out; IPv6, which is not translated, leaves
 by the gateway only from the external network's IPv6 scope
 (``neutrino.linux.nat``).
 
+HA routers (``ha`` in the sync data, with this host's ``_ha_interface`` and
+the ``ha_vr_id``): keepalived in the router's namespace carries the
+addresses and routes where VRRP elects (``neutrino.linux.router``); every
+second the agent reads its role in each and tells the server the changes
+(``update_ha_routers_states``). ``ha_vrrp_advert_int``, ``ha_vrrp_auth_type``
+and ``ha_vrrp_auth_password`` are Neutron's.
+
 Not done yet: IPv6 on a gateway whose subnet has no gateway IP (accepting the
-upstream's router advertisements), HA and DVR routers.
+upstream's router advertisements), DVR routers.
 """
 
 from __future__ import annotations
@@ -81,6 +88,13 @@ def parse_agent_mode(text: str) -> str:
     return value
 
 
+def parse_auth_type(text: str) -> str:
+    value = text.strip().upper()
+    if value not in ("PASS", "AH"):
+        raise ValueError("must be PASS or AH")
+    return value
+
+
 def parse_external_network_bridge(text: str) -> str:
     if text.strip():
         raise ValueError("gateway ports are plugged by the L2 agent, as any port: "
@@ -110,6 +124,13 @@ OPTIONS = (OptGroup("DEFAULT", [
     Opt("max_rtr_adv_interval", int_range(4, 1800), radvd.MAX_INTERVAL,
         "MaxRtrAdvInterval of the routers' radvd (seconds; at least "
         "min_rtr_adv_interval / 0.75)."),
+    Opt("ha_vrrp_auth_type", parse_auth_type, "PASS",
+        "How HA routers' VRRP adverts are authenticated: PASS or AH."),
+    Opt("ha_vrrp_auth_password", str, "",
+        "The password of HA routers' VRRP adverts (empty: not authenticated)."),
+    Opt("ha_vrrp_advert_int", int_range(1, 255), 2,
+        "Seconds between the VRRP adverts of HA routers' masters: a failover takes "
+        "about three of them."),
 ]), OptGroup("agent", [
     Opt("check_child_processes_interval", int_range(0), 60,
         "Seconds between checks that each router's daemons (metadata proxy, radvd) "
@@ -153,15 +174,29 @@ def floating_ips(data: Mapping[str, Any],
     return sorted(carried.values(), key=lambda fip: order.get(fip["id"], len(order)))
 
 
+@dataclasses.dataclass(frozen=True)
+class Vrrp:
+    """The agent's settings of its HA routers' VRRP instances."""
+
+    advert_int: int = 2
+    auth: tuple[str, str] | None = None
+
+
 def router_spec(data: Mapping[str, Any], metadata: bool = False,
                 extensions: Extensions[L3AgentExtension] = NO_EXTENSIONS,
-                carried: Sequence[Mapping[str, Any]] | None = None) -> router.Router:
+                carried: Sequence[Mapping[str, Any]] | None = None,
+                vrrp: Vrrp = Vrrp()) -> router.Router:
     """What the router of ``sync_routers`` data is to be on the host, with
     what its ``extensions`` add. ``metadata``: routers with an interface serve
-    metadata; ``carried``: ``floating_ips(data, extensions)``, if known."""
+    metadata; ``carried``: ``floating_ips(data, extensions)``, if known;
+    ``vrrp``: how an HA router speaks VRRP."""
     if carried is None:
         carried = floating_ips(data, extensions)
     spec = _core_spec(data, metadata, carried)
+    if data.get("ha") and data.get("_ha_interface"):
+        spec = dataclasses.replace(spec, ha=router.HaSettings(
+            port=_port(data["_ha_interface"]), vr_id=data["ha_vr_id"],
+            advert_int=vrrp.advert_int, auth=vrrp.auth))
     return extensions.fold("router_spec", lambda e, s: e.router_spec(data, s), spec)
 
 
@@ -281,6 +316,13 @@ class L3Agent(Agent):
         self._reported: dict[str, dict[str, FloatingIpStatus]] = {}
         self._limit = asyncio.Semaphore(ROUTERS_AT_ONCE)
         self._monitor = ProcessMonitor(self._daemon_ended)
+        default = conf.DEFAULT
+        self.vrrp = Vrrp(default.ha_vrrp_advert_int,
+                         (default.ha_vrrp_auth_type, default.ha_vrrp_auth_password)
+                         if default.ha_vrrp_auth_password else None)
+        #: HA router id -> its spec as served here, and the role last reported
+        self._ha: dict[str, router.Router] = {}
+        self._roles: dict[str, str] = {}
         self.dataplane: router.RouterDataplane | None = dataplane
         if dataplane is None and conf.DEFAULT.interface_driver:
             state = os.path.abspath(os.path.join(conf.DEFAULT.state_path, "l3"))
@@ -335,9 +377,36 @@ class L3Agent(Agent):
                         "send no IPv6 router advertisements")
 
     def background(self) -> list[Callable[[], Coroutine[Any, Any, None]]]:
-        if self.dataplane is None or not self.conf.agent.check_child_processes_interval:
+        if self.dataplane is None:
             return []
-        return [self._check_daemons]
+        found: list[Callable[[], Coroutine[Any, Any, None]]] = [self._watch_roles]
+        if self.conf.agent.check_child_processes_interval:
+            found.append(self._check_daemons)
+        return found
+
+    async def _watch_roles(self) -> None:
+        """Every second, the role of this host in each HA router here (what
+        keepalived made of it); the changes told to the server."""
+        while True:
+            await asyncio.sleep(1)
+            try:
+                await self._report_roles()
+            except Exception as error:  # the server is away: told at the next try
+                LOG.warning("cannot report the HA routers' roles: %s", error)
+
+    async def _report_roles(self) -> None:
+        dataplane = self.dataplane
+        assert dataplane is not None
+        specs = list(self._ha.values())
+        roles = await asyncio.to_thread(
+            lambda: {spec.id: dataplane.ha_state(spec) for spec in specs})
+        changed = {rid: role for rid, role in roles.items() if self._roles.get(rid) != role}
+        if changed:
+            LOG.info("HA routers' roles here: %s", ", ".join(
+                f"{rid} {role}" for rid, role in sorted(changed.items())))
+            await self._plugin.update_ha_routers_states(self.context, host=self.host,
+                                                        states=changed)
+            self._roles.update(changed)
 
     def _daemon_ended(self, router_id: str, name: str) -> None:
         LOG.warning("router %s: its %s ended; starting it again", router_id, name)
@@ -411,15 +480,25 @@ class L3Agent(Agent):
 
     async def _serve(self, data: RouterSyncData) -> None:
         assert self.dataplane is not None
+        if data.get("ha") and not data.get("_ha_interface"):
+            LOG.info("router %s: HA, its port here is not made yet", data["id"])
+            asyncio.get_running_loop().call_later(2, self.mark_dirty, ("router", data["id"]))
+            return
         fips = floating_ips(data, self.extensions)
         fip_ids = [fip["id"] for fip in fips]
         self._monitor.forget(data["id"])  # what serving stops or restarts is no death
+        spec = router_spec(data, self.dataplane.metadata_socket is not None,
+                           self.extensions, fips, self.vrrp)
         try:
-            await asyncio.to_thread(self.dataplane.serve, router_spec(
-                data, self.dataplane.metadata_socket is not None, self.extensions, fips))
+            await asyncio.to_thread(self.dataplane.serve, spec)
         except Exception:
             await self._report(data["id"], dict.fromkeys(fip_ids, "ERROR"))
             raise  # a full sync follows
+        if spec.ha is not None:
+            self._ha[spec.id] = spec
+        else:
+            self._ha.pop(spec.id, None)
+            self._roles.pop(spec.id, None)
         self._monitor.watch(data["id"], await asyncio.to_thread(
             self.dataplane.daemons, data["id"]))
         await self._report(data["id"], dict.fromkeys(fip_ids, "ACTIVE"))
@@ -428,6 +507,8 @@ class L3Agent(Agent):
     async def _retire(self, router_id: str) -> None:
         assert self.dataplane is not None
         self._monitor.forget(router_id)
+        self._ha.pop(router_id, None)
+        self._roles.pop(router_id, None)
         if router_id in await asyncio.to_thread(self.dataplane.present):
             await asyncio.to_thread(self.dataplane.retire, router_id)
         await self._report(router_id, {})

@@ -160,6 +160,9 @@ DEFAULT_RULES: dict[str, str] = {
     "create_router:external_gateway_info:external_fixed_ips": ADMIN,
     "update_router:external_gateway_info:enable_snat": ADMIN,
     "update_router:external_gateway_info:external_fixed_ips": ADMIN,
+    "create_router:ha": ADMIN,
+    "update_router:ha": ADMIN,
+    "get_router:ha": ADMIN,
     "add_router_interface": ADMIN_OR_MEMBER,
     # a pool's prefixes, a pool at a time (subnetpool-prefix-ops): its owner's
     "add_prefixes": ADMIN_OR_MEMBER,

@@ -441,6 +441,39 @@ router_ports = Table(
     Column("port_type", String(255), nullable=False),
 )
 
+# --- highly available routers (l3-ha) ---------------------------------------------------
+
+# Each project's HA network, where its HA routers' hosts speak VRRP (one each).
+ha_router_networks = Table(
+    "ha_router_networks", metadata,
+    Column("project_id", PROJECT, primary_key=True),
+    Column("network_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"), nullable=False,
+           unique=True),
+)
+
+# An HA router: its project's HA network and its virtual router id there (a
+# router without a row here is a legacy one).
+ha_routers = Table(
+    "ha_routers", metadata,
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"), primary_key=True),
+    Column("network_id", UUID, ForeignKey("networks.id", ondelete="CASCADE"), nullable=False),
+    Column("vr_id", Integer, nullable=False),
+    UniqueConstraint("network_id", "vr_id", name="uq_ha_routers_network_id_vr_id"),
+)
+
+# An HA router's port on its HA network for one L3 agent, and what that
+# agent last said of its role (active, standby, unknown).
+ha_router_agent_port_bindings = Table(
+    "ha_router_agent_port_bindings", metadata,
+    Column("port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"), primary_key=True),
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"), nullable=False,
+           index=True),
+    Column("l3_agent_id", UUID, ForeignKey("agents.id", ondelete="CASCADE")),
+    Column("state", String(16), nullable=False, default="standby"),
+    UniqueConstraint("router_id", "l3_agent_id",
+                     name="uq_ha_router_agent_port_bindings_router_id_l3_agent_id"),
+)
+
 # The network and router that auto-allocated-topology made for a project.
 auto_allocated_topologies = Table(
     "auto_allocated_topologies", metadata,

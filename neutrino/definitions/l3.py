@@ -285,5 +285,18 @@ PORT_IP_CHANGE_NOT_ALLOWED = Extension(
     required=("router",),
 )
 
+#: ``ha`` on routers (the router plugin, with keepalived on the L3 agents):
+#: an admin's to set and to see, as in Neutron's policy
+L3_HA = Extension(
+    alias="l3-ha",
+    name="HA Router extension",
+    description="Adds HA capability to routers.",
+    attributes={"routers": attrs(
+        Attr("ha", allow_post=True, allow_put=True, convert=v.to_boolean, admin_only=True,
+             hidden=True, filter=False),
+    )},
+    required=("router",),
+)
+
 EXTENSIONS = (ROUTER_EXTENSION, EXT_GW_MODE, EXTRAROUTE, EXTRAROUTE_ATOMIC, FIP_PORT_DETAILS,
-              FLOATINGIP_POOLS, PORT_IP_CHANGE_NOT_ALLOWED)
+              FLOATINGIP_POOLS, PORT_IP_CHANGE_NOT_ALLOWED, L3_HA)

@@ -217,9 +217,12 @@ class RouterDataplane:
         """active or standby on this host (unknown: not an HA router here)."""
         if router.ha is None:
             return keepalived.UNKNOWN
-        with ip.IpNetns(namespace_name(router.id)) as inside:
-            return keepalived.state(inside.addresses(device_name(router.ha.port.id, HA)),
-                                    vrrp_instance(router))
+        try:
+            with ip.IpNetns(namespace_name(router.id)) as inside:
+                addresses = inside.addresses(device_name(router.ha.port.id, HA))
+        except (OSError, NetlinkError, ip.NoSuchDevice):  # gone meanwhile
+            return keepalived.UNKNOWN
+        return keepalived.state(addresses, vrrp_instance(router))
 
     def _metadata(self, router: Router, directory: str) -> None:
         """The router's metadata proxy running (started again if it died; left

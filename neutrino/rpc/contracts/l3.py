@@ -48,6 +48,10 @@ class RouterSyncData(TypedDict, total=False):
     _port_forwardings: list[dict[str, Any]]
     _metering_labels: list[dict[str, Any]]
     _conntrack_helpers: list[dict[str, Any]]
+    ha: bool
+    ha_vr_id: int  # an HA router's virtual router id on its HA network
+    _ha_interface: dict[str, Any]  # its port there for the asking agent's host
+    _ha_state: str  # what that agent last said of its role
 
 
 class L3PluginApi(Api):
@@ -68,6 +72,11 @@ class L3PluginApi(Api):
                                          fip_statuses: dict[str, FloatingIpStatus]) -> None:
         await self.caller.call(ctx, "update_floatingip_statuses", router_id=router_id,
                                fip_statuses=fip_statuses)
+
+    async def update_ha_routers_states(self, ctx: dict[str, Any], host: str,
+                                       states: dict[str, str]) -> None:
+        """HA router id -> active or standby, on ``host``."""
+        await self.caller.call(ctx, "update_ha_routers_states", host=host, states=states)
 
 
 class L3AgentNotifier:

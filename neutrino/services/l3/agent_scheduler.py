@@ -1,12 +1,16 @@
 """Routers to L3 agents (the l3_agent_scheduler extension): the admin's say,
 automatic scheduling, failover, and what the L3 agents are told.
 
-A legacy router lives on one L3 agent. It gets one whenever it changes and
-has none (and, with ``router_auto_schedule``, when an agent asks for its
-work); with ``allow_automatic_l3agent_failover`` routers of agents silent for
-twice ``agent_down_time`` move to alive ones. An agent takes a router only if
-it can: routers without a gateway need ``handle_internal_only_routers``, and an
-agent with a ``gateway_external_network_id`` serves only that network's.
+A legacy router lives on one L3 agent; an HA router on
+``max_l3_agents_per_router`` of them (0: every one that can), each with its
+port on the project's HA network (``neutrino.services.l3.ha``). A router gets
+its agents whenever it changes and has too few (and, with
+``router_auto_schedule``, when an agent asks for its work); with
+``allow_automatic_l3agent_failover`` legacy routers of agents silent for twice
+``agent_down_time`` move to alive ones (HA routers' VRRP moves them). An agent
+takes a router only if it can: routers without a gateway need
+``handle_internal_only_routers``, and an agent with a
+``gateway_external_network_id`` serves only that network's.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from neutrino.services.agents import db as agents_db
 from neutrino.services.agents import scheduling
 from neutrino.services.agents.dhcp_scheduler import enabled_agent
 from neutrino.services.agents.scheduling import L3
+from neutrino.services.l3 import ha
 
 LOG = logging.getLogger(__name__)
 ADMIN = Context.admin()
@@ -69,6 +74,7 @@ class L3AgentSchedulerPlugin(Plugin):
         conf = env.conf.DEFAULT
         self.l3 = l3
         self.auto_schedule: bool = conf.router_auto_schedule
+        self.ha_agents: int = conf.max_l3_agents_per_router
         self.failover: bool = conf.allow_automatic_l3agent_failover
         self.down_time: int = conf.agent_down_time
         self.notifier = L3AgentNotifier(Notifier(env.bus))
@@ -76,6 +82,38 @@ class L3AgentSchedulerPlugin(Plugin):
 
     def _alive_since(self) -> datetime.datetime:
         return agents_db.cutoff(now(), self.down_time)
+
+    def alive_agents(self) -> int:
+        """The L3 agents alive and enabled: those a router may be scheduled to."""
+        since = self._alive_since()
+        return self._read(lambda conn: len(scheduling.usable_agents(conn, L3, since)))
+
+    def _wanted(self, conn: Connection, router_id: str) -> int:
+        """How many agents the router is to have."""
+        if not ha.is_ha(conn, [router_id]):
+            return AGENTS_PER_ROUTER
+        return self.ha_agents or 255
+
+    def _ha_ports(self, conn: Connection, changes: Any, router_id: str,
+                  agents: Sequence[Row]) -> None:
+        """An HA router's ports for the agents it was just bound to."""
+        found = ha.is_ha(conn, [router_id]).get(router_id)
+        if found is None or not agents:
+            return
+        project_id = str(conn.execute(select(R.c.project_id).where(R.c.id == router_id))
+                         .scalar())
+        have = ha.ports_of(conn, router_id)
+        for agent in agents:
+            if agent.id not in have:
+                ha.add_port(conn, changes, router_id, found[0], project_id, agent.id,
+                            agent.host)
+
+    def unschedule(self, conn: Connection, router_id: str) -> list[str]:
+        """The router taken off every agent (it is being converted); their hosts."""
+        hosting = scheduling.agents_hosting(conn, L3, [router_id])[router_id]
+        for row in hosting:
+            scheduling.unbind(conn, L3, router_id, row.id)
+        return [row.host for row in hosting]
 
     # --- the admin's API ---------------------------------------------------------------
 
@@ -94,9 +132,18 @@ class L3AgentSchedulerPlugin(Plugin):
                                       ) -> list[dict[str, Any]]:
         self._router(router_id)
         since = self._alive_since()
-        return self._read(lambda conn: [
-            agents_db.view(row, since)
-            for row in scheduling.agents_hosting(conn, L3, [router_id])[router_id]])
+
+        def work(conn: Connection) -> list[dict[str, Any]]:
+            views = [agents_db.view(row, since)
+                     for row in scheduling.agents_hosting(conn, L3, [router_id])[router_id]]
+            roles = ha.states(conn, [router_id]).get(router_id)
+            if roles is not None:  # an HA router: each agent's role, as Neutron shows it
+                for view in views:
+                    view["ha_state"] = roles.get(view["id"], ha.UNKNOWN) \
+                        if view["alive"] else ha.UNKNOWN
+            return views
+
+        return self._read(work)
 
     def add_router_to_l3_agent(self, ctx: Context, agent_id: str, router_id: str) -> None:
         """As Neutron: a router on another agent is refused, on this one a no-op."""
@@ -109,14 +156,17 @@ class L3AgentSchedulerPlugin(Plugin):
             hosting = scheduling.agents_hosting(conn, L3, [router_id])[router_id]
             if any(row.id == agent_id for row in hosting):
                 return None
-            if hosting:
+            if hosting and not ha.is_ha(conn, [router_id]):
                 raise RouterHostedByL3Agent(router_id=router_id, agent_id=hosting[0].id)
             if not can_host(agent, gateway_networks(conn, [router_id])[router_id]):
                 raise InvalidL3Agent(id=agent_id)
             scheduling.bind(conn, L3, router_id, agent_id)
+            self._ha_ports(conn, changes, router_id, [agent])
             return agent.host
 
+        changes = self.l3.port_changes()
         host = self.db.write(work)
+        changes.committed()
         if host is not None:
             self.notifier.router_added_to_agent(host, [router_id])
 
@@ -128,20 +178,31 @@ class L3AgentSchedulerPlugin(Plugin):
             agent = agents_db.get_row(conn, agent_id)
             if not scheduling.unbind(conn, L3, router_id, agent_id):
                 raise RouterNotHostedByL3Agent(router_id=router_id, agent_id=agent_id)
+            ha.remove_ports(conn, changes, router_id, [agent_id])
             return agent.host
 
+        changes = self.l3.port_changes()
         host = self.db.write(work)
+        changes.committed()
         self.notifier.router_removed_from_agent(host, router_id)
 
     # --- scheduling and notifying --------------------------------------------------------
 
-    def _schedule(self, conn: Connection, router_id: str, since: datetime.datetime,
-                  gateway_network: str | None) -> list[Row]:
-        added = scheduling.schedule(conn, L3, router_id, AGENTS_PER_ROUTER, since,
+    def _schedule(self, conn: Connection, changes: Any, router_id: str,
+                  since: datetime.datetime, gateway_network: str | None) -> list[Row]:
+        added = scheduling.schedule(conn, L3, router_id, self._wanted(conn, router_id), since,
                                     lambda agent: can_host(agent, gateway_network))
-        if added:
-            LOG.info("router %s scheduled to the L3 agent on %s", router_id, added[0].host)
+        self._ha_ports(conn, changes, router_id, added)
+        for agent in added:
+            LOG.info("router %s scheduled to the L3 agent on %s", router_id, agent.host)
         return added
+
+    def _short(self, conn: Connection, router_ids: Sequence[str]) -> list[str]:
+        """Those of the routers with fewer agents than they are to have."""
+        hosting = scheduling.agents_hosting(conn, L3, router_ids)
+        several = ha.is_ha(conn, list(router_ids))
+        return [rid for rid, rows in hosting.items()
+                if len(rows) < (self.ha_agents or 255 if rid in several else 1)]
 
     def routers_updated(self, router_ids: Sequence[str]) -> None:
         """After a committed change to routers: give those without an agent one,
@@ -154,22 +215,26 @@ class L3AgentSchedulerPlugin(Plugin):
                           if row.admin_state_up and row.heartbeat_timestamp >= since]
                     for rid, rows in hosting.items()}
 
+        changes = self.l3.port_changes()
+
         def work(conn: Connection) -> dict[str, list[str]]:
-            unhosted = [rid for rid, rows in scheduling.agents_hosting(
-                conn, L3, router_ids).items() if not rows]
-            gateways = gateway_networks(conn, unhosted) if unhosted else {}
-            for router_id in unhosted:
+            short = self._short(conn, router_ids)
+            gateways = gateway_networks(conn, short) if short else {}
+            for router_id in short:
                 if router_id in gateways:  # it still exists
-                    self._schedule(conn, router_id, since, gateways[router_id])
+                    self._schedule(conn, changes, router_id, since, gateways[router_id])
             return serving(conn)
 
         def needs_work(conn: Connection) -> bool:
-            if not scheduling.usable_agents(conn, L3, since):
+            usable = scheduling.usable_agents(conn, L3, since)
+            if not usable:
                 return False
-            return any(not rows for rows in scheduling.agents_hosting(
-                conn, L3, router_ids).values())
+            short = self._short(conn, router_ids)
+            hosting = scheduling.agents_hosting(conn, L3, short)
+            return any(len(hosting[rid]) < len(usable) for rid in short)
 
         hosts = self.db.write(work) if self._read(needs_work) else self._read(serving)
+        changes.committed()
         by_host: dict[str, list[str]] = {}
         for router_id, names in hosts.items():
             for host in names:
@@ -193,34 +258,42 @@ class L3AgentSchedulerPlugin(Plugin):
         disabled agent."""
         since = self._alive_since()
 
+        changes = self.l3.port_changes()
+
         def work(conn: Connection) -> list[str]:
             agent = enabled_agent(conn, host, AGENT_TYPE_L3)
             if agent is None:
                 return []
             if self.auto_schedule and agent.heartbeat_timestamp >= since:
-                self._take_unhosted(conn, agent, router_ids)
+                self._take_unhosted(conn, changes, agent, router_ids)
             hosted = scheduling.hosted_by(conn, L3, agent.id)
             if router_ids is not None:
                 wanted = set(router_ids)
                 hosted = [rid for rid in hosted if rid in wanted]
             return hosted
 
-        return self.db.write(work)
+        hosted = self.db.write(work)
+        changes.committed()
+        return hosted
 
-    @staticmethod
-    def _take_unhosted(conn: Connection, agent: Row, router_ids: Sequence[str] | None
-                       ) -> None:
-        bound = select(L3.resource)
-        stmt = select(R.c.id).where(R.c.id.not_in(bound))
+    def _take_unhosted(self, conn: Connection, changes: Any, agent: Row,
+                       router_ids: Sequence[str] | None) -> None:
+        """The routers without an agent, and the HA routers short of agents that
+        this one does not host yet, that it can serve."""
+        mine = select(L3.resource).where(L3.agent == agent.id)
+        stmt = select(R.c.id).where(R.c.id.not_in(select(L3.resource))
+                                    | (R.c.id.in_(select(ha.HR.c.router_id))
+                                       & R.c.id.not_in(mine)))
         if router_ids is not None:
             stmt = stmt.where(R.c.id.in_(list(router_ids)))
-        unhosted = list(conn.execute(stmt).scalars())
-        if not unhosted:
+        candidates = list(conn.execute(stmt).scalars())
+        if not candidates:
             return
-        gateways = gateway_networks(conn, unhosted)
-        for router_id in unhosted:
-            if can_host(agent, gateways.get(router_id)):
-                scheduling.bind(conn, L3, router_id, agent.id, limit=AGENTS_PER_ROUTER)
+        gateways = gateway_networks(conn, candidates)
+        for router_id in candidates:
+            if can_host(agent, gateways.get(router_id)) and scheduling.bind(
+                    conn, L3, router_id, agent.id, limit=self._wanted(conn, router_id)):
+                self._ha_ports(conn, changes, router_id, [agent])
 
     # --- failover ------------------------------------------------------------------------
 
@@ -240,8 +313,12 @@ class L3AgentSchedulerPlugin(Plugin):
 
         def work(conn: Connection) -> list[tuple[str, str, str]]:
             moves = []
-            for binding in scheduling.dead_bindings(conn, L3, dead_since):
+            bindings = scheduling.dead_bindings(conn, L3, dead_since)
+            several = ha.is_ha(conn, sorted({b.resource_id for b in bindings}))
+            for binding in bindings:
                 router_id = binding.resource_id
+                if router_id in several:
+                    continue  # VRRP moved it: its other agents serve it
                 gateway = gateway_networks(conn, [router_id]).get(router_id)
                 candidates = scheduling.choose(
                     conn, L3, router_id, AGENTS_PER_ROUTER + 1, since,

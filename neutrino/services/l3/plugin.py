@@ -36,7 +36,7 @@ from neutrino.definitions.port_forwarding import FipInUseByPortForwarding
 from neutrino.plugins.base import CorePlugin, Environment, Plugin
 from neutrino.rpc import topics
 from neutrino.services.agents import db as agents_db
-from neutrino.services.l3 import floatingips, portforwardings, routers
+from neutrino.services.l3 import floatingips, ha, portforwardings, routers
 from neutrino.services.l3.agent_scheduler import L3AgentSchedulerPlugin
 from neutrino.services.l3.rpc import L3RpcCallback
 
@@ -85,7 +85,7 @@ class L3RouterPlugin(Plugin):
     supported_extension_aliases = ("router", "ext-gw-mode", "extraroute", "extraroute-atomic",
                                    "fip-port-details", "floatingip-pools",
                                    "router_availability_zone",
-                                   "l3-port-ip-change-not-allowed")
+                                   "l3-port-ip-change-not-allowed", "l3-ha")
 
     def __init__(self, env: Environment):
         super().__init__(env)
@@ -109,6 +109,10 @@ class L3RouterPlugin(Plugin):
         """The L3 agents' calls, on ``q-l3-plugin``."""
         return {topics.L3_PLUGIN: [L3RpcCallback(self)]}
 
+    def port_changes(self) -> PortChanges:
+        """A record of ports changed in a transaction (the scheduler's HA ports)."""
+        return PortChanges(self.core)
+
     def _write(self, work: Callable[[Connection, PortChanges], T]) -> T:
         """Run ``work`` in one transaction; then the port drivers' postcommit."""
         changes = PortChanges(self.core)
@@ -129,7 +133,11 @@ class L3RouterPlugin(Plugin):
 
     def _extended_routers(self, conn: Connection, views: list[dict[str, Any]]
                           ) -> list[dict[str, Any]]:
-        """Router views with what other plugins add (the gateway's qos_policy_id)."""
+        """Router views with ``ha`` and what other plugins add (the gateway's
+        qos_policy_id)."""
+        highly_available = ha.is_ha(conn, [view["id"] for view in views])
+        for view in views:
+            view["ha"] = view["id"] in highly_available
         for extend in self.env.hooks.extend_routers:
             extend(conn, views)
         return views
@@ -154,8 +162,20 @@ class L3RouterPlugin(Plugin):
         for write in self.env.hooks.on_router_gateway_write:
             write(conn, router_id, project_id, gateway)
 
+    def _ha_network(self, project_id: str) -> str:
+        """The project's HA network, once enough L3 agents are alive to make a
+        router highly available (two: HANotEnoughAvailableAgents)."""
+        alive = self.scheduler.alive_agents()
+        if alive < 2:
+            raise ha.HANotEnoughAvailableAgents(min_agents=2, num_agents=alive)
+        return ha.ensure_network(self.core, self.settings, project_id)
+
     def create_router(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         gateway = data.get("external_gateway_info") or None
+        wants_ha = data.get("ha")
+        if wants_ha is None:
+            wants_ha = self.settings.l3_ha
+        ha_network = self._ha_network(data["project_id"]) if wants_ha else None
         # as Neutron: the hints sorted, or the configured default zones
         zone_hints = (sorted(data.get(AZ_HINTS) or [])
                       or list(self.settings.default_availability_zones))
@@ -165,6 +185,8 @@ class L3RouterPlugin(Plugin):
             agents_db.check_zones(conn, "router", zone_hints)
             router_id = routers.insert(conn, data, self._snat(gateway))
             changes.routers.add(router_id)
+            if ha_network is not None:
+                ha.make_ha(conn, router_id, ha_network)
             agents_db.add_hints(conn, models.router_availability_zone_hints, router_id,
                                 zone_hints)
             if gateway:
@@ -185,12 +207,23 @@ class L3RouterPlugin(Plugin):
 
     def update_router(self, ctx: Context, router_id: str, data: dict[str, Any],
                       if_revision: int | None = None) -> dict[str, Any]:
+        converting = self._conversion(ctx, router_id, data)
+        ha_network = self._ha_network(converting[1]) if converting and converting[0] else None
+        left: list[str | None] = []  # a project whose HA network has no router any more
+        moved: list[str] = []  # the hosts the router leaves when it is converted
+
         def work(conn: Connection, changes: PortChanges) -> dict[str, Any]:
             row = routers.get_row(conn, ctx, router_id, for_update=True)
             changes.routers.add(router_id)
             values: dict[str, Any] = {
                 k: data[k] for k in ("name", "description", "admin_state_up") if k in data}
             bump(conn, models.routers, router_id, if_revision, values)
+            if converting:
+                moved[:] = self.scheduler.unschedule(conn, router_id)
+                if ha_network is not None:
+                    ha.make_ha(conn, router_id, ha_network)
+                else:
+                    left[:] = [ha.release(conn, changes, router_id)]
             if "external_gateway_info" in data:
                 gateway = data["external_gateway_info"] or None
                 self._update_gateway(conn, ctx, changes, row, gateway)
@@ -201,7 +234,28 @@ class L3RouterPlugin(Plugin):
                 write(conn, router_id, data, False)
             return self._router(conn, ADMIN, router_id)
 
-        return self._write(work)
+        view = self._write(work)
+        for host in moved:
+            self.scheduler.notifier.router_removed_from_agent(host, router_id)
+        if left and left[0] is not None:
+            ha.drop_network(self.core, left[0])
+        return view
+
+    def _conversion(self, ctx: Context, router_id: str, data: dict[str, Any]
+                    ) -> tuple[bool, str] | None:
+        """(ha wanted, the router's project) when the update turns an HA router
+        legacy or a legacy one HA; only a disabled router is converted, as in
+        Neutron."""
+        if data.get("ha") is None:
+            return None
+        view = self.get_router(ctx, router_id)
+        if view["ha"] == data["ha"]:
+            return None
+        if data.get("admin_state_up", view["admin_state_up"]):
+            raise exc.BadRequest(resource="router", msg=(
+                "Cannot change HA attribute of active routers. Please set router "
+                "admin_state_up to False prior to upgrade"))
+        return bool(data["ha"]), view["project_id"]
 
     def delete_router(self, ctx: Context, router_id: str,
                       if_revision: int | None = None) -> None:
@@ -213,11 +267,15 @@ class L3RouterPlugin(Plugin):
                 raise l3.RouterInUse(router_id=router_id, reason="has ports still attached: "
                                                                  + ", ".join(attached))
             self._remove_gateway(conn, changes, row)
+            left[:] = [ha.release(conn, changes, router_id)]
             routers.delete_row(conn, router_id)
 
+        left: list[str | None] = []
         hosts = self.scheduler.hosts_of(router_id)  # the delete takes the bindings
         self._write(work)
         self.scheduler.router_deleted(router_id, hosts)
+        if left and left[0] is not None:
+            ha.drop_network(self.core, left[0])
 
     # --- the gateway ------------------------------------------------------------------
 

@@ -32,16 +32,18 @@ from neutrino.context import Context
 from neutrino.db import models
 from neutrino.db.query import CollectionQuery
 from neutrino.db.util import CHUNK, chunked, now
+from neutrino.definitions.agent import AGENT_TYPE_L3
 from neutrino.definitions.l3 import ROUTER_INTERFACE
 from neutrino.definitions.portbindings import HOST_ID
 from neutrino.rpc.contracts import l3
 from neutrino.rpc.contracts.l3 import FIP_STATUSES, FLOATINGIPS, INTERFACES, PORT_FORWARDINGS
-from neutrino.services.l3 import floatingips, routers
+from neutrino.services.l3 import floatingips, ha, routers
 
 LOG = logging.getLogger(__name__)
 ADMIN = Context.admin()
 R = models.routers
 RP = models.router_ports
+AG = models.agents
 F = models.floatingips
 IA = models.ip_allocations
 S = models.subnets
@@ -94,20 +96,24 @@ class L3RpcCallback:
         ids = self.plugin.scheduler.active_routers(host, router_ids)
         if not ids:
             return []
-        found = self._sync_data(ids)
+        found = self._sync_data(ids, host)
         rebound = set(self._bind_ports(found, host))
         if not rebound:
             return found
         # those routers again, with their ports as bound now (one gone meanwhile: left out)
-        fresh = {router["id"]: router for router in self._sync_data(sorted(rebound))}
+        fresh = {router["id"]: router for router in self._sync_data(sorted(rebound), host)}
         again = (fresh.get(router["id"]) if router["id"] in rebound else router
                  for router in found)
         return [router for router in again if router is not None]
 
     def _bind_ports(self, found: list[dict[str, Any]], host: str) -> list[str]:
-        """Point the routers' ports at ``host``; the routers whose ports moved."""
+        """Point the routers' ports at ``host``; the routers whose ports moved. An
+        HA router's are bound to its active host, as it says so
+        (``update_ha_routers_states``)."""
         rebound = []
         for router in found:
+            if router["ha"]:
+                continue
             ports = [port for port in [router.get("gw_port"), *router[INTERFACES]] if port]
             moved = [port["id"] for port in ports if port.get(HOST_ID, host) != host]
             for port_id in moved:
@@ -119,14 +125,15 @@ class L3RpcCallback:
                 rebound.append(router["id"])
         return rebound
 
-    def _sync_data(self, router_ids: Sequence[str]) -> list[dict[str, Any]]:
+    def _sync_data(self, router_ids: Sequence[str], host: str) -> list[dict[str, Any]]:
         found: list[dict[str, Any]] = []
         with self.db.reader() as conn:
             for chunk in chunked(list(router_ids), CHUNK):
-                found.extend(self._routers(conn, chunk))
+                found.extend(self._routers(conn, chunk, host))
         return found
 
-    def _routers(self, conn: Connection, router_ids: Sequence[str]) -> list[dict[str, Any]]:
+    def _routers(self, conn: Connection, router_ids: Sequence[str], host: str
+                 ) -> list[dict[str, Any]]:
         rows = conn.execute(select(R).where(R.c.id.in_(router_ids), R.c.admin_state_up)
                             .order_by(R.c.id)).all()
         if not rows:
@@ -156,9 +163,61 @@ class L3RpcCallback:
             if gateway is not None:
                 view["gw_port"] = gateway
                 view["enable_snat"] = row.enable_snat
+        self._add_ha(conn, views, host)
         for extend in self.plugin.env.hooks.extend_router_sync:
             extend(conn, views)
         return views
+
+    def _add_ha(self, conn: Connection, views: list[dict[str, Any]], host: str) -> None:
+        """An HA router's ``ha_vr_id``, its port for the agent of ``host``
+        (``_ha_interface``) and that agent's last known role (``_ha_state``)."""
+        found = ha.is_ha(conn, [view["id"] for view in views])
+        if not found:
+            return
+        agent_id = conn.execute(select(AG.c.id).where(
+            AG.c.host == host, AG.c.agent_type == AGENT_TYPE_L3)).scalar()
+        mine = {router_id: port_id for router_id, port_id in conn.execute(
+            select(ha.HB.c.router_id, ha.HB.c.port_id).where(
+                ha.HB.c.router_id.in_(list(found)), ha.HB.c.l3_agent_id == agent_id))}
+        ports = {port["id"]: port for port in self.core.ports_by_id(conn, list(mine.values()))}
+        self._add_subnets(conn, list(ports.values()))
+        roles = ha.states(conn, list(found))
+        for view in views:
+            if view["id"] not in found:
+                continue
+            view["ha"] = True
+            view["ha_vr_id"] = found[view["id"]][1]
+            view["_ha_state"] = roles.get(view["id"], {}).get(agent_id or "", ha.UNKNOWN)
+            port = ports.get(mine.get(view["id"], ""))
+            if port is not None:
+                view["_ha_interface"] = port
+
+    def update_ha_routers_states(self, context: dict, host: str, states: dict[str, str],
+                                 **_: Any) -> None:
+        """The agent on ``host`` says which HA routers it is active or standby
+        for. Where it is active, the routers' ports are bound to its host (so
+        that the L2 agents there and l2population send their traffic to it)."""
+        def work(conn: Connection) -> list[str]:
+            agent_id = conn.execute(select(AG.c.id).where(
+                AG.c.host == host, AG.c.agent_type == AGENT_TYPE_L3)).scalar()
+            if agent_id is None:
+                return []
+            ha.set_states(conn, agent_id, states)
+            return [router_id for router_id, state in states.items() if state == ha.ACTIVE]
+
+        active = self.db.write(work)
+        if not active:
+            return
+        B = models.port_bindings
+        with self.db.reader() as conn:
+            ports = list(conn.execute(
+                select(RP.c.port_id).join(B, B.c.port_id == RP.c.port_id)
+                .where(RP.c.router_id.in_(active), B.c.host != host)).scalars())
+        for port_id in ports:
+            try:
+                self.core.update_port(ADMIN, port_id, {HOST_ID: host})
+            except exc.PortNotFound:
+                LOG.debug("port %s went while binding it to %s", port_id, host)
 
     def _add_subnets(self, conn: Connection, ports: list[dict[str, Any]]) -> None:
         """Give each port the subnets of its fixed IPs (``subnets``) and the others

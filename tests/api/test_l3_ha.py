@@ -1,0 +1,126 @@
+"""Highly available routers through the API (``l3-ha``): an admin's ``ha``,
+the project's HA network, a port there per L3 agent that hosts the router,
+``ha_state`` per agent in ``l3-agents``, conversion while disabled, and
+Neutron's errors. The L3 agents are state reports made here (a server of
+the module's own: the count of alive agents matters)."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+from sqlalchemy import delete
+
+from neutrino.db import models
+from tests.api.agent_reports import L3, Reporter, unique_host
+from tests.conftest import BACKENDS
+from tests.harness import ApiClient, Server, create_database, expect_error, start_server
+
+HA_INTERFACE = "network:router_ha_interface"
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def ha_server(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"ha-{request.param}")
+    url, drop = create_database(request.param, tmp)
+    srv = start_server(tmp, url, auth="trusted_headers", extra=(
+        "service_plugins = router\nmax_l3_agents_per_router = 2\n"))
+    yield srv
+    srv.stop()
+    drop()
+
+
+@pytest.fixture
+def admin(ha_server: Server) -> ApiClient:
+    return ha_server.client(f"p-{uuid.uuid4().hex[:8]}", roles=("admin", "member"))
+
+
+@pytest.fixture
+def agents(ha_server: Server):
+    """Add L3 agents (by host); all removed at the end."""
+    reporter = Reporter(ha_server.db_url)
+    made: list[str] = []
+
+    def add(count: int) -> list[str]:
+        for _ in range(count):
+            made.append(reporter.agent(unique_host(), L3))
+        return list(made)
+
+    yield add
+    t = models.agents
+    reporter.db.write(lambda conn: conn.execute(delete(t).where(t.c.id.in_(made))))
+    reporter.close()
+
+
+def ha_ports(admin: ApiClient, router_id: str) -> list[dict]:
+    return admin.get("/v2.0/ports", params={"device_id": router_id,
+                                            "device_owner": HA_INTERFACE}).json()["ports"]
+
+
+def ha_networks(admin: ApiClient, project: str) -> list[dict]:
+    return admin.get("/v2.0/networks", params={
+        "name": f"HA network tenant {project}"}).json()["networks"]
+
+
+def test_an_ha_router_on_two_agents(admin, agents, ha_server):
+    assert "l3-ha" in {e["alias"] for e in admin.get("/v2.0/extensions").json()["extensions"]}
+    expect_error(admin.post("/v2.0/routers", json={"router": {"name": "r", "ha": True}}),
+                 409, "HANotEnoughAvailableAgents")
+    agent_ids = agents(3)
+    router = admin.create("routers", name="r", ha=True)
+    assert router["ha"] is True
+    project = router["project_id"]
+    [network] = ha_networks(admin, project)
+    assert network["project_id"] == ""
+    subnets = admin.get("/v2.0/subnets", params={"network_id": network["id"]}).json()
+    assert [s["cidr"] for s in subnets["subnets"]] == ["169.254.192.0/18"]
+
+    hosting = admin.get(f"/v2.0/routers/{router['id']}/l3-agents").json()["agents"]
+    assert len(hosting) == 2  # max_l3_agents_per_router
+    assert {a["id"] for a in hosting} <= set(agent_ids)
+    assert {a["ha_state"] for a in hosting} == {"standby"}
+    ports = ha_ports(admin, router["id"])
+    assert sorted(p["binding:host_id"] for p in ports) == sorted(a["host"] for a in hosting)
+    assert {p["network_id"] for p in ports} == {network["id"]}
+
+    # a second HA router of the project shares its network, with another VR id
+    other = admin.create("routers", name="r2", ha=True)
+    assert len(ha_networks(admin, project)) == 1
+    # a member sees no ha
+    member = ha_server.client(project)
+    assert "ha" not in member.show("routers", router["id"])
+    assert member.post("/v2.0/routers", json={"router": {"name": "x", "ha": True}}
+                       ).status_code == 403
+
+    # converted only while disabled
+    path = f"/v2.0/routers/{router['id']}"
+    error = expect_error(admin.put(path, json={"router": {"ha": False}}), 400, "BadRequest")
+    assert "admin_state_up to False" in error["message"]
+    resp = admin.put(path, json={"router": {"ha": False, "admin_state_up": False}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["router"]["ha"] is False
+    assert ha_ports(admin, router["id"]) == []
+    hosting = admin.get(f"/v2.0/routers/{router['id']}/l3-agents").json()["agents"]
+    assert all("ha_state" not in agent for agent in hosting)
+    resp = admin.put(path, json={"router": {"ha": True}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["router"]["ha"] is True
+    assert admin.put(path, json={"router": {"admin_state_up": True}}).status_code == 200
+    assert len(ha_ports(admin, router["id"])) == 2
+
+    # the last HA router gone, the HA network goes
+    for made in (router, other):
+        assert admin.delete(f"/v2.0/routers/{made['id']}").status_code == 204
+    assert ha_networks(admin, project) == []
+    assert admin.get("/v2.0/ports", params={"device_owner": HA_INTERFACE,
+                                            "network_id": network["id"]}).json()["ports"] == []
+
+
+def test_a_legacy_router_stays_on_one_agent(admin, agents):
+    agents(3)
+    router = admin.create("routers", name="legacy")
+    assert router["ha"] is False
+    hosting = admin.get(f"/v2.0/routers/{router['id']}/l3-agents").json()["agents"]
+    assert len(hosting) == 1 and "ha_state" not in hosting[0]
+    assert ha_ports(admin, router["id"]) == []
+    assert ha_networks(admin, router["project_id"]) == []
