@@ -337,6 +337,17 @@ class IpNetns:
                 address, prefix = cidr.split("/")
                 self._ip.addr("add", index=index, address=address, prefixlen=int(prefix))
 
+    def remove_addresses(self, name: str, stale: list[str]) -> None:
+        """Those of ``stale`` (address/prefix) the link has, removed."""
+        stale = [c for c in self.addresses(name) if c in set(stale)]
+        if not stale:
+            return
+        index = self._index(name)
+        with _on(name, self.namespace):
+            for cidr in stale:
+                address, prefix = cidr.split("/")
+                self._ip.addr("del", index=index, address=address, prefixlen=int(prefix))
+
     def replace_route(self, destination: str, gateway: str | None = None,
                       device: str | None = None) -> None:
         spec: dict[str, Any] = {"dst": destination}

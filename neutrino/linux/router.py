@@ -154,8 +154,14 @@ class RouterDataplane:
             _sysctl(namespace, SYSCTLS)
             with open(ready, "w", encoding="ascii"):
                 pass
-        if router.ha is None:  # first: keepalived takes its addresses away as it goes
+        if router.ha is None and os.path.exists(os.path.join(directory, keepalived.CONF)):
+            # made legacy: keepalived first (it takes its addresses away as it
+            # goes), then IPv6 again on the devices
             keepalived.stop(directory)
+            with ip.IpNetns(namespace) as inside:
+                for device in inside.names():
+                    if device.startswith((INTERNAL, EXTERNAL)):
+                        ip.set_ipv6_conf(namespace, device, disable_ipv6=0)
         nat = self._nat.get(router.id)
         if nat is None or fresh:
             nat = self._nat[router.id] = NatTable(namespace, fresh=fresh)
@@ -181,6 +187,11 @@ class RouterDataplane:
                         host = stack.enter_context(ip.IpNetns(self.driver.agent_namespace))
                     self.driver.plug_with(host, inside, port.id, port.mac, port.mtu, prefix)
                     have = None  # read again: a device made anew has none
+                    if router.ha is not None and prefix != HA:
+                        # a standby must not speak with the port's MAC, which the
+                        # master's is (IPv6 would: its link-local address, the
+                        # all-routers group's reports): HA routers are IPv4 only
+                        ip.set_ipv6_conf(namespace, device, disable_ipv6=1)
                 else:
                     have = addresses.get(device, [])
                 wanted.add(device)
@@ -199,7 +210,10 @@ class RouterDataplane:
                 _routes(inside, router)
         gateway = device_name(router.gateway.id, EXTERNAL) if router.gateway else None
         if router.ha is not None:
-            keepalived.converge(namespace, directory, vrrp_instance(router))
+            instance = vrrp_instance(router)
+            if keepalived.keepalived_pid(directory) is None:
+                _give_up(namespace, instance)
+            keepalived.converge(namespace, directory, instance)
         self._metadata(router, directory)
         radvd.converge(namespace, directory, router.advertise, *self.ra_intervals)
         nat.apply(router.nat)
@@ -276,6 +290,20 @@ class RouterDataplane:
         LOG.info("router %s taken down", router_id)
 
 
+def _give_up(namespace: str, instance: keepalived.Instance) -> None:
+    """Before keepalived starts: the addresses it manages taken away, as a
+    backup has none (a keepalived killed leaves them; kept, a host coming back
+    would answer for the master's addresses)."""
+    managed: dict[str, list[str]] = {instance.interface: [instance.vip]}
+    for cidr, device in instance.addresses:
+        managed.setdefault(device, []).append(cidr)
+    with ip.IpNetns(namespace) as inside:
+        present = inside.names()
+        for device, cidrs in managed.items():
+            if device in present:
+                inside.remove_addresses(device, cidrs)
+
+
 def vrrp_instance(router: Router) -> keepalived.Instance:
     """The VRRP instance of an HA router: the addresses of its interfaces and
     gateway (floating IPs included) and its routes, each by the device whose
@@ -285,7 +313,7 @@ def vrrp_instance(router: Router) -> keepalived.Instance:
     if router.gateway is not None:
         ports.append((router.gateway, EXTERNAL))
     addresses = tuple((cidr, device_name(port.id, prefix)) for port, prefix in ports
-                      for cidr in port.cidrs)
+                      for cidr in port.cidrs if ipaddress.ip_interface(cidr).version == 4)
     routes = []
     for destination, nexthop in router.routes:
         device = next((name for cidr, name in addresses if ipaddress.ip_address(nexthop)

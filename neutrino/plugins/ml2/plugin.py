@@ -575,8 +575,22 @@ class Ml2Plugin(Plugin):
     def _tell_agents_of_update(self, context: PortContext, segs: list[dict[str, Any]],
                                targets: DhcpTargets | None = None) -> None:
         self.notifier.port_update(context.current, segs[0] if segs else None)
+        self._moved_while_up(context)
         self._dhcp_port("port_update_end", context.current, targets)
         self._members_changed(context.original, context.current)
+
+    def _moved_while_up(self, context: PortContext) -> None:
+        """An ACTIVE port bound to another host (an HA router's ports follow its
+        active host): l2population's entries move with it."""
+        original, current = context.original, context.current
+        if not self.l2pop or original is None or current["status"] != "ACTIVE" \
+                or original.get(HOST_ID) == current.get(HOST_ID):
+            return
+        with self.db.reader() as conn:
+            if original.get(HOST_ID):
+                self.l2pop.ports_down(conn, [original], original[HOST_ID])
+            if current.get(HOST_ID):
+                self.l2pop.ports_up(conn, [current["id"]])
 
     def _change_port(self, conn: Connection, ctx: Context, port_id: str,
                      data: dict[str, Any], if_revision: int | None

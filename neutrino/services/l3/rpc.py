@@ -210,9 +210,10 @@ class L3RpcCallback:
             return
         B = models.port_bindings
         with self.db.reader() as conn:
+            here = select(B.c.port_id).where(B.c.host == host)
             ports = list(conn.execute(
-                select(RP.c.port_id).join(B, B.c.port_id == RP.c.port_id)
-                .where(RP.c.router_id.in_(active), B.c.host != host)).scalars())
+                select(RP.c.port_id).where(RP.c.router_id.in_(active),
+                                           RP.c.port_id.not_in(here))).scalars())
         for port_id in ports:
             try:
                 self.core.update_port(ADMIN, port_id, {HOST_ID: host})

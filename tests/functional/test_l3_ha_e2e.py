@@ -1,0 +1,134 @@
+"""A highly available router end to end: three emulated network hosts, each
+with a Linux bridge and an L3 agent and a namespace registry of its own
+(the router's namespace has one name on each), the router on two of them
+(``max_l3_agents_per_router = 2``), an instance on a compute host behind it
+with a floating IP, and the external host on the flat external network. The active host dies
+(its L3 agent killed, what runs in its router namespace killed, the
+namespace's links down): the external host reaches the floating IP again
+through the other host, whose agent reports itself active; the dead host
+comes back and stays standby. Root only."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+import pytest
+
+from tests.dataplane import pings, run, skip_unless_root, wait_until
+from tests.functional.emulated_hosts import PHYSNET, Deployment, deployed
+
+pytestmark = pytest.mark.slow
+
+LB, L3 = "Linux bridge agent", "L3 agent"
+EXTERNAL_CIDR, UPSTREAM = "203.0.113.0/24", "203.0.113.1"
+HOSTS = ("h1", "h2", "h3")
+SERVER = "[DEFAULT]\nservice_plugins = router\nmax_l3_agents_per_router = 2\n"
+#: one advert a second: a failover in about four
+AGENT = "ha_vrrp_advert_int = 1\n"
+
+
+@pytest.fixture
+def ha_lab(tmp_path, rabbit_url):
+    skip_unless_root("ip", "socat", "ping", "keepalived", "nsenter", "unshare", "findmnt")
+    with deployed(tmp_path, rabbit_url, SERVER) as d:
+        agents = {}
+        for index, name in enumerate(HOSTS, start=1):
+            d.add_host(name, index, own_namespaces=True)
+            d.start_l2_agent(name, firewall="noop")
+            agents[name] = d.start_l3_agent(name, default=AGENT)
+        d.add_host("c1", len(HOSTS) + 1)  # a compute host
+        d.start_l2_agent("c1", firewall="noop")
+        for name in HOSTS:
+            for kind in (LB, L3):
+                wait_until(lambda n=name, k=kind: d.agent_alive(n, k), 30, f"{kind} of {name}")
+        wait_until(lambda: d.agent_alive("c1", LB), 30, "the compute host's agent")
+        external = d.add_external_host(f"{UPSTREAM}/24")
+        yield d, agents, external
+
+
+def roles(d: Deployment, router_id: str) -> dict[str, str]:
+    """host name -> its agent's ha_state."""
+    hosts = {d.hosts[name]["host"]: name for name in HOSTS}
+    found = d.api.get(f"/v2.0/routers/{router_id}/l3-agents").json()["agents"]
+    return {hosts[agent["host"]]: agent["ha_state"] for agent in found}
+
+
+def active(d: Deployment, router_id: str) -> list[str]:
+    return [name for name, role in roles(d, router_id).items() if role == "active"]
+
+
+def test_an_ha_router_fails_over(ha_lab):
+    d, agents, external = ha_lab
+    api = d.api
+    ext_net = api.network(**{"router:external": True, "provider:network_type": "flat",
+                             "provider:physical_network": PHYSNET})
+    api.subnet(ext_net["id"], EXTERNAL_CIDR, gateway_ip=UPSTREAM, enable_dhcp=False,
+               allocation_pools=[{"start": "203.0.113.10", "end": "203.0.113.200"}])
+    router = api.create("routers", name="ha", ha=True,
+                        external_gateway_info={"network_id": ext_net["id"]})
+    net = api.network()
+    subnet = api.subnet(net["id"], "10.70.0.0/24")
+    resp = api.put(f"/v2.0/routers/{router['id']}/add_router_interface",
+                   json={"subnet_id": subnet["id"]})
+    assert resp.status_code == 200, resp.text
+    port = api.port(net["id"])
+    instance = f"inst-{port['id'][:11]}"
+    d.plug("c1", port["id"])
+    run("ip", "addr", "add", f"{port['fixed_ips'][0]['ip_address']}/24", "dev", "eth0",
+        namespace=instance)
+    run("ip", "route", "add", "default", "via", "10.70.0.1", namespace=instance)
+    wait_until(lambda: api.show("ports", port["id"])["status"] == "ACTIVE", 20, "the instance")
+    fip = api.create("floatingips", floating_network_id=ext_net["id"], port_id=port["id"])
+    address = fip["floating_ip_address"]
+
+    def logs() -> str:
+        ports = api.get("/v2.0/ports", params={"device_id": router["id"]}).json()["ports"]
+        seen = [(p["device_owner"], p["binding:host_id"], p["binding:vif_type"], p["status"])
+                for p in ports]
+        where = "\n".join(
+            d.inside(n, f"qrouter-{router['id']}", "sh", "-c",
+                     f"ip -br addr; ping -c1 -W1 {UPSTREAM} | grep -c ttl; "
+                     f"ping -c1 -W1 {port['fixed_ips'][0]['ip_address']} | grep -c ttl",
+                     check=False).stdout for n in roles(d, router["id"]))
+        fdb = run("bridge", "fdb", "show", "br", "br-phys", namespace=d.underlay).stdout
+        fdb = "\n".join(line for line in fdb.splitlines() if "fa:16:3e" in line)
+        return f"{roles(d, router['id'])}\n{seen}\n{where}\n{fdb}\n" + "\n".join(
+            d.log(f"{name}-neutrino-l3-agent")[-1500:] for name in HOSTS)
+
+    assert len(roles(d, router["id"])) == 2
+    first = wait_until(lambda: active(d, router["id"]), 30, logs)
+    assert len(first) == 1, roles(d, router["id"])
+    wait_until(lambda: pings(external, address), 30, logs)
+    assert pings(instance, UPSTREAM)
+
+    # the active host dies: its L3 agent, what runs in the router's namespace
+    # (keepalived, no goodbye advert), the namespace's links
+    dead = first[0]
+    namespace = f"qrouter-{router['id']}"
+    agents[dead].kill()
+    agents[dead].wait()
+    inside_pids = subprocess.run(
+        ["nsenter", "-t", str(d.hosts[dead]["anchor"].pid), "-m", "ip", "netns", "pids",
+         namespace], capture_output=True, text=True).stdout.split()
+    started = time.monotonic()
+    run("kill", "-9", *inside_pids)
+    for link in d.inside(dead, namespace, "ip", "-o", "link").stdout.splitlines():
+        device = link.split(": ")[1].split("@")[0]
+        if device != "lo":
+            d.inside(dead, namespace, "ip", "link", "set", device, "down")
+    wait_until(lambda: pings(external, address, wait=0.5), 30, logs)
+    print(f"floating IP reachable again {time.monotonic() - started:.1f} s after the "
+          "active host died")
+    survivor = next(name for name in roles(d, router["id"]) if name != dead)
+    wait_until(lambda: roles(d, router["id"]).get(survivor) == "active", 15, logs)
+    assert pings(instance, UPSTREAM)
+
+    # the host comes back: one active router still, the survivor
+    agents[dead] = d.start_l3_agent(dead, default=AGENT)
+    wait_until(lambda: roles(d, router["id"]).get(dead) == "standby", 40, logs)
+    time.sleep(4)  # longer than the master-down interval: no second master
+    assert active(d, router["id"]) == [survivor]
+    back = time.monotonic()
+    wait_until(lambda: pings(external, address, wait=0.5), 10, logs)
+    print(f"reachable {time.monotonic() - back:.1f} s after checking the roles")
