@@ -48,7 +48,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
+    # the indexes go with the table (MySQL will not drop one a foreign key needs)
     op.drop_table("router_ndp_proxy_state")
-    for column in ("project_id", "router_id", "port_id"):
-        op.drop_index(op.f(f"ix_ndp_proxies_{column}"), table_name="ndp_proxies")
     op.drop_table("ndp_proxies")

@@ -59,7 +59,6 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.drop_index(op.f("ix_ha_router_agent_port_bindings_router_id"),
-                  table_name="ha_router_agent_port_bindings")
+    # the index goes with the table (MySQL will not drop one a foreign key needs)
     for table in ("ha_router_agent_port_bindings", "ha_routers", "ha_router_networks"):
         op.drop_table(table)
