@@ -12,6 +12,7 @@ ROUTER_KEYS = {
     "id", "name", "description", "project_id", "tenant_id", "admin_state_up", "status",
     "external_gateway_info", "routes", "tags", "created_at", "updated_at", "revision_number",
     "availability_zone_hints", "availability_zones",
+    "conntrack_helpers", "enable_ndp_proxy",  # the shared server's conntrack_helper, ndp_proxy
 }
 MISSING = "00000000-0000-0000-0000-000000000000"
 
