@@ -50,10 +50,10 @@ def test_rules_are_written_once_for_both_versions():
     assert cth.apply(host, [TFTP, FTP, FTP])
     for version in (4, 6):
         table = host.tables[version]
-        assert table[cth.CHAIN] == [
+        assert table[cth.CHAIN.name] == [
             "-A neutrino-l3-CTH -p tcp -m tcp --dport 21 -j CT --helper ftp",
             "-A neutrino-l3-CTH -p udp -m udp --dport 69 -j CT --helper tftp"]
-        assert table["PREROUTING"] == [FOREIGN, cth.JUMP]  # others' rules kept
+        assert table["PREROUTING"] == [FOREIGN, cth.CHAIN.jump]  # others' rules kept
     assert host.restores == 2
     assert not cth.apply(host, [FTP, TFTP])  # read back: nothing to write
     assert host.restores == 2
@@ -63,18 +63,18 @@ def test_a_change_rewrites_the_chain_and_none_empties_it():
     host = FakeRaw()
     cth.apply(host, [FTP])
     assert cth.apply(host, [TFTP])
-    assert host.tables[4][cth.CHAIN] == [
+    assert host.tables[4][cth.CHAIN.name] == [
         "-A neutrino-l3-CTH -p udp -m udp --dport 69 -j CT --helper tftp"]
     assert cth.apply(host, [])
-    assert host.tables[4][cth.CHAIN] == []
-    assert host.tables[4]["PREROUTING"] == [FOREIGN, cth.JUMP]  # one jump, still
+    assert host.tables[4][cth.CHAIN.name] == []
+    assert host.tables[4]["PREROUTING"] == [FOREIGN, cth.CHAIN.jump]  # one jump, still
     assert not cth.apply(host, [])
 
 
 def test_a_router_that_never_had_helpers_is_left_alone():
     host = FakeRaw()
     assert not cth.apply(host, [])
-    assert host.restores == 0 and cth.CHAIN not in host.tables[4]
+    assert host.restores == 0 and cth.CHAIN.name not in host.tables[4]
 
 
 def test_a_protocol_without_ports_has_no_rule():
@@ -102,4 +102,4 @@ def test_the_extension_applies_the_routers_sync_data():
         {"id": "h1", "protocol": "tcp", "port": 21, "helper": "ftp"}]}
     assert wanted(data) == [FTP]
     asyncio.run(extension.handle_router(data))
-    assert hosts["qrouter-r1"].tables[4][cth.CHAIN] == cth.rules([FTP])
+    assert hosts["qrouter-r1"].tables[4][cth.CHAIN.name] == cth.rules([FTP])

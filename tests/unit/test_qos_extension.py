@@ -67,13 +67,14 @@ def test_dscp_chain_is_read_back_and_rewritten_whole():
     assert wanted == [
         "-A neutrino-qos-dscp -m physdev --physdev-in tapa -j DSCP --set-dscp 0x1a",
         "-A neutrino-qos-dscp -m physdev --physdev-in tapb -j DSCP --set-dscp 0x0a"]
+    chain = qos_marking.CHAIN
     saved = "\n".join(["*mangle", ":PREROUTING ACCEPT [0:0]", ":neutrino-qos-dscp - [0:0]",
-                       qos_marking.JUMP, *wanted, "COMMIT"])
-    assert qos_marking.present(saved) == (wanted, True)
-    assert qos_marking.present("*mangle\n:PREROUTING ACCEPT [0:0]\nCOMMIT") is None
-    text = qos_marking.restore_text(wanted[:1], jump=True)
+                       chain.jump, *wanted, "COMMIT"])
+    assert chain.present(saved) == (wanted, True)
+    assert chain.present("*mangle\n:PREROUTING ACCEPT [0:0]\nCOMMIT") is None
+    text = chain.restore_text(wanted[:1], jump=True)
     assert text.splitlines() == ["*mangle", ":neutrino-qos-dscp - [0:0]", wanted[0], "COMMIT"]
-    assert qos_marking.JUMP in qos_marking.restore_text([], jump=False)
+    assert "-A PREROUTING -j neutrino-qos-dscp" in chain.restore_text([], jump=False)
 
 
 class Driver:
