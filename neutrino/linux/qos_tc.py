@@ -79,7 +79,8 @@ class Tc:
         return done.stdout
 
     def _json(self, *argv: str) -> list[dict[str, Any]]:
-        out = self._run("tc", "-j", *argv, check=False)
+        """What a tool's ``-j`` output lists ([] when it says nothing useful)."""
+        out = self._run(*argv, check=False)
         try:
             found = json.loads(out) if out.strip() else []
         except ValueError:
@@ -89,7 +90,7 @@ class Tc:
     # --- what leaves a device ------------------------------------------------------------
 
     def _bucket(self, device: str) -> tuple[int, int] | None:
-        for qdisc in self._json("qdisc", "show", "dev", device):
+        for qdisc in self._json("tc", "-j", "qdisc", "show", "dev", device):
             if qdisc.get("root") and qdisc.get("kind") == "tbf":
                 options = qdisc.get("options", {})
                 return options.get("rate", 0), options.get("burst", 0)
@@ -101,11 +102,10 @@ class Tc:
         what it is known to have (read from the device when unknown). Whether
         anything was changed."""
         if had is UNKNOWN:
-            present = self._bucket(device)
-            if present == (None if limit is None else (limit.rate_bytes, limit.burst_bytes)):
+            wanted = None if limit is None else (limit.rate_bytes, limit.burst_bytes)
+            if self._bucket(device) == wanted:
                 return False
-            had = None if present is None else Limit(0)
-        if had == limit:
+        elif had == limit:
             return False
         if limit is None:
             self._run("tc", "qdisc", "del", "dev", device, "root", check=False)
@@ -119,7 +119,7 @@ class Tc:
 
     def _redirected_to(self, device: str) -> str | None:
         """The device ``device``'s ingress is redirected to, if it is."""
-        for found in self._json("filter", "show", "dev", device, "parent", INGRESS):
+        for found in self._json("tc", "-j", "filter", "show", "dev", device, "parent", INGRESS):
             for action in found.get("options", {}).get("actions", []):
                 if action.get("kind") == "mirred":
                     return str(action.get("to_dev"))
@@ -160,18 +160,10 @@ class Tc:
 
     def ifbs(self) -> set[str]:
         """The IFB devices of this namespace that these limits made."""
-        out = self._json_links()
-        return {link["ifname"] for link in out
+        links = self._json("ip", "-j", "-d", "link", "show", "type", "ifb")
+        return {link["ifname"] for link in links
                 if link.get("ifname", "").startswith(IFB_PREFIX)
                 and link.get("linkinfo", {}).get("info_kind") == "ifb"}
-
-    def _json_links(self) -> list[dict[str, Any]]:
-        out = self._run("ip", "-j", "-d", "link", "show", "type", "ifb", check=False)
-        try:
-            found = json.loads(out) if out.strip() else []
-        except ValueError:
-            return []
-        return found if isinstance(found, list) else []
 
     def remove_ifb(self, name: str) -> None:
         self._run("ip", "link", "del", "dev", name, check=False)
@@ -179,7 +171,7 @@ class Tc:
     def _filtered(self, device: str, parent: str) -> dict[int, tuple[str, str]]:
         """priority -> (the matched value in hex, the class) of ``device``'s u32 filters."""
         found = {}
-        for entry in self._json("filter", "show", "dev", device, "parent", parent):
+        for entry in self._json("tc", "-j", "filter", "show", "dev", device, "parent", parent):
             options = entry.get("options", {})
             if "flowid" in options:
                 found[entry.get("pref", 0)] = (options.get("match", {}).get("value", ""),

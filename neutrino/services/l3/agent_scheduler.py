@@ -197,12 +197,13 @@ class L3AgentSchedulerPlugin(Plugin):
             LOG.info("router %s scheduled to the L3 agent on %s", router_id, agent.host)
         return added
 
-    def _short(self, conn: Connection, router_ids: Sequence[str]) -> list[str]:
-        """Those of the routers with fewer agents than they are to have."""
+    def _short(self, conn: Connection, router_ids: Sequence[str]) -> dict[str, list[Row]]:
+        """Those of the routers with fewer agents than they are to have, with
+        the agents they have."""
         hosting = scheduling.agents_hosting(conn, L3, router_ids)
-        several = ha.is_ha(conn, list(router_ids))
-        return [rid for rid, rows in hosting.items()
-                if len(rows) < (self.ha_agents or 255 if rid in several else 1)]
+        several = ha.is_ha(conn, [rid for rid, rows in hosting.items() if rows])
+        return {rid: rows for rid, rows in hosting.items()
+                if len(rows) < (self.ha_agents or 255 if rid in several else 1)}
 
     def routers_updated(self, router_ids: Sequence[str]) -> None:
         """After a committed change to routers: give those without an agent one,
@@ -218,7 +219,7 @@ class L3AgentSchedulerPlugin(Plugin):
         changes = self.l3.port_changes()
 
         def work(conn: Connection) -> dict[str, list[str]]:
-            short = self._short(conn, router_ids)
+            short = list(self._short(conn, router_ids))
             gateways = gateway_networks(conn, short) if short else {}
             for router_id in short:
                 if router_id in gateways:  # it still exists
@@ -229,9 +230,8 @@ class L3AgentSchedulerPlugin(Plugin):
             usable = scheduling.usable_agents(conn, L3, since)
             if not usable:
                 return False
-            short = self._short(conn, router_ids)
-            hosting = scheduling.agents_hosting(conn, L3, short)
-            return any(len(hosting[rid]) < len(usable) for rid in short)
+            return any(len(rows) < len(usable)
+                       for rows in self._short(conn, router_ids).values())
 
         hosts = self.db.write(work) if self._read(needs_work) else self._read(serving)
         changes.committed()

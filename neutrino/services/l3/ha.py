@@ -123,11 +123,11 @@ def remove_ports(conn: Connection, changes: Any, router_id: str,
 def release(conn: Connection, changes: Any, router_id: str) -> str | None:
     """The router legacy again (or gone): its ports and vr_id freed; the
     project whose HA network is left without a router, if so."""
-    remove_ports(conn, changes, router_id)
     found = conn.execute(select(HR.c.network_id).where(HR.c.router_id == router_id)).scalar()
-    conn.execute(delete(HR).where(HR.c.router_id == router_id))
-    if found is None:
+    if found is None:  # a legacy router: one read, nothing to free
         return None
+    remove_ports(conn, changes, router_id)
+    conn.execute(delete(HR).where(HR.c.router_id == router_id))
     left = conn.execute(select(func.count()).select_from(HR).where(
         HR.c.network_id == found)).scalar()
     if left:
