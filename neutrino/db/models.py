@@ -1128,3 +1128,25 @@ router_ndp_proxy_state = Table(
     Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"), primary_key=True),
     Column("enable_ndp_proxy", Boolean, nullable=False),
 )
+
+# --- Local IPs (the local_ip service plugin) ------------------------------------------
+
+# An address that instances reach on their own host only, taken from a port
+# (``local_port_id``: one made for it on ``network_id``, or one given).
+local_ips = Table(
+    "local_ips", metadata, *_standard(),
+    Column("local_port_id", UUID, ForeignKey("ports.id"), nullable=False, index=True),
+    Column("network_id", UUID, nullable=False),
+    Column("local_ip_address", String(64), nullable=False),
+    Column("ip_mode", String(32), nullable=False),
+)
+
+# A local IP associated to an instance's port (at one of its fixed IPs): on the
+# port's host, the local IP leads to it.
+local_ip_associations = Table(
+    "local_ip_associations", metadata,
+    Column("local_ip_id", UUID, ForeignKey("local_ips.id"), primary_key=True),
+    Column("fixed_port_id", UUID, ForeignKey("ports.id", ondelete="CASCADE"),
+           primary_key=True, index=True),
+    Column("fixed_ip", String(64), nullable=False),
+)
