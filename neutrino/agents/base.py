@@ -258,7 +258,7 @@ class Agent:
         """Serve, report and reconcile until ``stop`` is set."""
         await self.bus.start()
         self.start_extensions()
-        objects = self.endpoints()
+        objects = [*self.endpoints(), AgentUpdates(self)]
         for topic in (self.topic, *self.notification_topics):
             if topic and objects:
                 await RpcServer(self.bus, topic, self.host, objects).start()
@@ -277,3 +277,19 @@ class Agent:
             await asyncio.gather(*tasks, return_exceptions=True)
             await self.bus.close()
             LOG.info("%s on %s stopped", self.agent_type, self.host)
+
+
+class AgentUpdates:
+    """What the server says of the agent itself (``agent_updated``): an admin
+    enabled or disabled it, which changes its work (a disabled agent is given
+    none), so it reads all of it again at once."""
+
+    rpc_version = "1.0"
+
+    def __init__(self, agent: Agent):
+        self._agent = agent
+
+    async def agent_updated(self, context: dict, payload: dict[str, Any]) -> None:
+        LOG.info("%s %s by an admin: full resync", self._agent.agent_type,
+                 "enabled" if payload.get("admin_state_up") else "disabled")
+        self._agent.request_full_sync()

@@ -145,7 +145,8 @@ class Deployment:
             raise AssertionError(f"{' '.join(argv)} in {name}/{namespace}: {done.stderr}")
         return done
 
-    def _own_namespaces(self, name: str) -> list[str]:
+    def namespaces_of(self, name: str) -> list[str]:
+        """The namespaces in host ``name``'s own registry."""
         anchor = self.hosts[name]["anchor"]
         listed = subprocess.run(["nsenter", "-t", str(anchor.pid), "-m", "ip", "netns",
                                  "list"], capture_output=True, text=True, timeout=30)
@@ -156,7 +157,7 @@ class Deployment:
         names live only in its registry: the sandbox cannot see them)."""
         anchor = self.hosts[name]["anchor"]
         enter = ["nsenter", "-t", str(anchor.pid), "-m"]
-        for ns in self._own_namespaces(name):
+        for ns in self.namespaces_of(name):
             pids = subprocess.run([*enter, "ip", "netns", "pids", ns], capture_output=True,
                                   text=True, timeout=30).stdout.split()
             for pid in pids:

@@ -132,3 +132,17 @@ def test_an_ha_router_fails_over(ha_lab):
     back = time.monotonic()
     wait_until(lambda: pings(external, address, wait=0.5), 10, logs)
     print(f"reachable {time.monotonic() - back:.1f} s after checking the roles")
+
+    # an admin disables the active agent: it lets its routers go, and the
+    # other one takes over (keepalived's goodbye advert: at once)
+    agent_id = api.get("/v2.0/agents", params={
+        "host": d.hosts[survivor]["host"], "agent_type": L3}).json()["agents"][0]["id"]
+    disabled = time.monotonic()
+    resp = api.put(f"/v2.0/agents/{agent_id}", json={"agent": {"admin_state_up": False}})
+    assert resp.status_code == 200, resp.text
+    wait_until(lambda: roles(d, router["id"]) == {dead: "active", survivor: "standby"}, 20, logs)
+    wait_until(lambda: pings(external, address, wait=0.5), 10, logs)
+    print(f"reachable {time.monotonic() - disabled:.1f} s after the active agent was disabled")
+    wait_until(lambda: namespace not in d.namespaces_of(survivor), 10,
+               "the disabled agent's router namespace to go")
+    assert pings(instance, UPSTREAM)

@@ -1,4 +1,5 @@
-"""Agents -> server: state reports (topic ``q-reports-plugin``).
+"""Agents -> server: state reports (topic ``q-reports-plugin``); and server ->
+an agent: ``agent_updated``, when an admin enables or disables it.
 
 Version history, as Neutron's: 1.1 made ``report_state`` answer the agent's
 status (``new``, ``alive``, ``revived``); 1.2 added ``has_alive_neutron_server``.
@@ -10,6 +11,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 from neutrino.rpc import topics
 from neutrino.rpc.contracts.base import Api
+from neutrino.rpc.notifier import Notifier
 
 TOPIC = topics.REPORTS
 NAMESPACE: str | None = None
@@ -46,3 +48,23 @@ class StateReportApi(Api):
                            timeout: float | None = None) -> Status | None:
         return await self.caller.call(ctx, "report_state", agent_state={"agent_state": state},
                                       time=time, timeout=timeout)
+
+
+# --- server -> one agent, about itself ----------------------------------------------------
+
+#: the topic an agent without an RPC server of its own reports (Neutron's)
+NO_TOPIC = "N/A"
+
+
+class AgentUpdatedNotifier:
+    """The server's end of ``agent_updated`` (Neutron's): cast on the agent's
+    own topic at its host when an admin enables or disables it, so that it
+    reads its work again at once (a disabled agent is given none)."""
+
+    def __init__(self, notifier: Notifier):
+        self._cast = notifier.cast
+
+    def agent_updated(self, topic: str, host: str, admin_state_up: bool) -> None:
+        if topic and topic != NO_TOPIC:
+            self._cast(topic, host, "agent_updated",
+                       payload={"admin_state_up": admin_state_up})

@@ -93,11 +93,13 @@ def list_(conn: Connection, query: CollectionQuery, alive_since: datetime.dateti
     return [view(row, alive_since) for row in rows]
 
 
-def update_(conn: Connection, agent_id: str, data: Mapping[str, Any]) -> None:
-    get_row(conn, agent_id)
+def update_(conn: Connection, agent_id: str, data: Mapping[str, Any]) -> Row:
+    """The agent's row as it was before the change."""
+    before = get_row(conn, agent_id)
     values = {k: data[k] for k in ("admin_state_up", "description") if k in data}
     if values:
         conn.execute(update(AG).where(AG.c.id == agent_id).values(**values))
+    return before
 
 
 def delete_(conn: Connection, agent_id: str) -> None:

@@ -19,6 +19,8 @@ from neutrino.db.util import now
 from neutrino.definitions.agent import AgentNotFound
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.rpc import topics
+from neutrino.rpc.contracts.reports import AgentUpdatedNotifier
+from neutrino.rpc.notifier import Notifier
 from neutrino.services.agents import db as agents_db
 from neutrino.services.agents.rpc import ReportStateEndpoint
 
@@ -30,6 +32,7 @@ class AgentsPlugin(Plugin):
     def __init__(self, env: Environment):
         super().__init__(env)
         self.down_time: int = env.conf.DEFAULT.agent_down_time
+        self.notifier = AgentUpdatedNotifier(Notifier(env.bus))
 
     def rpc_endpoints(self) -> dict[str, list[Any]]:
         """The agents' state reports, on ``q-reports-plugin``."""
@@ -62,7 +65,10 @@ class AgentsPlugin(Plugin):
                      if_revision: int | None = None) -> dict[str, Any]:
         if not ctx.is_admin:
             raise AgentNotFound(agent_id=agent_id)
-        self.db.write(lambda conn: agents_db.update_(conn, agent_id, data))
+        before = self.db.write(lambda conn: agents_db.update_(conn, agent_id, data))
+        enabled = data.get("admin_state_up", before.admin_state_up)
+        if enabled != before.admin_state_up:  # its work changes: it reads it again
+            self.notifier.agent_updated(before.topic, before.host, enabled)
         return self.get_agent(ctx, agent_id)
 
     def delete_agent(self, ctx: Context, agent_id: str, if_revision: int | None = None

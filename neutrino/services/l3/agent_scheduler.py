@@ -66,6 +66,16 @@ def can_host(agent: Row, gateway_network: str | None) -> bool:
     return wanted is None or wanted == gateway_network
 
 
+def _role(agent: dict[str, Any], roles: dict[str, str]) -> str:
+    """What an agent's role is taken to be: a dead agent's is not known; a
+    disabled one has let its routers go (standby), whatever it said last."""
+    if not agent["alive"]:
+        return ha.UNKNOWN
+    if not agent["admin_state_up"]:
+        return ha.STANDBY
+    return roles.get(agent["id"], ha.UNKNOWN)
+
+
 class L3AgentSchedulerPlugin(Plugin):
     supported_extension_aliases = ("l3_agent_scheduler",)
 
@@ -139,8 +149,7 @@ class L3AgentSchedulerPlugin(Plugin):
             roles = ha.states(conn, [router_id]).get(router_id)
             if roles is not None:  # an HA router: each agent's role, as Neutron shows it
                 for view in views:
-                    view["ha_state"] = roles.get(view["id"], ha.UNKNOWN) \
-                        if view["alive"] else ha.UNKNOWN
+                    view["ha_state"] = _role(view, roles)
             return views
 
         return self._read(work)
