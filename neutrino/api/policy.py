@@ -236,6 +236,12 @@ DEFAULT_RULES: dict[str, str] = {
     "get_service_provider": "role:reader",
     # --- NDP proxies: a project's, as Neutron's defaults
     **_crud("ndp_proxy"),
+    # --- Local IPs: a project's; their port associations its owner's (the local
+    # IP's project is the target), as Neutron's defaults
+    **_crud("local_ip"),
+    "create_local_ip_port_association": ADMIN_OR_MEMBER,
+    "get_local_ip_port_association": ADMIN_OR_READER,
+    "delete_local_ip_port_association": ADMIN_OR_MEMBER,
     # --- trunks: a project's, as Neutron's defaults
     **_crud("trunk"),
     "get_subports": ADMIN_OR_READER,

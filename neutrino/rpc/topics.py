@@ -42,3 +42,7 @@ QOS_POLICY_UPDATE = "q-agent-notifier-qos-policy-update"
 TRUNK_PLUGIN = "trunk"
 TRUNK_NAMESPACE = "trunk"
 TRUNK_UPDATE = "q-agent-notifier-trunk-update"
+# Local IPs: OVS agents' extension -> server (the associations of its ports),
+# and the server -> every L2 agent when a port's associations change (fanout)
+LOCAL_IP_PLUGIN = "q-local-ip-plugin"
+LOCAL_IP_UPDATE = "q-agent-notifier-local-ip-update"
