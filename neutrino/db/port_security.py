@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import Table, bindparam, delete, select
+from sqlalchemy import Table, bindparam, delete, func, select, true
 from sqlalchemy.engine import Connection
 
 from neutrino.db import models
@@ -28,9 +28,25 @@ _ENABLED = {table: Prepared(select(table.c.enabled).where(key(table) == bindpara
             for table in (NETWORKS, PORTS)}
 
 
+#: a new port's value when it gives none: its network's (on when that has none),
+#: read and written in one round trip
+_INSERT_NETWORKS_VALUE = Prepared(PORTS.insert().from_select(
+    ["port_id", "enabled"],
+    select(bindparam("port_id"), func.coalesce(
+        select(NETWORKS.c.enabled).where(NETWORKS.c.network_id == bindparam("network_id"))
+        .scalar_subquery(), true())),
+).returning(PORTS.c.enabled))
+
+
 def insert(conn: Connection, table: Table, owner_id: str, enabled: bool) -> None:
     """The value of a network or port being created (it has none yet)."""
     _INSERT[table].run(conn, {key(table).name: owner_id, "enabled": enabled})
+
+
+def insert_networks_value(conn: Connection, port_id: str, network_id: str) -> bool:
+    """A port being created takes its network's value; which it was."""
+    return bool(_INSERT_NETWORKS_VALUE.scalar(conn, {"port_id": port_id,
+                                                     "network_id": network_id}))
 
 
 def store(conn: Connection, table: Table, owner_id: str, enabled: bool) -> None:

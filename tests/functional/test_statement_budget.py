@@ -33,8 +33,8 @@ CONFIG = ("[DEFAULT]\nstate_path = {tmp}\nservice_plugins = router,port_forwardi
 #: are statements (round trips) too
 BUDGET: dict[str, tuple[int, int]] = {
     "network create": (7, 1),
-    "subnet create": (13, 2),
-    "port create": (13, 1),
+    "subnet create": (12, 2),
+    "port create": (11, 1),
     "port show": (11, 1),
     "port update": (17, 1),
     "port delete": (19, 1),

@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import bindparam, exists, func, select, update
+from sqlalchemy import bindparam, exists, func, select, true, update
 from sqlalchemy.engine import Connection, Row
 
 from neutrino.context import Context
@@ -48,18 +48,25 @@ AG = models.agents
 SCHEDULING_EVENTS = ("subnet_create_end", "subnet_update_end", "port_create_end")
 
 # What every notification reads (a port create's, update's and delete's too):
-# the network's agents, and, when they are fewer than wanted, whether
-# scheduling could add one: the network has a DHCP subnet and an agent is free.
-_HOSTING = Prepared(
-    select(AG.c.host, AG.c.admin_state_up, AG.c.heartbeat_timestamp)
-    .join(DHCP.table, DHCP.agent == AG.c.id)
-    .where(DHCP.resource == bindparam("network_id"))
-    .order_by(DHCP.table.c.binding_index))
-_SCHEDULABLE = Prepared(select(
+# the network's agents; and after a change that may want scheduling, whether
+# scheduling could add one: the network has a DHCP subnet and an agent is free
+# (in the same statement: a row of these with each agent, or alone).
+_AGENTS = (select(AG.c.host, AG.c.admin_state_up, AG.c.heartbeat_timestamp)
+           .join(DHCP.table, DHCP.agent == AG.c.id)
+           .where(DHCP.resource == bindparam("network_id")))
+_HOSTING = Prepared(_AGENTS.order_by(DHCP.table.c.binding_index))
+_FLAGS = select(
     exists().where(S.c.network_id == bindparam("network_id"), S.c.enable_dhcp.is_(True))
     .label("dhcp_subnet"),
     exists().where(AG.c.agent_type == AGENT_TYPE_DHCP, AG.c.admin_state_up.is_(True),
-                   AG.c.heartbeat_timestamp >= bindparam("since")).label("free_agent")))
+                   AG.c.heartbeat_timestamp >= bindparam("since")).label("free_agent"),
+).subquery("flags")
+_HOSTED = _AGENTS.add_columns(DHCP.table.c.binding_index).subquery("hosted")
+_HOSTING_AND_FLAGS = Prepared(
+    select(_HOSTED.c.host, _HOSTED.c.admin_state_up, _HOSTED.c.heartbeat_timestamp,
+           _FLAGS.c.dhcp_subnet, _FLAGS.c.free_agent)
+    .select_from(_FLAGS.outerjoin(_HOSTED, true()))
+    .order_by(_HOSTED.c.binding_index))
 
 
 def networks_wanting_agents(conn: Connection, wanted: int) -> list[str]:
@@ -173,15 +180,19 @@ class DhcpSchedulerPlugin(Plugin):
         self._cast(hosts, method, {**payload, "network_id": network_id})
 
     def targets(self, conn: Connection, method: str, network_id: str) -> DhcpTargets:
-        """The hosts of the network's alive agents, and whether scheduling could
-        give it one it lacks (a statement each, the second only when it lacks one)."""
+        """The hosts of the network's alive agents, and (after ``method``s that
+        schedule) whether scheduling could give it one it lacks: one statement."""
         since = self._alive_since()
         params = {"network_id": network_id, "since": since}
-        hosting = _HOSTING.rows(conn, params)
+        if method not in SCHEDULING_EVENTS:
+            hosting, needs = _HOSTING.rows(conn, params), False
+        else:
+            rows = _HOSTING_AND_FLAGS.rows(conn, params)
+            hosting = [row for row in rows if row.host is not None]
+            needs = (len(hosting) < self.per_network
+                     and bool(rows[0].dhcp_subnet) and bool(rows[0].free_agent))
         hosts = [row.host for row in hosting
                  if row.admin_state_up and row.heartbeat_timestamp >= since]
-        needs = (method in SCHEDULING_EVENTS and len(hosting) < self.per_network
-                 and all(_SCHEDULABLE.first(conn, params)))
         return DhcpTargets(hosts, needs)
 
     def _schedule(self, conn: Connection, network_id: str, since: datetime.datetime

@@ -12,9 +12,9 @@ from neutrino.db.port_security import (
     NETWORKS,
     PORTS,
     insert,
+    insert_networks_value,
     key,
     load,
-    network_secured,
     store,
 )
 from neutrino.db.query import Page
@@ -41,9 +41,10 @@ class PortSecurityExtensionDriver(ExtensionDriver):
                             view: dict[str, Any]) -> None:
         enabled = data.get(ENABLED)
         if enabled is None:  # the network's value is the port's default
-            enabled = network_secured(conn, view["network_id"])
-        insert(conn, PORTS, view["id"], enabled)
-        view[ENABLED] = enabled
+            view[ENABLED] = insert_networks_value(conn, view["id"], view["network_id"])
+        else:
+            insert(conn, PORTS, view["id"], enabled)
+            view[ENABLED] = enabled
 
     def process_update_port(self, conn: Connection, data: dict[str, Any],
                             view: dict[str, Any]) -> None:
