@@ -474,6 +474,15 @@ ha_router_agent_port_bindings = Table(
                      name="uq_ha_router_agent_port_bindings_router_id_l3_agent_id"),
 )
 
+# A router made of a flavor (l3-flavors): the flavor, kept while it has routers,
+# and the provider that serves the router (Neutron's providerresourceassociations).
+router_flavors = Table(
+    "router_flavors", metadata,
+    Column("router_id", UUID, ForeignKey("routers.id", ondelete="CASCADE"), primary_key=True),
+    Column("flavor_id", UUID, ForeignKey("flavors.id"), nullable=False, index=True),
+    Column("provider_name", String(255), nullable=False),
+)
+
 # The network and router that auto-allocated-topology made for a project.
 auto_allocated_topologies = Table(
     "auto_allocated_topologies", metadata,

@@ -67,6 +67,12 @@ class InvalidServiceType(exc.InvalidInput):
     message = "Invalid service type: %(service_type)s."
 
 
+class InvalidFlavorServiceType(exc.InvalidInput):
+    """A flavor given to a service that does not serve its service type."""
+
+    message = "Invalid service type %(service_type)s."
+
+
 def _enabled() -> Attr:
     return Attr("enabled", allow_post=True, allow_put=True, default=True,
                 convert=v.to_boolean, validate=v.boolean, sort=True,

@@ -298,5 +298,20 @@ L3_HA = Extension(
     required=("router",),
 )
 
+#: ``flavor_id`` on routers (the router plugin, with the flavors plugin): given
+#: at create only; the flavor's provider makes the router HA or not. Any string
+#: is taken, as in Neutron: one that names no flavor is FlavorNotFound.
+L3_FLAVORS = Extension(
+    alias="l3-flavors",
+    name="Router Flavor Extension",
+    description="Flavor support for routers.",
+    updated="2016-05-17T00:00:00-00:00",
+    attributes={"routers": attrs(
+        Attr("flavor_id", allow_post=True, default=None, validate=v.string_or_none(None),
+             sort=True),
+    )},
+    required=("flavors", "router"),
+)
+
 EXTENSIONS = (ROUTER_EXTENSION, EXT_GW_MODE, EXTRAROUTE, EXTRAROUTE_ATOMIC, FIP_PORT_DETAILS,
-              FLOATINGIP_POOLS, PORT_IP_CHANGE_NOT_ALLOWED, L3_HA)
+              FLOATINGIP_POOLS, PORT_IP_CHANGE_NOT_ALLOWED, L3_HA, L3_FLAVORS)

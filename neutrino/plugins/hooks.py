@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 
 from neutrino.context import Context
 from neutrino.db.query import Page
+from neutrino.plugins.providers import Provider
 
 # (conn, ctx, id) -> None, or what to do once the delete has committed (tell the
 # agents what it changed on hosts); raise a NeutronException to veto
@@ -139,6 +140,17 @@ class SegmentRanges(Protocol):
         ...
 
 
+class FlavorProviders(Protocol):
+    """What a service that serves flavors asks the flavors plugin."""
+
+    def provider_in(self, conn: Connection, flavor_id: str, service_type: str,
+                    lock: bool = False) -> Provider:
+        """The provider serving a new resource of the flavor, read in the caller's
+        transaction (``lock``: the flavor's row held until it ends, so that it
+        is not deleted under it); Neutron's errors when it serves none."""
+        ...
+
+
 @dataclass
 class Hooks:
     before_network_delete: list[DeleteCheck] = field(default_factory=list)
@@ -170,9 +182,10 @@ class Hooks:
         default_factory=list)
     on_agent_report: list[AgentReported] = field(default_factory=list)
     # inside a flavor's delete, before it: a service whose resources name the
-    # flavor vetoes with FlavorInUse (none yet: routers have no flavor_id until
-    # l3-flavors is served)
+    # flavor vetoes with FlavorInUse (the router plugin, for its routers' flavor_id)
     before_flavor_delete: list[DeleteCheck] = field(default_factory=list)
+    # the flavors plugin (it sets itself here when it is built): None without it
+    flavors: FlavorProviders | None = None
     # the DHCP agents' scheduler (one; it sets itself here when it is built)
     dhcp: DhcpNotifications = field(default_factory=NoDhcpAgents)
     # the network segment ranges (one; their plugin sets itself here when it is

@@ -8,9 +8,9 @@ a profile holds a driver, one of the ``[service_providers]`` drivers, and/or
 free-form ``metainfo``. A profile bound to a flavor is neither changed nor
 deleted (ServiceProfileInUse), as in Neutron; deleting a flavor drops its
 bindings. Whatever names a flavor vetoes its delete through the
-``before_flavor_delete`` hook (FlavorInUse): nothing does yet, as routers have
-no ``flavor_id`` until l3-flavors is served. A service that serves a flavor
-asks ``next_provider`` which provider's driver does it.
+``before_flavor_delete`` hook (FlavorInUse), as the router plugin does for its
+routers' ``flavor_id`` (l3-flavors). A service that serves a flavor asks
+``provider_in`` (through ``Hooks.flavors``) which provider's driver does it.
 
 Each write is one transaction; a flavor's row is locked before its bindings
 change, then the profiles' rows, always in that order.
@@ -127,6 +127,7 @@ class FlavorsPlugin(Plugin):
         super().__init__(env)
         self.providers = env.providers
         self.hooks = env.hooks
+        env.hooks.flavors = self  # for the services that serve flavors
         #: the service types a flavor may name: those of the loaded plugins
         self.service_types = env.plugin_types
 
@@ -285,20 +286,27 @@ class FlavorsPlugin(Plugin):
 
     # --- for the services that serve flavors --------------------------------------------
 
-    def next_provider(self, ctx: Context, flavor_id: str) -> Provider:
-        """The provider whose driver serves a new resource of the flavor: that of
-        its first enabled profile (by id). Neutron takes the first profile,
-        enabled or not, and never refuses a disabled flavor; here a disabled
-        flavor serves nothing new (FlavorDisabled)."""
-        def work(conn: Connection) -> list[Row]:
-            row = flavor_row(conn, flavor_id)
-            if not row.enabled:
-                raise fdef.FlavorDisabled()
-            return list(conn.execute(
-                select(SP).join(FSP, FSP.c.service_profile_id == SP.c.id)
-                .where(FSP.c.flavor_id == row.id).order_by(SP.c.id)))
+    def next_provider(self, ctx: Context, flavor_id: str,
+                      service_type: str | None = None) -> Provider:
+        """The provider whose driver serves a new resource of the flavor (its
+        own read)."""
+        return self._read(lambda conn: self.provider_in(conn, flavor_id, service_type))
 
-        profiles = self._read(work)
+    def provider_in(self, conn: Connection, flavor_id: str, service_type: str | None,
+                    lock: bool = False) -> Provider:
+        """The provider of the flavor's first enabled profile (by id), read on
+        the caller's connection; with ``service_type``, the flavor must be of it
+        (InvalidFlavorServiceType). Neutron takes the first profile, enabled or
+        not, and never refuses a disabled flavor; here a disabled flavor serves
+        nothing new (FlavorDisabled)."""
+        row = flavor_row(conn, flavor_id, for_update=lock)
+        if service_type is not None and row.service_type != service_type:
+            raise fdef.InvalidFlavorServiceType(service_type=row.service_type)
+        if not row.enabled:
+            raise fdef.FlavorDisabled()
+        profiles = list(conn.execute(
+            select(SP).join(FSP, FSP.c.service_profile_id == SP.c.id)
+            .where(FSP.c.flavor_id == row.id).order_by(SP.c.id)))
         if not profiles:
             raise fdef.FlavorServiceProfileBindingNotFound(sp_id="", fl_id=flavor_id)
         profile = next((p for p in profiles if p.enabled), None)

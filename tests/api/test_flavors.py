@@ -409,6 +409,8 @@ def test_a_configured_providers_driver_makes_a_profile(providers_server, project
 def test_only_the_loaded_plugins_types_are_offered(providers_server, project):
     admin = providers_server.client(project, roles=("admin", "member"))
     assert flavor(admin, service_type="FLAVORS")["service_type"] == "FLAVORS"
+    aliases = {e["alias"] for e in admin.get("/v2.0/extensions").json()["extensions"]}
+    assert "flavors" in aliases and "l3-flavors" not in aliases  # no router plugin here
     for absent in ("L3_ROUTER_NAT", "VPN"):  # a provider is not a loaded plugin
         expect_error(admin.post(FLAVORS, json={"flavor": {"name": unique(),
                                                           "service_type": absent}}),

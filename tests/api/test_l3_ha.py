@@ -63,7 +63,10 @@ def ha_networks(admin: ApiClient, project: str) -> list[dict]:
 
 
 def test_an_ha_router_on_two_agents(admin, agents, ha_server):
-    assert "l3-ha" in {e["alias"] for e in admin.get("/v2.0/extensions").json()["extensions"]}
+    aliases = {e["alias"] for e in admin.get("/v2.0/extensions").json()["extensions"]}
+    assert "l3-ha" in aliases and "l3-flavors" not in aliases  # no flavors plugin here
+    expect_error(admin.post("/v2.0/routers", json={"router": {"name": "r", "flavor_id": "x"}}),
+                 400, "HTTPBadRequest", "Unrecognized attribute(s) 'flavor_id'")
     expect_error(admin.post("/v2.0/routers", json={"router": {"name": "r", "ha": True}}),
                  409, "HANotEnoughAvailableAgents")
     agent_ids = agents(3)

@@ -34,9 +34,12 @@ from neutrino.definitions.l3 import (
 )
 from neutrino.definitions.port_forwarding import FipInUseByPortForwarding
 from neutrino.plugins.base import CorePlugin, Environment, Plugin
+from neutrino.plugins.hooks import FlavorProviders
+from neutrino.plugins.providers import Provider
 from neutrino.rpc import topics
 from neutrino.services.agents import db as agents_db
-from neutrino.services.l3 import floatingips, ha, portforwardings, routers
+from neutrino.services.l3 import floatingips, ha, portforwardings, router_flavors, routers
+from neutrino.services.l3 import providers as l3_providers
 from neutrino.services.l3.agent_scheduler import L3AgentSchedulerPlugin
 from neutrino.services.l3.rpc import L3RpcCallback
 
@@ -82,10 +85,10 @@ def _v4(address: str) -> bool:
 
 class L3RouterPlugin(Plugin):
     plugin_type = "L3_ROUTER_NAT"
-    supported_extension_aliases = ("router", "ext-gw-mode", "extraroute", "extraroute-atomic",
-                                   "fip-port-details", "floatingip-pools",
-                                   "router_availability_zone",
-                                   "l3-port-ip-change-not-allowed", "l3-ha")
+    supported_extension_aliases: tuple[str, ...] = (
+        "router", "ext-gw-mode", "extraroute", "extraroute-atomic", "fip-port-details",
+        "floatingip-pools", "router_availability_zone", "l3-port-ip-change-not-allowed",
+        "l3-ha")
 
     def __init__(self, env: Environment):
         super().__init__(env)
@@ -101,6 +104,14 @@ class L3RouterPlugin(Plugin):
         # which L3 agents serve which routers; they hear of every change
         self.scheduler = L3AgentSchedulerPlugin(env, self)
         self.companions = [self.scheduler]
+        l3_providers.check_config(env.providers)
+        # routers of a flavor (l3-flavors), once the flavors plugin is loaded too
+        self.flavored = "FLAVORS" in env.plugin_types
+        if self.flavored:
+            self.supported_extension_aliases = (*self.supported_extension_aliases,
+                                                l3.L3_FLAVORS.alias)
+            env.hooks.before_flavor_delete.append(router_flavors.check_unused)
+            env.hooks.router_filters["flavor_id"] = router_flavors.FLAVOR_ID
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"routers": models.routers, "floatingips": models.floatingips}
@@ -133,11 +144,15 @@ class L3RouterPlugin(Plugin):
 
     def _extended_routers(self, conn: Connection, views: list[dict[str, Any]]
                           ) -> list[dict[str, Any]]:
-        """Router views with ``ha`` and what other plugins add (the gateway's
-        qos_policy_id)."""
-        highly_available = ha.is_ha(conn, [view["id"] for view in views])
+        """Router views with ``ha``, ``flavor_id`` (l3-flavors) and what other
+        plugins add (the gateway's qos_policy_id)."""
+        ids = [view["id"] for view in views]
+        highly_available = ha.is_ha(conn, ids)
+        flavors = router_flavors.of(conn, ids) if self.flavored else {}
         for view in views:
             view["ha"] = view["id"] in highly_available
+            if self.flavored:
+                view["flavor_id"] = flavors.get(view["id"])
         for extend in self.env.hooks.extend_routers:
             extend(conn, views)
         return views
@@ -170,11 +185,20 @@ class L3RouterPlugin(Plugin):
             raise ha.HANotEnoughAvailableAgents(min_agents=2, num_agents=alive)
         return ha.ensure_network(self.core, self.settings, project_id)
 
+    def _flavors(self) -> FlavorProviders:
+        assert self.env.hooks.flavors is not None  # loaded, since l3-flavors is served
+        return self.env.hooks.flavors
+
     def create_router(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
         gateway = data.get("external_gateway_info") or None
-        wants_ha = data.get("ha")
-        if wants_ha is None:
-            wants_ha = self.settings.l3_ha
+        flavor_id = data.get("flavor_id") if self.flavored else None
+        provider = None
+        wanted = data.get("ha")
+        wants_ha = bool(self.settings.l3_ha if wanted is None else wanted)
+        if flavor_id is not None:  # its provider says whether the router is HA
+            provider = self._read(lambda conn: self._flavors().provider_in(
+                conn, flavor_id, l3_providers.SERVICE_TYPE))
+            wants_ha = l3_providers.router_is_ha(provider, wanted)
         ha_network = self._ha_network(data["project_id"]) if wants_ha else None
         # as Neutron: the hints sorted, or the configured default zones
         zone_hints = (sorted(data.get(AZ_HINTS) or [])
@@ -185,6 +209,8 @@ class L3RouterPlugin(Plugin):
             agents_db.check_zones(conn, "router", zone_hints)
             router_id = routers.insert(conn, data, self._snat(gateway))
             changes.routers.add(router_id)
+            if flavor_id is not None:
+                self._bind_flavor(conn, router_id, flavor_id, provider)
             if ha_network is not None:
                 ha.make_ha(conn, router_id, ha_network)
             agents_db.add_hints(conn, models.router_availability_zone_hints, router_id,
@@ -199,6 +225,17 @@ class L3RouterPlugin(Plugin):
             return self._router(conn, ADMIN, router_id)
 
         return self._write(work)
+
+    def _bind_flavor(self, conn: Connection, router_id: str, flavor_id: str,
+                     chosen: Provider | None) -> None:
+        """The router's flavor, held (locked) until the router is committed, and
+        the provider chosen before the transaction, which must still serve it."""
+        provider = self._flavors().provider_in(conn, flavor_id, l3_providers.SERVICE_TYPE,
+                                               lock=True)
+        if provider != chosen:
+            raise exc.Conflicting(msg=f"Flavor {flavor_id} changed while router {router_id} "
+                                      "was being created; please retry")
+        router_flavors.bind(conn, router_id, flavor_id, provider.name)
 
     def _snat(self, gateway: dict[str, Any] | None) -> bool:
         if gateway and "enable_snat" in gateway:
@@ -255,6 +292,10 @@ class L3RouterPlugin(Plugin):
             raise exc.BadRequest(resource="router", msg=(
                 "Cannot change HA attribute of active routers. Please set router "
                 "admin_state_up to False prior to upgrade"))
+        if view.get("flavor_id"):  # its provider made it HA or not
+            raise exc.InvalidInput(error_message=(
+                "Changing the 'ha' and 'distributed' attributes on a router associated "
+                "with a flavor is not supported"))
         return bool(data["ha"]), view["project_id"]
 
     def delete_router(self, ctx: Context, router_id: str,
