@@ -13,6 +13,7 @@ ROUTER_KEYS = {
     "external_gateway_info", "routes", "tags", "created_at", "updated_at", "revision_number",
     "availability_zone_hints", "availability_zones",
     "conntrack_helpers", "enable_ndp_proxy",  # the shared server's conntrack_helper, ndp_proxy
+    "flavor_id",  # and its flavors (l3-flavors)
 }
 MISSING = "00000000-0000-0000-0000-000000000000"
 
