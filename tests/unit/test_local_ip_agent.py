@@ -12,7 +12,13 @@ import pytest
 
 from neutrino.agents.extensions.api import AgentHandles
 from neutrino.agents.extensions.local_ip import LocalIpExtension
-from neutrino.agents.extensions.local_ip_ovs import PRIORITY, TABLE, local_ip_flows, zone_of
+from neutrino.agents.extensions.local_ip_ovs import (
+    FIREWALL_TABLE,
+    PLAIN_TABLE,
+    PRIORITY,
+    local_ip_flows,
+    zone_of,
+)
 from neutrino.agents.extensions.manager import Extensions
 from neutrino.agents.openvswitch_options import OPTIONS
 from neutrino.config import load
@@ -37,24 +43,26 @@ PORTS = {"a": port(7), "b": port(8, mac="fa:16:3e:00:00:0b"),
          "down": port(11, up=False)}
 
 
-def test_an_association_answers_arp_and_translates_for_the_ports_of_its_network():
-    flows = local_ip_flows(PORTS, {"a": [association()]})
+@pytest.mark.parametrize(("firewall", "table"), [(False, PLAIN_TABLE), (True, FIREWALL_TABLE)])
+def test_an_association_answers_arp_and_translates_for_the_ports_of_its_network(
+        firewall, table):
+    flows = local_ip_flows(PORTS, {"a": [association()]}, firewall)
     zone, cookie = zone_of(NET), f"cookie={cookie_of('a'):#x}"
-    at = f"{cookie},table=0,priority={PRIORITY}"
+    at = f"{cookie},table={table},priority={PRIORITY},reg7=0"
     for ofport in (8, 9):  # the others of its network, up
         assert (f"{at},in_port={ofport},arp,arp_tpa=10.0.0.100,arp_op=1,actions="
                 "move:NXM_OF_ETH_SRC[]->NXM_OF_ETH_DST[],set_field:fa:16:3e:00:00:0a->eth_src,"
                 "set_field:2->arp_op,move:NXM_NX_ARP_SHA[]->NXM_NX_ARP_THA[],"
                 "move:NXM_OF_ARP_SPA[]->NXM_OF_ARP_TPA[],set_field:fa:16:3e:00:00:0a->arp_sha,"
                 "set_field:10.0.0.100->arp_spa,IN_PORT") in flows
-        assert (f"{at},in_port={ofport},ip,nw_dst=10.0.0.100,actions="
+        # translated, marked, and back to the same table to go on from there
+        assert (f"{at},in_port={ofport},ip,nw_dst=10.0.0.100,actions=set_field:1->reg7,"
                 f"set_field:fa:16:3e:00:00:0a->eth_dst,"
-                f"ct(commit,zone={zone},table={TABLE},nat(dst=10.0.0.5))") in flows
+                f"ct(commit,zone={zone},table={table},nat(dst=10.0.0.5))") in flows
     # what the port sends from its fixed IP goes through the same zone (replies back)
-    assert (f"{at},ct_state=-trk,in_port=7,ip,nw_src=10.0.0.5,"
-            f"actions=ct(zone={zone},table={TABLE},nat)") in flows
-    assert flows[-1] == f"table={TABLE},priority=0,actions=NORMAL"
-    assert len(flows) == 2 * 2 + 1 + 1
+    assert (f"{at},in_port=7,ip,nw_src=10.0.0.5,"
+            f"actions=set_field:1->reg7,ct(zone={zone},table={table},nat)") in flows
+    assert len(flows) == 2 * 2 + 1
     # not for the port itself, another network's, or one that is down
     for ofport in (7, 10, 11):
         assert not any(f"in_port={ofport},arp" in f or f"in_port={ofport},ip,nw_dst" in f
@@ -107,17 +115,18 @@ def handles(agent_type: str, conf_text: str = "[securitygroup]\nfirewall_driver 
                         request_full_sync=lambda: None, state=state or {})
 
 
-def test_only_the_open_vswitch_agent_without_its_firewall_takes_it(tmp_path):
+def test_only_the_open_vswitch_agent_takes_it_in_its_pipeline(tmp_path):
     with pytest.raises(RuntimeError, match="not by the Linux bridge agent"):
         LocalIpExtension().initialize(handles("Linux bridge agent", tmp_path=tmp_path))
-    with pytest.raises(RuntimeError, match="firewall_driver = noop"):
-        LocalIpExtension().initialize(handles(
-            "Open vSwitch agent", "[securitygroup]\nfirewall_driver = openvswitch\n",
-            tmp_path=tmp_path))
-    LocalIpExtension().initialize(handles("Open vSwitch agent", tmp_path=tmp_path))
-    LocalIpExtension().initialize(handles(
-        "Open vSwitch agent", "[securitygroup]\nenable_security_group = false\n",
-        tmp_path=tmp_path))
+    state = {"a": port(7), "b": port(8)}
+    for text, table in (("[securitygroup]\nfirewall_driver = openvswitch\n", FIREWALL_TABLE),
+                        ("", FIREWALL_TABLE),  # the default
+                        ("[securitygroup]\nfirewall_driver = noop\n", PLAIN_TABLE),
+                        ("[securitygroup]\nenable_security_group = false\n", PLAIN_TABLE)):
+        ext = LocalIpExtension()
+        ext.initialize(handles("Open vSwitch agent", text, state=state, tmp_path=tmp_path))
+        ext.associations = {"a": [association()]}
+        assert {f.split(",")[1] for f in ext.flows()} == {f"table={table}"}, text
 
 
 def test_ports_are_asked_about_and_marked_dirty_when_they_change(tmp_path):

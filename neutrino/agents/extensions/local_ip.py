@@ -16,18 +16,18 @@ translate, as in Neutron. Two ports of one network on one host associated
 with the same local IP: the first by port id wins (Neutron leaves it to
 chance).
 
-The flows are br-int's table 0 (below the QoS stages, above everything
-else of the agent's) and table 31 (after conntrack: NORMAL); each port's
-carry its cookie. The associations are asked of the server for each port
-the agent hands here (``get_associations``); when the server says a port's
-changed, the port is marked dirty, so the agent's next sync hands it back
-and writes the flows again.
+The flows are br-int's, where a packet has left its sender and not yet
+reached its receiver (``local_ip_ovs`` says where, with the openvswitch
+firewall and without), each port's with its cookie. The associations are
+asked of the server for each port the agent hands here
+(``get_associations``); when the server says a port's changed, the port is
+marked dirty, so the agent's next sync hands it back and writes the flows
+again.
 
-Not enforced with the openvswitch firewall (``[securitygroup]
-firewall_driver = openvswitch``, the default): its conntrack and this NAT
-do not mix (Neutron needs its ``static_nat`` there, which neutrino does not
-offer). Nor by the Linux bridge agent, as in Neutron: loading it there is
-one line in the log and nothing else.
+Not enforced by the Linux bridge agent, as in Neutron: loading it there is
+one line in the log and nothing else. (Neutron's OVS extension refuses the
+openvswitch firewall unless its ``static_nat`` is set; here the NAT has a
+conntrack zone of its own, apart from the firewall's.)
 """
 
 from __future__ import annotations
@@ -67,11 +67,8 @@ class LocalIpExtension(L2AgentExtension):
             raise RuntimeError(f"Local IPs are enforced by the {OPENVSWITCH} only (as in "
                                f"Neutron), not by the {handles.agent_type}: nothing done")
         sg = handles.conf.group("securitygroup")
-        if getattr(sg, "enable_security_group", False) and \
-                getattr(sg, "firewall_driver", None) == "openvswitch":
-            raise RuntimeError(
-                "Local IPs are not enforced with the openvswitch firewall (its conntrack "
-                "and their NAT do not mix): set [securitygroup] firewall_driver = noop")
+        self._firewall = bool(getattr(sg, "enable_security_group", False)) and \
+            getattr(sg, "firewall_driver", None) == "openvswitch"
         # only here: the Linux bridge agent never imports ovsdbapp
         from neutrino.agents.extensions import local_ip_ovs
         self._render = local_ip_ovs.local_ip_flows
@@ -82,7 +79,7 @@ class LocalIpExtension(L2AgentExtension):
         return [(topics.LOCAL_IP_UPDATE, [LocalIpNotifications(self)])]
 
     def flows(self) -> list[str]:
-        return self._render(self.handles.state, self.associations)
+        return self._render(self.handles.state, self.associations, self._firewall)
 
     async def handle_port(self, port: Mapping[str, Any]) -> None:
         port_id = port["port_id"]
