@@ -51,6 +51,13 @@ def test_the_first_enabled_profiles_driver_names_the_provider(plugin):
     assert plugin.next_provider(ADMIN, flavor["id"]) is GOLD
 
 
+def test_a_service_asks_for_its_own_type(plugin):
+    flavor = made_flavor(plugin, GOLD.driver)
+    assert plugin.next_provider(ADMIN, flavor["id"], "L3_ROUTER_NAT") is GOLD
+    with pytest.raises(fdef.InvalidFlavorServiceType, match="L3_ROUTER_NAT"):
+        plugin.next_provider(ADMIN, flavor["id"], "FLAVORS")
+
+
 def test_a_disabled_profile_is_passed_over(plugin):
     off = plugin.create_service_profile(ADMIN, {"driver": GOLD.driver, "enabled": False})
     on = plugin.create_service_profile(ADMIN, {"driver": SILVER.driver})
