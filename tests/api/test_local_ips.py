@@ -112,10 +112,20 @@ def test_a_local_ip_on_a_network(user, other, net, project):
                  404, "LocalIPNotFound")
     expect_error(other.delete(f"{LIPS}/{lip['id']}"), 404, "LocalIPNotFound")
 
-    # its port stays while it does
+    # tags, as on every resource with standard attributes
+    assert user.put(f"{LIPS}/{lip['id']}/tags/web").status_code == 201
+    assert user.get(f"{LIPS}/{lip['id']}").json()["local_ip"]["tags"] == ["web"]
+    assert [item["id"] for item in user.get(LIPS, params={"tags": "web"}).json()[
+        "local_ips"]] == [lip["id"]]
+
+    # its port stays while it does, and so do its network and subnet
     expect_error(user.delete(f"/v2.0/ports/{port['id']}"), 409, "ServicePortInUse")
+    expect_error(user.delete(f"/v2.0/networks/{net['id']}"), 409, "NetworkInUse")
+    expect_error(user.delete(f"/v2.0/subnets/{port['fixed_ips'][0]['subnet_id']}"), 409,
+                 "SubnetInUse")
     assert user.delete(f"{LIPS}/{lip['id']}").status_code == 204
     assert local_ports(user, net["id"]) == []
+    assert user.delete(f"/v2.0/networks/{net['id']}").status_code == 204
     expect_error(user.get(f"{LIPS}/{lip['id']}"), 404, "LocalIPNotFound")
 
 
