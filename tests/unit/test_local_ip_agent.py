@@ -151,6 +151,16 @@ def test_ports_are_asked_about_and_marked_dirty_when_they_change(tmp_path):
         await ext.handle_port({**PORTS["b"], "port_id": "b"})
         await ext.delete_port({"port_id": "b"})
         assert ext.associations == {}
+        # a full sync asks about every port here at once, then no more
+        server.found, server.asked = {"a": [association()], "c": [association()]}, []
+        await ext.before_full_sync()
+        for port_id in ("a", "b", "c"):
+            await ext.handle_port({**PORTS[port_id], "port_id": port_id})
+        await ext.after_full_sync()
+        assert server.asked == [sorted(PORTS)]
+        assert set(ext.associations) == {"a", "c"}
+        await ext.handle_port({**PORTS["c"], "port_id": "c"})  # between full syncs: its own
+        assert server.asked[-1] == ["c"]
 
     asyncio.run(scenario())
 

@@ -19,10 +19,10 @@ chance).
 The flows are br-int's, where a packet has left its sender and not yet
 reached its receiver (``local_ip_ovs`` says where, with the openvswitch
 firewall and without), each port's with its cookie. The associations are
-asked of the server for each port the agent hands here
-(``get_associations``); when the server says a port's changed, the port is
-marked dirty, so the agent's next sync hands it back and writes the flows
-again.
+asked of the server for each port the agent hands here (``get_associations``;
+in a full sync, for every port at once); when the server says a port's
+changed, the port is marked dirty, so the agent's next sync hands it back
+and writes the flows again.
 
 Not enforced by the Linux bridge agent, as in Neutron: loading it there is
 one line in the log and nothing else. (Neutron's OVS extension refuses the
@@ -61,6 +61,8 @@ class LocalIpExtension(L2AgentExtension):
     def __init__(self) -> None:
         #: port id -> its associations (ports with none are absent)
         self.associations: dict[str, list[contract.Association]] = {}
+        #: in a full sync, the ports asked about already (None: none yet)
+        self._asked: set[str] | None = set()
 
     def initialize(self, handles: AgentHandles) -> None:
         if handles.agent_type != OPENVSWITCH:
@@ -81,18 +83,37 @@ class LocalIpExtension(L2AgentExtension):
     def flows(self) -> list[str]:
         return self._render(self.handles.state, self.associations, self._firewall)
 
+    async def before_full_sync(self) -> None:
+        self._asked = None  # the first port handed asks about every port, in one call
+
+    async def after_full_sync(self) -> None:
+        self._asked = set()
+
     async def handle_port(self, port: Mapping[str, Any]) -> None:
         port_id = port["port_id"]
-        answer = await self._plugin.get_associations(dict(self.handles.context),
-                                                     port_ids=[port_id])
-        found = list(answer.get(port_id) or [])
-        if found != self.associations.get(port_id, []):
-            LOG.info("port %s: local IPs %s", port_id,
-                     ", ".join(a["local_ip_address"] for a in found) or "none")
-        if found:
-            self.associations[port_id] = found
-        else:
-            self.associations.pop(port_id, None)
+        if self._asked is None:
+            every = sorted(set(self.handles.state) | {port_id})
+            self._learn(every, await self._ask(every))
+            self._asked = set(every)
+        if port_id in self._asked:
+            self._asked.discard(port_id)  # asked in this full sync already
+            return
+        self._learn([port_id], await self._ask([port_id]))
+
+    async def _ask(self, port_ids: list[str]) -> dict[str, list[contract.Association]]:
+        return await self._plugin.get_associations(dict(self.handles.context),
+                                                   port_ids=port_ids)
+
+    def _learn(self, port_ids: list[str], answer: Mapping[str, Any]) -> None:
+        for port_id in port_ids:
+            found = list(answer.get(port_id) or [])
+            if found != self.associations.get(port_id, []):
+                LOG.info("port %s: local IPs %s", port_id,
+                         ", ".join(a["local_ip_address"] for a in found) or "none")
+            if found:
+                self.associations[port_id] = found
+            else:
+                self.associations.pop(port_id, None)
 
     async def delete_port(self, port: Mapping[str, Any]) -> None:
         self.associations.pop(port["port_id"], None)
