@@ -21,6 +21,7 @@ reload it, SIGHUP) in the namespace, its files in the router's directory;
 
 from __future__ import annotations
 
+import contextlib
 import ipaddress
 import os
 from collections.abc import Sequence
@@ -112,9 +113,25 @@ def keepalived_pid(state_dir: str) -> int | None:
     return process.pid_of(pid_file, pid_file)
 
 
+def _clear_leftovers(state_dir: str, wait: float) -> None:
+    """What a keepalived that was killed leaves: its VRRP child, which runs on
+    (holding the addresses if it was master), and the pid files. A keepalived
+    started while they name a live process, or a zombie init has not reaped
+    yet, takes itself for a second copy and leaves."""
+    pid_file = _path(state_dir, VRRP_PID)
+    pid = process.pid_of(pid_file, pid_file)
+    if pid is not None:
+        process.terminate(pid, wait)
+    for name in (PID, VRRP_PID):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(_path(state_dir, name))
+
+
 def converge(namespace: str, state_dir: str, instance: Instance, wait: float = 5.0) -> int:
     """keepalived running ``instance`` in ``namespace``: started, told to reload
     a changed configuration, or left alone; its pid."""
+    if keepalived_pid(state_dir) is None:
+        _clear_leftovers(state_dir, wait)
     return process.run_configured(
         namespace, _path(state_dir, CONF), render(instance), command(state_dir),
         lambda: keepalived_pid(state_dir),

@@ -110,6 +110,15 @@ def test_one_master_takes_over_when_the_other_dies(lab):
     assert holders(routers) == [other]
     assert pings(ext, ADDRESS)
 
+    # only the master's parent process killed: its VRRP child runs on, and a
+    # keepalived started again at once stops it first (else it would leave)
+    parent = int((dirs[1 - dead] / keepalived.PID).read_text())
+    run("kill", "-9", str(parent))
+    restarted = keepalived.converge(other, str(dirs[1 - dead]), instance("r"))
+    assert restarted != parent and keepalived.keepalived_pid(str(dirs[1 - dead])) == restarted
+    wait_until(lambda: len(holders(routers)) == 1 and pings(ext, ADDRESS, wait=0.5), 15,
+               "one master again")
+
 
 def test_configuration(tmp_path: Path):
     text = keepalived.render(keepalived.Instance(

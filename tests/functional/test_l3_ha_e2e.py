@@ -6,12 +6,14 @@ with a floating IP, and the external host on the flat external network. The acti
 (its L3 agent killed, what runs in its router namespace killed, the
 namespace's links down): the external host reaches the floating IP again
 through the other host, whose agent reports itself active; the dead host
-comes back and stays standby. Root only."""
+comes back and stays standby. The standby's keepalived killed is started again;
+an admin disabling the active agent moves the role at once. Root only."""
 
 from __future__ import annotations
 
 import subprocess
 import time
+from pathlib import Path
 
 import pytest
 
@@ -58,6 +60,28 @@ def active(d: Deployment, router_id: str) -> list[str]:
     return [name for name, role in roles(d, router_id).items() if role == "active"]
 
 
+def pids_in(d: Deployment, host: str, namespace: str) -> list[str]:
+    """What runs in ``namespace`` of ``host``."""
+    return subprocess.run(
+        ["nsenter", "-t", str(d.hosts[host]["anchor"].pid), "-m", "ip", "netns", "pids",
+         namespace], capture_output=True, text=True).stdout.split()
+
+
+def keepalived_pids(d: Deployment, host: str, namespace: str) -> list[str]:
+    """keepalived's parent process in the namespace (its VRRP child is another)."""
+    found = []
+    for pid in pids_in(d, host, namespace):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            name, ppid = stat.split("(", 1)[1].split(")")[0], stat.rsplit(")", 1)[1].split()[1]
+            parent = Path(f"/proc/{ppid}/comm").read_text().strip()
+        except FileNotFoundError:  # gone meanwhile
+            continue
+        if name == "keepalived" and parent != "keepalived":
+            found.append(pid)
+    return found
+
+
 def test_an_ha_router_fails_over(ha_lab):
     d, agents, external = ha_lab
     api = d.api
@@ -102,15 +126,21 @@ def test_an_ha_router_fails_over(ha_lab):
     wait_until(lambda: pings(external, address), 30, logs)
     assert pings(instance, UPSTREAM)
 
+    # the standby's keepalived dies: its agent starts another, still standby
+    namespace = f"qrouter-{router['id']}"
+    standby = next(name for name in roles(d, router["id"]) if name != first[0])
+    [keepalived] = keepalived_pids(d, standby, namespace)
+    run("kill", "-9", keepalived)
+    wait_until(lambda: keepalived_pids(d, standby, namespace) not in ([], [keepalived]), 5,
+               "the standby's keepalived to be started again")
+    assert active(d, router["id"]) == first
+
     # the active host dies: its L3 agent, what runs in the router's namespace
     # (keepalived, no goodbye advert), the namespace's links
     dead = first[0]
-    namespace = f"qrouter-{router['id']}"
     agents[dead].kill()
     agents[dead].wait()
-    inside_pids = subprocess.run(
-        ["nsenter", "-t", str(d.hosts[dead]["anchor"].pid), "-m", "ip", "netns", "pids",
-         namespace], capture_output=True, text=True).stdout.split()
+    inside_pids = pids_in(d, dead, namespace)
     started = time.monotonic()
     run("kill", "-9", *inside_pids)
     for link in d.inside(dead, namespace, "ip", "-o", "link").stdout.splitlines():
