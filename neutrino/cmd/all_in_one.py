@@ -30,7 +30,7 @@ from neutrino.cmd.server import (
     set_up_database,
     uvicorn_options,
 )
-from neutrino.cmd.startup import serve, settle_gc
+from neutrino.cmd.startup import serve
 from neutrino.linux.errors import HostError
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.transport import get_transport
@@ -105,6 +105,5 @@ def main(argv: list[str] | None = None) -> None:
     if args.background:
         background.serve_in_background(PROGRAM, conf, len(agents))
     app = build_app(conf)
-    settle_gc()
     app.background.append(AgentsService(agents))
     serve(app, sockets, **uvicorn_options(conf))

@@ -30,7 +30,7 @@ from neutrino.api.octavia import OctaviaRouter, neutron_fault
 from neutrino.api.quotas import QuotasController
 from neutrino.api.router import Router
 from neutrino.api.tags import TagsController
-from neutrino.cmd.startup import StartupError, listen, reach_bus, serve, settle_gc
+from neutrino.cmd.startup import StartupError, listen, reach_bus, serve
 from neutrino.cmd.workers import Workers
 from neutrino.context import Context
 from neutrino.db.engine import Database
@@ -201,9 +201,7 @@ def worker_app() -> ApiApp:
     files = json.loads(os.environ.get(CONFIG_ENV, "[]"))
     conf = load_config(files)
     _logging(conf)
-    app = build_app(conf, serve_rpc=conf.DEFAULT.rpc_workers == 0)
-    settle_gc()
-    return app
+    return build_app(conf, serve_rpc=conf.DEFAULT.rpc_workers == 0)
 
 
 def rpc_worker(files: list[str], parent: int) -> None:
@@ -213,7 +211,6 @@ def rpc_worker(files: list[str], parent: int) -> None:
     conf = load_config(files)
     _logging(conf)
     app = build_app(conf)
-    settle_gc()
 
     async def orphaned(stop: asyncio.Event) -> None:
         while os.getppid() == parent:
@@ -401,9 +398,7 @@ def main(argv: list[str] | None = None) -> None:
             os.environ[CONFIG_ENV] = json.dumps(files)
             sockets = socket_sets[0]
             workers = Workers("neutrino.cmd.server:worker_app", socket_sets[1:], common)
-        app = build_app(conf, serve_rpc=not rpc_workers)
-        settle_gc()
-        serve(app, sockets, workers, **common)
+        serve(build_app(conf, serve_rpc=not rpc_workers), sockets, workers, **common)
     finally:
         stop_rpc_workers(rpc_workers)
 

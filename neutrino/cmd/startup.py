@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import ctypes
-import gc
 import signal
 import socket
 import sys
@@ -46,21 +45,6 @@ def few_malloc_arenas(count: int = 2) -> None:
         ctypes.CDLL(None).mallopt(_M_ARENA_MAX, count)
     except (OSError, AttributeError):
         pass
-
-
-#: container allocations (less frees) between two young collections; Python's
-#: 700 had a 5,000-port list (some 100,000 dicts and lists) run dozens of
-#: collections, each also walking what the last ones left: a third of its time
-GC_YOUNG_THRESHOLD = 50_000
-
-
-def settle_gc() -> None:
-    """Call once a serving process has built its app: what start-up made lives
-    as long as the process, so the collector stops walking it (``gc.freeze``),
-    and it collects the young generation less often."""
-    gc.collect()
-    gc.freeze()
-    gc.set_threshold(GC_YOUNG_THRESHOLD, *gc.get_threshold()[1:])
 
 
 class StartupError(Exception):
