@@ -54,9 +54,12 @@ def store(conn: Connection, table: Table, owner_id: str, enabled: bool) -> None:
     insert(conn, table, owner_id, enabled)
 
 
-def load(conn: Connection, table: Table, page: Page) -> dict[str, bool]:
+def unsecured(conn: Connection, table: Table, page: Page) -> set[str]:
+    """The networks or ports of ``page`` whose value is off: almost all are
+    on, so a list reads only the few rows that are not."""
     column = key(table)
-    return dict(page.read(conn, select(column, table.c.enabled), column))
+    return {row[0] for row in page.read(
+        conn, select(column).where(table.c.enabled.is_(False)), column)}
 
 
 def _secured(conn: Connection, table: Table, owner_id: str) -> bool:

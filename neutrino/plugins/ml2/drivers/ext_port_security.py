@@ -14,8 +14,8 @@ from neutrino.db.port_security import (
     insert,
     insert_networks_value,
     key,
-    load,
     store,
+    unsecured,
 )
 from neutrino.db.query import Page
 from neutrino.definitions.port_security import ENABLED
@@ -62,9 +62,9 @@ class PortSecurityExtensionDriver(ExtensionDriver):
     @staticmethod
     def _extend(conn: Connection, table: Table, views: list[dict[str, Any]], page: Page
                 ) -> None:
-        values = load(conn, table, page)
+        off = unsecured(conn, table, page)
         for view in views:
-            view[ENABLED] = values.get(view["id"], True)
+            view[ENABLED] = view["id"] not in off
 
     def filter_clauses(self, collection: str, query: Any) -> list:
         values = query.pop_filter(ENABLED)
