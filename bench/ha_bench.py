@@ -1,7 +1,7 @@
 """HA router benchmark: how long a floating IP goes unanswered when the
 active host of its router dies, and what keepalived costs per router.
 
-    .venv/bin/python bench/ha_bench.py [--failovers 10] [--advert-int 2]
+    .venv/bin/python bench/ha_bench.py [--failovers 10] [--advert-int 1] [--routers 50]
 
 Root, keepalived, RabbitMQ on 127.0.0.1:5672 (a vhost of its own, removed at
 the end); everything runs in namespaces it makes and removes, as the HA end
@@ -10,7 +10,10 @@ with their own namespace registries (Linux bridge and L3 agents), a compute
 host with the instance, the external host pinging the floating IP every
 0.1 s. Each failover kills the active host (its L3 agent, keepalived, the
 router namespace's links), measures from the last reply before to the first
-after, then brings the host back (a standby). Figures, not pass/fail.
+after, then brings the host back (a standby). Then ``--routers`` HA routers
+(50) are made at once and, after both hosts' agents are killed with all they
+ran, served by a fresh agent set: the time until each router has exactly one
+master, read on the hosts. Figures, not pass/fail.
 """
 
 from __future__ import annotations
@@ -90,6 +93,8 @@ def bench(args: argparse.Namespace) -> None:
                       f"{gaps[math.ceil(len(gaps) * 0.99) - 1]:.2f} s, worst {gaps[-1]:.2f} s")
                 print(f"keepalived per router: {keepalived_kib(d)} KiB resident (its two "
                       "processes, on one host)")
+                if args.routers:
+                    many_routers(d, agents, agent_conf, args.routers)
             finally:
                 d.close()
     finally:
@@ -156,6 +161,64 @@ def failover(d: Deployment, agents: dict, external: str, address: str, router_id
     return gap
 
 
+def masters(d: Deployment, router_ids: list[str]) -> dict[str, int]:
+    """router id -> how many hosts hold its HA address (keepalived's masters),
+    read on the hosts themselves (the server's roles may be stale)."""
+    held = dict.fromkeys(router_ids, 0)
+    for name in HOSTS:
+        anchor = str(d.hosts[name]["anchor"].pid)
+        out = subprocess.run(["nsenter", "-t", anchor, "-m", "ip", "-all", "netns", "exec",
+                              "ip", "-br", "-4", "addr", "show"],
+                             capture_output=True, text=True).stdout
+        router = None
+        for line in out.splitlines():
+            if line.startswith("netns: qrouter-"):
+                router = line.split("qrouter-", 1)[1].strip()
+            elif router in held and line.startswith("ha-") and " 169.254.0." in line:
+                held[router] += 1
+    return held
+
+
+def many_routers(d: Deployment, agents: dict, agent_conf: str, count: int) -> None:
+    """``count`` HA routers, each with an interface: made at once, then served
+    again by a fresh agent set (both hosts' L3 agents and what they ran
+    killed, their namespaces gone, the agents started again); the time until
+    each router has exactly one master, and the agents' memory."""
+    api = d.api
+    router_ids = []
+    made = time.perf_counter()
+    for n in range(count):
+        router = api.create("routers", name=f"ha-{n}", ha=True)
+        net = api.network()
+        subnet = api.subnet(net["id"], f"10.{100 + n // 200}.{n % 200}.0/24")
+        api.put(f"/v2.0/routers/{router['id']}/add_router_interface",
+                json={"subnet_id": subnet["id"]})
+        router_ids.append(router["id"])
+    api_done = time.perf_counter() - made
+
+    def settled() -> bool:
+        return all(held == 1 for held in masters(d, router_ids).values())
+
+    wait_until(settled, 600, f"{count} routers each with one master")
+    print(f"{count} HA routers made through the API in {api_done:.1f} s; each with one "
+          f"master {time.perf_counter() - made:.1f} s after the first create")
+    for name in HOSTS:
+        agents[name].kill()
+        agents[name].wait()
+        d.remove_own_namespaces(name)
+    fresh = time.perf_counter()
+    for name in HOSTS:
+        agents[name] = d.start_l3_agent(name, default=agent_conf)
+    wait_until(settled, 600, f"{count} routers each with one master again")
+    print(f"a fresh agent set: each of the {count} routers with one master "
+          f"{time.perf_counter() - fresh:.1f} s after the agents started")
+    for name in HOSTS:
+        rss = next(int(line.split()[1]) for line in Path(
+            f"/proc/{agents[name].pid}/status").read_text().splitlines()
+            if line.startswith("VmRSS:"))
+        print(f"L3 agent on {name}: {rss // 1024} MiB resident with {count + 1} HA routers")
+
+
 def keepalived_kib(d: Deployment) -> int:
     """The resident memory of one host's keepalived processes (one router)."""
     found = subprocess.run(["pgrep", "-f", f"keepalived --vrrp -f {d.tmp}/h1"],
@@ -171,7 +234,9 @@ def keepalived_kib(d: Deployment) -> int:
 def _args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--failovers", type=int, default=10)
-    parser.add_argument("--advert-int", type=int, default=2)
+    parser.add_argument("--advert-int", type=int, default=1)
+    parser.add_argument("--routers", type=int, default=50,
+                        help="HA routers for the fresh-agent-set phase (0: skip it)")
     return parser.parse_args()
 
 

@@ -128,9 +128,9 @@ OPTIONS = (OptGroup("DEFAULT", [
         "How HA routers' VRRP adverts are authenticated: PASS or AH."),
     Opt("ha_vrrp_auth_password", str, "",
         "The password of HA routers' VRRP adverts (empty: not authenticated)."),
-    Opt("ha_vrrp_advert_int", int_range(1, 255), 2,
+    Opt("ha_vrrp_advert_int", int_range(1, 255), 1,
         "Seconds between the VRRP adverts of HA routers' masters: a failover takes "
-        "about three of them."),
+        "about three of them (Neutron's default is 2)."),
 ]), OptGroup("agent", [
     Opt("check_child_processes_interval", int_range(0), 60,
         "Seconds between checks that each router's daemons (metadata proxy, radvd) "
@@ -178,7 +178,7 @@ def floating_ips(data: Mapping[str, Any],
 class Vrrp:
     """The agent's settings of its HA routers' VRRP instances."""
 
-    advert_int: int = 2
+    advert_int: int = 1
     auth: tuple[str, str] | None = None
 
 

@@ -152,7 +152,7 @@ class Deployment:
                                  "list"], capture_output=True, text=True, timeout=30)
         return [line.split()[0] for line in listed.stdout.splitlines() if line.strip()]
 
-    def _remove_own_namespaces(self, name: str) -> None:
+    def remove_own_namespaces(self, name: str) -> None:
         """What runs in a host's own namespaces killed, and they deleted (their
         names live only in its registry: the sandbox cannot see them)."""
         anchor = self.hosts[name]["anchor"]
@@ -335,7 +335,7 @@ class Deployment:
                 proc.wait()
         for name, host in self.hosts.items():
             if "anchor" in host and host["anchor"].poll() is None:
-                self._remove_own_namespaces(name)
+                self.remove_own_namespaces(name)
         for proc in anchors:
             if proc.poll() is None:
                 proc.kill()

@@ -26,8 +26,6 @@ LB, L3 = "Linux bridge agent", "L3 agent"
 EXTERNAL_CIDR, UPSTREAM = "203.0.113.0/24", "203.0.113.1"
 HOSTS = ("h1", "h2", "h3")
 SERVER = "[DEFAULT]\nservice_plugins = router\nmax_l3_agents_per_router = 2\n"
-#: one advert a second: a failover in about four
-AGENT = "ha_vrrp_advert_int = 1\n"
 
 
 @pytest.fixture
@@ -38,7 +36,7 @@ def ha_lab(tmp_path, rabbit_url):
         for index, name in enumerate(HOSTS, start=1):
             d.add_host(name, index, own_namespaces=True)
             d.start_l2_agent(name, firewall="noop")
-            agents[name] = d.start_l3_agent(name, default=AGENT)
+            agents[name] = d.start_l3_agent(name)
         d.add_host("c1", len(HOSTS) + 1)  # a compute host
         d.start_l2_agent("c1", firewall="noop")
         for name in HOSTS:
@@ -155,7 +153,7 @@ def test_an_ha_router_fails_over(ha_lab):
     assert pings(instance, UPSTREAM)
 
     # the host comes back: one active router still, the survivor
-    agents[dead] = d.start_l3_agent(dead, default=AGENT)
+    agents[dead] = d.start_l3_agent(dead)
     wait_until(lambda: roles(d, router["id"]).get(dead) == "standby", 40, logs)
     time.sleep(4)  # longer than the master-down interval: no second master
     assert active(d, router["id"]) == [survivor]
