@@ -40,7 +40,11 @@ the ``ha_vr_id``): keepalived in the router's namespace carries the
 addresses and routes where VRRP elects (``neutrino.linux.router``); every
 second the agent reads its role in each and tells the server the changes
 (``update_ha_routers_states``). ``ha_vrrp_advert_int``, ``ha_vrrp_auth_type``
-and ``ha_vrrp_auth_password`` are Neutron's.
+and ``ha_vrrp_auth_password`` are Neutron's. With ``ha_conntrackd_enabled``
+(and Neutron's ``ha_conntrackd_hashsize``, ``_hashlimit``,
+``_ipv4_mcast_addr``, ``_group``) conntrackd copies the master's connection
+tracking to the other hosts (``neutrino.linux.conntrackd``); Neutron's buffer
+and backlog options are not read (their defaults are used).
 
 Not done yet: IPv6 on a gateway whose subnet has no gateway IP (accepting the
 upstream's router advertisements), DVR routers.
@@ -65,7 +69,7 @@ from neutrino.agents.extensions.metering import OPTIONS as METERING_OPTIONS
 from neutrino.agents.extensions.vpn import OPTIONS as VPN_OPTIONS
 from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config, Opt, OptGroup, int_range, parse_bool
-from neutrino.linux import host_check, interface, metadata_proxy, nat, radvd, router
+from neutrino.linux import conntrackd, host_check, interface, metadata_proxy, nat, radvd, router
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.contracts import l3 as contract
 from neutrino.rpc.contracts.l3 import FloatingIpStatus, L3PluginApi, RouterSyncData
@@ -102,6 +106,13 @@ def parse_external_network_bridge(text: str) -> str:
     return ""
 
 
+def parse_multicast(text: str) -> str:
+    address = ipaddress.IPv4Address(text.strip())
+    if not address.is_multicast:
+        raise ValueError("must be an IPv4 multicast address")
+    return str(address)
+
+
 OPTIONS = (OptGroup("DEFAULT", [
     Opt("interface_driver", interface.parse_driver, "",
         "How the routers' devices are made: linuxbridge or openvswitch. Unset, the "
@@ -131,6 +142,18 @@ OPTIONS = (OptGroup("DEFAULT", [
     Opt("ha_vrrp_advert_int", int_range(1, 255), 1,
         "Seconds between the VRRP adverts of HA routers' masters: a failover takes "
         "about three of them (Neutron's default is 2)."),
+    Opt("ha_conntrackd_enabled", parse_bool, False,
+        "Run conntrackd in HA routers, which copies the master's connection tracking "
+        "(NAT included) to the other hosts: a connection survives a failover."),
+    Opt("ha_conntrackd_hashsize", int_range(1), conntrackd.Settings.hash_size,
+        "Buckets of conntrackd's cache hash table."),
+    Opt("ha_conntrackd_hashlimit", int_range(1), conntrackd.Settings.hash_limit,
+        "Most connections conntrackd keeps."),
+    Opt("ha_conntrackd_ipv4_mcast_addr", parse_multicast, conntrackd.Settings.address,
+        "The multicast address conntrackd synchronises to, on the HA network."),
+    Opt("ha_conntrackd_group", int_range(0, 65535 - 255), conntrackd.Settings.group,
+        "conntrackd's base UDP port: each router synchronises on this plus its "
+        "VRRP id."),
 ]), OptGroup("agent", [
     Opt("check_child_processes_interval", int_range(0), 60,
         "Seconds between checks that each router's daemons (metadata proxy, radvd) "
@@ -180,6 +203,8 @@ class Vrrp:
 
     advert_int: int = 1
     auth: tuple[str, str] | None = None
+    #: conntrackd's settings, when it runs in HA routers
+    conntrackd: conntrackd.Settings | None = None
 
 
 def router_spec(data: Mapping[str, Any], metadata: bool = False,
@@ -196,7 +221,7 @@ def router_spec(data: Mapping[str, Any], metadata: bool = False,
     if data.get("ha") and data.get("_ha_interface"):
         spec = dataclasses.replace(spec, ha=router.HaSettings(
             port=_port(data["_ha_interface"]), vr_id=data["ha_vr_id"],
-            advert_int=vrrp.advert_int, auth=vrrp.auth))
+            advert_int=vrrp.advert_int, auth=vrrp.auth, conntrackd=vrrp.conntrackd))
     return extensions.fold("router_spec", lambda e, s: e.router_spec(data, s), spec)
 
 
@@ -319,7 +344,12 @@ class L3Agent(Agent):
         default = conf.DEFAULT
         self.vrrp = Vrrp(default.ha_vrrp_advert_int,
                          (default.ha_vrrp_auth_type, default.ha_vrrp_auth_password)
-                         if default.ha_vrrp_auth_password else None)
+                         if default.ha_vrrp_auth_password else None,
+                         conntrackd.Settings(default.ha_conntrackd_hashsize,
+                                             default.ha_conntrackd_hashlimit,
+                                             default.ha_conntrackd_ipv4_mcast_addr,
+                                             default.ha_conntrackd_group)
+                         if default.ha_conntrackd_enabled else None)
         #: HA router id -> its spec as served here, and the role last reported
         self._ha: dict[str, router.Router] = {}
         self._roles: dict[str, str] = {}
@@ -364,6 +394,8 @@ class L3Agent(Agent):
                    host_check.CONNTRACK)
         if conf.DEFAULT.send_arp_for_ha:
             needs.tool(conf.setting("DEFAULT", "send_arp_for_ha"), host_check.ARPING)
+        if conf.DEFAULT.ha_conntrackd_enabled:
+            needs.tool(conf.setting("DEFAULT", "ha_conntrackd_enabled"), host_check.CONNTRACKD)
         needs.directories.append((self.dataplane.state_dir,
                                   conf.source("DEFAULT", "state_path")))
         return needs

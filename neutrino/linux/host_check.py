@@ -46,6 +46,7 @@ OVS_OFCTL = Tool("ovs-ofctl", "openvswitch-common")
 CHARON = Tool("charon-systemd", "charon-systemd")
 SWANCTL = Tool("swanctl", "strongswan-swanctl")
 HAPROXY = Tool("haproxy", "haproxy")
+CONNTRACKD = Tool("conntrackd", "conntrackd")
 
 
 class HostCheckError(HostError):

@@ -13,6 +13,8 @@ host, ``ha-<port id[:11]>``) exchange the adverts; their own address (a
 Every instance starts as BACKUP with ``nopreempt``: a master is not
 displaced by a host that comes back, so traffic moves only on failure, as
 Neutron configures it.
+With ``Instance.notify`` (conntrackd's script, ``neutrino.linux.conntrackd``)
+keepalived runs it with the new role at each change: master, backup, fault.
 
 ``converge`` writes the configuration and starts keepalived (or has it
 reload it, SIGHUP) in the namespace, its files in the router's directory;
@@ -56,6 +58,9 @@ class Instance:
     addresses: Sequence[tuple[str, str]] = field(default_factory=tuple)
     #: (destination, nexthop, device) the master routes by
     routes: Sequence[tuple[str, str, str]] = field(default_factory=tuple)
+    #: a script run with the new role (master, backup, fault) at each change
+    #: (conntrackd's), or None
+    notify: str | None = None
 
     @property
     def vip(self) -> str:
@@ -93,6 +98,9 @@ def render(instance: Instance) -> str:
         lines += [f"        {destination} via {nexthop} dev {device}"
                   for destination, nexthop, device in instance.routes]
         lines.append("    }")
+    if instance.notify is not None:
+        lines += [f'    notify_{role} "{instance.notify} {role}"'
+                  for role in ("master", "backup", "fault")]
     lines.append("}")
     return "\n".join(lines) + "\n"
 

@@ -20,7 +20,9 @@ keepalived (``neutrino.linux.keepalived``): the interfaces' and gateway's
 addresses (floating IPs too) and the routes are then keepalived's to add,
 on the host VRRP elects, and to take away elsewhere; serve leaves them alone.
 Made legacy again, keepalived is stopped first and the addresses set as for
-any router.
+any router. With ``HaSettings.conntrackd``, conntrackd
+(``neutrino.linux.conntrackd``) runs there too, started before keepalived,
+whose changes of role it follows.
 
 ``RouterDataplane.serve`` converges one router to a ``Router`` (idempotent:
 it changes only what differs, and a full resync may call it blindly);
@@ -45,7 +47,7 @@ from dataclasses import dataclass, field
 
 from pyroute2 import NetlinkError
 
-from neutrino.linux import arping, ip, keepalived, metadata_proxy, qos_tc, radvd
+from neutrino.linux import arping, conntrackd, ip, keepalived, metadata_proxy, qos_tc, radvd
 from neutrino.linux.interface import InterfaceDriver, device_name
 from neutrino.linux.nat import NatTable, RouterNat
 
@@ -87,6 +89,8 @@ class HaSettings:
     priority: int = 50
     advert_int: int = 2
     auth: tuple[str, str] | None = None  # (AH or PASS, password)
+    #: set when conntrackd copies the master's connection tracking to the others
+    conntrackd: conntrackd.Settings | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +162,7 @@ class RouterDataplane:
             # made legacy: keepalived first (it takes its addresses away as it
             # goes), then IPv6 again on the devices
             keepalived.stop(directory)
+            conntrackd.stop(directory)
             with ip.IpNetns(namespace) as inside:
                 for device in inside.names():
                     if device.startswith((INTERNAL, EXTERNAL)):
@@ -210,7 +215,13 @@ class RouterDataplane:
                 _routes(inside, router)
         gateway = device_name(router.gateway.id, EXTERNAL) if router.gateway else None
         if router.ha is not None:
-            instance = vrrp_instance(router)
+            sync = conntrackd_sync(router)
+            if sync is not None:  # first: keepalived's first role is told to it
+                conntrackd.converge(namespace, directory, sync)
+            else:
+                conntrackd.stop(directory)
+            instance = vrrp_instance(
+                router, conntrackd.script_path(directory) if sync is not None else None)
             if keepalived.keepalived_pid(directory) is None:
                 _give_up(namespace, instance)
             keepalived.converge(namespace, directory, instance)
@@ -260,6 +271,7 @@ class RouterDataplane:
         found: dict[str, int | None] = {}
         for name, pid_file, pid_of in (
                 ("keepalived", keepalived.PID, keepalived.keepalived_pid),
+                ("conntrackd", conntrackd.PID, conntrackd.conntrackd_pid),
                 ("radvd", radvd.PID, radvd.radvd_pid),
                 ("metadata proxy", metadata_proxy.PID, metadata_proxy.proxy_pid)):
             if os.path.exists(os.path.join(directory, pid_file)):
@@ -277,6 +289,7 @@ class RouterDataplane:
         namespace = namespace_name(router_id)
         self._nat.pop(router_id, None)
         keepalived.stop(self.router_dir(router_id))  # first: it gives the addresses up
+        conntrackd.stop(self.router_dir(router_id))
         metadata_proxy.stop_proxy(self.router_dir(router_id))
         radvd.stop(self.router_dir(router_id))
         if namespace in ip.namespaces():
@@ -304,10 +317,24 @@ def _give_up(namespace: str, instance: keepalived.Instance) -> None:
                 inside.remove_addresses(device, cidrs)
 
 
-def vrrp_instance(router: Router) -> keepalived.Instance:
+def conntrackd_sync(router: Router) -> conntrackd.Sync | None:
+    """The conntrackd of an HA router, over its HA port's IPv4 address (None:
+    none wanted, or the port has no such address)."""
+    assert router.ha is not None
+    ha = router.ha
+    address = next((cidr.split("/")[0] for cidr in ha.port.cidrs
+                    if ipaddress.ip_interface(cidr).version == 4), None)
+    if ha.conntrackd is None or address is None:
+        return None
+    return conntrackd.Sync(interface=device_name(ha.port.id, HA), address=address,
+                           vr_id=ha.vr_id, settings=ha.conntrackd)
+
+
+def vrrp_instance(router: Router, notify: str | None = None) -> keepalived.Instance:
     """The VRRP instance of an HA router: the addresses of its interfaces and
     gateway (floating IPs included) and its routes, each by the device whose
-    subnet holds its nexthop."""
+    subnet holds its nexthop; ``notify``: the script told of its changes of
+    role."""
     assert router.ha is not None
     ports = [(port, INTERNAL) for port in router.interfaces]
     if router.gateway is not None:
@@ -324,7 +351,7 @@ def vrrp_instance(router: Router) -> keepalived.Instance:
     return keepalived.Instance(
         router_id=router.id, interface=device_name(ha.port.id, HA), vr_id=ha.vr_id,
         priority=ha.priority, advert_int=ha.advert_int, auth=ha.auth,
-        addresses=addresses, routes=tuple(routes))
+        addresses=addresses, routes=tuple(routes), notify=notify)
 
 
 def _routes(inside: ip.IpNetns, router: Router) -> None:

@@ -6,11 +6,16 @@ with a floating IP, and the external host on the flat external network. The acti
 (its L3 agent killed, what runs in its router namespace killed, the
 namespace's links down): the external host reaches the floating IP again
 through the other host, whose agent reports itself active; the dead host
-comes back and stays standby. The standby's keepalived killed is started again;
-an admin disabling the active agent moves the role at once. Root only."""
+comes back and stays standby. The standby's keepalived and conntrackd killed
+are started again; an admin disabling the active agent moves the role at
+once. The agents run conntrackd (``ha_conntrackd_enabled``): TCP connections
+held open through the router, one to the floating IP and one from the
+instance out, carry on over the failover. Root only."""
 
 from __future__ import annotations
 
+import os
+import select
 import subprocess
 import time
 from pathlib import Path
@@ -26,17 +31,20 @@ LB, L3 = "Linux bridge agent", "L3 agent"
 EXTERNAL_CIDR, UPSTREAM = "203.0.113.0/24", "203.0.113.1"
 HOSTS = ("h1", "h2", "h3")
 SERVER = "[DEFAULT]\nservice_plugins = router\nmax_l3_agents_per_router = 2\n"
+L3_CONF = "ha_conntrackd_enabled = true\n"
+ECHO_PORT = 7000
 
 
 @pytest.fixture
 def ha_lab(tmp_path, rabbit_url):
-    skip_unless_root("ip", "socat", "ping", "keepalived", "nsenter", "unshare", "findmnt")
+    skip_unless_root("ip", "socat", "ping", "keepalived", "conntrackd", "nsenter", "unshare",
+                     "findmnt")
     with deployed(tmp_path, rabbit_url, SERVER) as d:
         agents = {}
         for index, name in enumerate(HOSTS, start=1):
             d.add_host(name, index, own_namespaces=True)
             d.start_l2_agent(name, firewall="noop")
-            agents[name] = d.start_l3_agent(name)
+            agents[name] = d.start_l3_agent(name, default=L3_CONF)
         d.add_host("c1", len(HOSTS) + 1)  # a compute host
         d.start_l2_agent("c1", firewall="noop")
         for name in HOSTS:
@@ -78,6 +86,43 @@ def keepalived_pids(d: Deployment, host: str, namespace: str) -> list[str]:
         if name == "keepalived" and parent != "keepalived":
             found.append(pid)
     return found
+
+
+def conntrackd_pids(d: Deployment, host: str, namespace: str) -> list[str]:
+    found = []
+    for pid in pids_in(d, host, namespace):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == "conntrackd":
+                found.append(pid)
+        except FileNotFoundError:  # gone meanwhile
+            continue
+    return found
+
+
+class Connection:
+    """A TCP connection held open from ``namespace`` (socat's stdin and
+    stdout here) to an echo service; ended with the deployment."""
+
+    def __init__(self, d: Deployment, namespace: str, address: str, port: int):
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", namespace, "socat", "-", f"TCP:{address}:{port}"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            bufsize=0)
+        d.procs.append(self.proc)
+
+    def echo(self, line: str, timeout: float = 10) -> str:
+        """``line`` sent; what comes back within ``timeout`` seconds."""
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.write(line.encode() + b"\n")
+        deadline, got = time.monotonic() + timeout, b""
+        while not got.endswith(b"\n") and (left := deadline - time.monotonic()) > 0:
+            if not select.select([self.proc.stdout], [], [], left)[0]:
+                break
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            if not chunk:  # the connection ended
+                break
+            got += chunk
+        return got.decode().strip()
 
 
 def test_an_ha_router_fails_over(ha_lab):
@@ -132,9 +177,32 @@ def test_an_ha_router_fails_over(ha_lab):
     wait_until(lambda: keepalived_pids(d, standby, namespace) not in ([], [keepalived]), 5,
                "the standby's keepalived to be started again")
     assert active(d, router["id"]) == first
+    # and so is its conntrackd
+    [conntrackd] = conntrackd_pids(d, standby, namespace)
+    run("kill", "-9", conntrackd)
+    wait_until(lambda: conntrackd_pids(d, standby, namespace) not in ([], [conntrackd]), 5,
+               "the standby's conntrackd to be started again")
+
+    # connections through the active host: to the floating IP, and from the
+    # instance out (its floating IP's SNAT)
+    d.serve_tcp(instance, ECHO_PORT, "cat")
+    d.serve_tcp(external, ECHO_PORT, "cat")
+    wait_until(lambda: all("LISTEN" in run("ss", "-Hltn", f"sport = :{ECHO_PORT}",
+                                           namespace=ns).stdout for ns in (instance, external)),
+               5, "the echo services")
+    # the kernel picks up a TCP connection met mid-stream, and 1:1 NAT gives it
+    # the same addresses again: without conntrackd the connections would carry
+    # on too. Strict routers: packets of a connection they have no entry of
+    # are invalid, so only the entries conntrackd copied carry them.
+    for name in roles(d, router["id"]):
+        d.inside(name, namespace, "sysctl", "-qw", "net.netfilter.nf_conntrack_tcp_loose=0")
+    inbound = Connection(d, external, address, ECHO_PORT)
+    outbound = Connection(d, instance, UPSTREAM, ECHO_PORT)
+    assert inbound.echo("before, in") == "before, in"
+    assert outbound.echo("before, out") == "before, out"
 
     # the active host dies: its L3 agent, what runs in the router's namespace
-    # (keepalived, no goodbye advert), the namespace's links
+    # (keepalived, conntrackd, no goodbye advert), the namespace's links
     dead = first[0]
     agents[dead].kill()
     agents[dead].wait()
@@ -151,9 +219,14 @@ def test_an_ha_router_fails_over(ha_lab):
     survivor = next(name for name in roles(d, router["id"]) if name != dead)
     wait_until(lambda: roles(d, router["id"]).get(survivor) == "active", 15, logs)
     assert pings(instance, UPSTREAM)
+    # the same connections, through the new master
+    assert inbound.echo("after, in") == "after, in", logs()
+    assert outbound.echo("after, out") == "after, out", logs()
+    print(f"both TCP connections carried on {time.monotonic() - started:.1f} s after the "
+          "active host died")
 
     # the host comes back: one active router still, the survivor
-    agents[dead] = d.start_l3_agent(dead)
+    agents[dead] = d.start_l3_agent(dead, default=L3_CONF)
     wait_until(lambda: roles(d, router["id"]).get(dead) == "standby", 40, logs)
     time.sleep(4)  # longer than the master-down interval: no second master
     assert active(d, router["id"]) == [survivor]
