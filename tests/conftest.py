@@ -22,19 +22,10 @@ BACKENDS = tuple(b for b in os.environ.get("NEUTRINO_TEST_BACKENDS", ",".join(AL
                  .split(",") if b)
 
 
-@pytest.hookimpl(trylast=True)  # after tests/functional marks its e2e modules
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The slow and e2e modules first (a stable sort keeps each module's tests
-    together): under xdist they then run beside the thousands of quick tests
-    instead of after them, and a run does not end on a few long tests."""
-    items.sort(key=lambda item: not (item.get_closest_marker("slow")
-                                     or item.get_closest_marker("e2e")))
-
-
 # What the shared servers load beyond the defaults, as a typical cloud does.
 SERVER_EXTRA = ("service_plugins = router,port_forwarding,firewall_v2,metering,log,vpnaas,"
                 "network_ip_availability,flavors,auto_allocate,network_segment_range,trunk,"
-                "qos,conntrack_helper,ndp_proxy,local_ip\n"
+                "qos,conntrack_helper,ndp_proxy\n"
                 "[ml2]\nextension_drivers = port_security\n")
 
 
