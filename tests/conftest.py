@@ -25,7 +25,7 @@ BACKENDS = tuple(b for b in os.environ.get("NEUTRINO_TEST_BACKENDS", ",".join(AL
 # What the shared servers load beyond the defaults, as a typical cloud does.
 SERVER_EXTRA = ("service_plugins = router,port_forwarding,firewall_v2,metering,log,vpnaas,"
                 "network_ip_availability,flavors,auto_allocate,network_segment_range,trunk,"
-                "qos,conntrack_helper,ndp_proxy\n"
+                "qos,conntrack_helper,ndp_proxy,local_ip\n"
                 "[ml2]\nextension_drivers = port_security\n")
 
 

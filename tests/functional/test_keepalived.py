@@ -114,6 +114,8 @@ def test_one_master_takes_over_when_the_other_dies(lab):
     # keepalived started again at once stops it first (else it would leave)
     parent = int((dirs[1 - dead] / keepalived.PID).read_text())
     run("kill", "-9", str(parent))
+    wait_until(lambda: keepalived.keepalived_pid(str(dirs[1 - dead])) is None, 5,
+               "the parent gone")  # SIGKILL is delivered, not waited for
     restarted = keepalived.converge(other, str(dirs[1 - dead]), instance("r"))
     assert restarted != parent and keepalived.keepalived_pid(str(dirs[1 - dead])) == restarted
     wait_until(lambda: len(holders(routers)) == 1 and pings(ext, ADDRESS, wait=0.5), 15,
