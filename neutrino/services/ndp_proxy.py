@@ -44,7 +44,7 @@ from neutrino.definitions.validators import new_uuid
 from neutrino.plugins.base import Environment, Plugin
 from neutrino.rpc.contracts.l3 import L3AgentNotifier
 from neutrino.rpc.notifier import Notifier
-from neutrino.services.l3 import agents_notify, routers
+from neutrino.services.l3 import agents_notify, ha, routers
 
 NP = models.ndp_proxies
 STATE = models.router_ndp_proxy_state
@@ -276,6 +276,10 @@ class NdpProxyPlugin(Plugin):
                          ) -> tuple[str, str]:
         """(router id, address) of a new proxy, or Neutron's error."""
         router_id, port_id = data["router_id"], data["port_id"]
+        if ha.is_ha(conn, [router_id]):
+            raise exc.Conflicting(msg=(
+                f"Router {router_id} is highly available: its devices have IPv6 off "
+                "here, so it cannot publish an NDP proxy"))
         port = self.env.core.port_in(conn, ctx, port_id)
         on_network = {row.port_id for row in routers.interface_ips(conn, router_id)}
         router_ports = [pid for pid in on_network if conn.execute(select(P.c.network_id).where(

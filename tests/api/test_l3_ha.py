@@ -24,7 +24,7 @@ def ha_server(request, tmp_path_factory):
     tmp = tmp_path_factory.mktemp(f"ha-{request.param}")
     url, drop = create_database(request.param, tmp)
     srv = start_server(tmp, url, auth="trusted_headers", extra=(
-        "service_plugins = router\nmax_l3_agents_per_router = 2\n"))
+        "service_plugins = router,ndp_proxy\nmax_l3_agents_per_router = 2\n"))
     yield srv
     srv.stop()
     drop()
@@ -127,3 +127,15 @@ def test_a_legacy_router_stays_on_one_agent(admin, agents):
     assert len(hosting) == 1 and "ha_state" not in hosting[0]
     assert ha_ports(admin, router["id"]) == []
     assert ha_networks(admin, router["project_id"]) == []
+
+
+def test_no_ndp_proxy_on_an_ha_router(admin, agents):
+    """HA routers' devices have IPv6 off here: a proxy there would publish
+    nothing, so it is refused."""
+    agents(2)
+    router = admin.create("routers", name="r", ha=True)
+    error = expect_error(admin.post("/v2.0/ndp_proxies", json={"ndp_proxy": {
+        "router_id": router["id"], "port_id": str(uuid.uuid4())}}), 409, "Conflicting")
+    assert "highly available" in error["message"]
+    assert admin.get("/v2.0/ndp_proxies", params={"router_id": router["id"]}
+                     ).json()["ndp_proxies"] == []
