@@ -93,10 +93,13 @@ def test_ftp_needs_the_routers_helper(lab):
     assert resp.status_code == 201, resp.text
     helper = resp.json()["conntrack_helper"]
     # the agent hears of it (no resync): the rule, for both IP versions
-    wait_until(lambda: "--dport 21 -j CT --helper ftp" in helper_rules(router), 15,
+    def v6() -> str:
+        return run("ip6tables-save", "-t", "raw", namespace=f"qrouter-{router['id']}").stdout
+
+    # (IPv4's rule is written first: both are waited for)
+    wait_until(lambda: "--dport 21 -j CT --helper ftp" in helper_rules(router)
+               and "-A neutrino-l3-CTH -p tcp -m tcp --dport 21 -j CT --helper ftp" in v6(), 15,
                lambda: lab.d.log("h1-neutrino-l3-agent")[-2000:])
-    v6 = run("ip6tables-save", "-t", "raw", namespace=f"qrouter-{router['id']}").stdout
-    assert "-A neutrino-l3-CTH -p tcp -m tcp --dport 21 -j CT --helper ftp" in v6
     assert fetch(inst) == ftp.DATA
 
     # gone again: the data connection is refused again

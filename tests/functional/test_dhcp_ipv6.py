@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.dataplane import pings, run
+from tests.dataplane import pings, run, wait_until
 from tests.functional.dhcp_deployment import Deployment, dhcp_deployment
 
 
@@ -63,7 +63,9 @@ def test_slaac_without_a_router_gives_the_ports_address(deployment: Deployment):
     assert global_ipv6(instance) == {expected}
     # dnsmasq advertises prefixes, not itself as a router: the namespace routes nothing
     assert run("ip", "-6", "route", "show", "default", namespace=instance).stdout == ""
-    assert pings(instance, dhcp_address(d, net["id"], subnet["id"]), wait=2)
+    # the DHCP port's address may still be tentative (duplicate address detection)
+    server = dhcp_address(d, net["id"], subnet["id"])
+    wait_until(lambda: pings(instance, server, wait=1), 10, f"{server} to answer")
 
 
 def test_dhcpv6_stateful_gives_the_api_assigned_address(deployment: Deployment):
