@@ -35,8 +35,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.dataplane import run, sandbox, wait_until  # noqa: E402
-from tests.functional.emulated_hosts import PHYSNET, Deployment  # noqa: E402
-from tests.functional.test_l3_ha_e2e import EXTERNAL_CIDR, L3, LB, UPSTREAM  # noqa: E402
+from tests.functional.emulated_hosts import Deployment  # noqa: E402
+from tests.functional.test_l3_ha_e2e import L3, LB, UPSTREAM, ha_topology  # noqa: E402
 from tests.harness import rabbit_vhost  # noqa: E402
 
 HOSTS = ("h1", "h2")
@@ -83,7 +83,8 @@ def bench(args: argparse.Namespace) -> None:
                     for kind in (LB, L3):
                         wait_until(lambda n=name, k=kind: d.agent_alive(n, k), 60, kind)
                 external = d.add_external_host(f"{UPSTREAM}/24")
-                address, router_id = topology(d)
+                router, _, _, address = ha_topology(d)
+                router_id = router["id"]
                 gaps = []
                 for number in range(1, args.failovers + 1):
                     gap = failover(d, agents, external, address, router_id, agent_conf)
@@ -103,29 +104,6 @@ def bench(args: argparse.Namespace) -> None:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"total {time.perf_counter() - started:.0f} s")
-
-
-def topology(d: Deployment) -> tuple[str, str]:
-    """An HA router with a gateway, an instance on c1 with a floating IP."""
-    api = d.api
-    ext = api.network(**{"router:external": True, "provider:network_type": "flat",
-                         "provider:physical_network": PHYSNET})
-    api.subnet(ext["id"], EXTERNAL_CIDR, gateway_ip=UPSTREAM, enable_dhcp=False,
-               allocation_pools=[{"start": "203.0.113.10", "end": "203.0.113.200"}])
-    router = api.create("routers", name="ha", ha=True,
-                        external_gateway_info={"network_id": ext["id"]})
-    net = api.network()
-    subnet = api.subnet(net["id"], "10.71.0.0/24")
-    api.put(f"/v2.0/routers/{router['id']}/add_router_interface",
-            json={"subnet_id": subnet["id"]})
-    port = api.port(net["id"])
-    d.plug("c1", port["id"])
-    ns = f"inst-{port['id'][:11]}"
-    run("ip", "addr", "add", f"{port['fixed_ips'][0]['ip_address']}/24", "dev", "eth0",
-        namespace=ns)
-    run("ip", "route", "add", "default", "via", "10.71.0.1", namespace=ns)
-    fip = api.create("floatingips", floating_network_id=ext["id"], port_id=port["id"])
-    return fip["floating_ip_address"], router["id"]
 
 
 def roles(d: Deployment, router_id: str) -> dict[str, str]:

@@ -125,8 +125,10 @@ class Connection:
         return got.decode().strip()
 
 
-def test_an_ha_router_fails_over(ha_lab):
-    d, agents, external = ha_lab
+def ha_topology(d: Deployment) -> tuple[dict, dict, str, str]:
+    """An HA router with a gateway on the flat external network and an
+    interface on 10.70.0.0/24; an instance there on c1, up, with a floating
+    IP: the router, the instance's port, its namespace and the floating IP."""
     api = d.api
     ext_net = api.network(**{"router:external": True, "provider:network_type": "flat",
                              "provider:physical_network": PHYSNET})
@@ -147,7 +149,13 @@ def test_an_ha_router_fails_over(ha_lab):
     run("ip", "route", "add", "default", "via", "10.70.0.1", namespace=instance)
     wait_until(lambda: api.show("ports", port["id"])["status"] == "ACTIVE", 20, "the instance")
     fip = api.create("floatingips", floating_network_id=ext_net["id"], port_id=port["id"])
-    address = fip["floating_ip_address"]
+    return router, port, instance, fip["floating_ip_address"]
+
+
+def test_an_ha_router_fails_over(ha_lab):
+    d, agents, external = ha_lab
+    api = d.api
+    router, port, instance, address = ha_topology(d)
 
     def logs() -> str:
         ports = api.get("/v2.0/ports", params={"device_id": router["id"]}).json()["ports"]
