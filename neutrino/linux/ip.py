@@ -326,27 +326,21 @@ class IpNetns:
         current = set(self.addresses(name) if have is None else have)
         stale = sorted(c for c in current - set(wanted) if not _link_local(c))
         missing = [c for c in wanted if c not in current]
+        self._change_addresses(name, stale, missing)
+
+    def remove_addresses(self, name: str, stale: list[str]) -> None:
+        """Those of ``stale`` (address/prefix) the link has, removed."""
+        self._change_addresses(name, [c for c in self.addresses(name) if c in set(stale)], [])
+
+    def _change_addresses(self, name: str, stale: list[str], missing: list[str]) -> None:
         if not stale and not missing:
             return
         index = self._index(name)
         with _on(name, self.namespace):
-            for cidr in stale:
-                address, prefix = cidr.split("/")
-                self._ip.addr("del", index=index, address=address, prefixlen=int(prefix))
-            for cidr in missing:
-                address, prefix = cidr.split("/")
-                self._ip.addr("add", index=index, address=address, prefixlen=int(prefix))
-
-    def remove_addresses(self, name: str, stale: list[str]) -> None:
-        """Those of ``stale`` (address/prefix) the link has, removed."""
-        stale = [c for c in self.addresses(name) if c in set(stale)]
-        if not stale:
-            return
-        index = self._index(name)
-        with _on(name, self.namespace):
-            for cidr in stale:
-                address, prefix = cidr.split("/")
-                self._ip.addr("del", index=index, address=address, prefixlen=int(prefix))
+            for action, cidrs in (("del", stale), ("add", missing)):
+                for cidr in cidrs:
+                    address, prefix = cidr.split("/")
+                    self._ip.addr(action, index=index, address=address, prefixlen=int(prefix))
 
     def replace_route(self, destination: str, gateway: str | None = None,
                       device: str | None = None) -> None:
