@@ -66,8 +66,12 @@ class ApiApp:
                  threads: int = 16, on_shutdown: Any = None,
                  background: Sequence[Background] = (), keep_alive: bool = True,
                  errors: Callable[[exc.NeutronException], dict[str, Any]] = error_body,
-                 by_port: Mapping[int, ApiApp] | None = None):
+                 by_port: Mapping[int, ApiApp] | None = None,
+                 public: Callable[[str], bool] = lambda path: not path.strip("/")):
         self.router = router
+        #: whether a path is answered without authentication: by default only the
+        #: versions document, as in Neutron
+        self.public = public
         #: the body of an error raised before dispatch (authentication, a 500)
         self.errors = errors
         #: other APIs served by this process, each on its own listening port
@@ -154,7 +158,7 @@ class ApiApp:
                                 keep_blank_values=True),
                 headers=headers, body=body, base_url=_base_url(scope, headers),
                 request_id=request_id)
-            if req.path.strip("/"):  # the versions document is public, as in Neutron
+            if not self.public(req.path):
                 req.context = self.authenticator.authenticate(headers, request_id)
             response = self.router.dispatch(req)
         except exc.NeutronException as error:
@@ -165,7 +169,7 @@ class ApiApp:
         payload = response.encoded()
         out = [(b"x-openstack-request-id", request_id.encode()),
                (b"content-length", str(len(payload)).encode())]
-        if payload:
+        if payload and "content-type" not in response.headers:
             out.append((b"content-type", JSON))
         for key, value in response.headers.items():
             out.append((key.encode(), value.encode()))

@@ -65,12 +65,16 @@ JSON_NULL = object()
 @dataclass
 class Response:
     status: int = 200
-    body: Any = None  # JSON-able, None for an empty body, or JSON_NULL
+    #: JSON-able, None for an empty body, JSON_NULL, or bytes sent as they are
+    #: (a page, the metrics' text: their ``content-type`` in ``headers``)
+    body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
 
     def encoded(self) -> bytes:
         if self.body is None:
             return b""
+        if isinstance(self.body, bytes):
+            return self.body
         if self.body is JSON_NULL:
             return b"null"
         try:

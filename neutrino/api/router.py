@@ -25,7 +25,8 @@ class Router:
     def __init__(self, controllers: dict[str, ResourceController],
                  extensions: list[Extension], tags: Any, quotas: Any | None,
                  scheduler: Any | None = None,
-                 paths: Mapping[str, PathController] | None = None):
+                 paths: Mapping[str, PathController] | None = None,
+                 pages: Mapping[str, PathController] | None = None):
         self.controllers = controllers
         #: the paths services put their resources under (``fwaas``, ``metering``)
         self.prefixes = {c.resource.prefix for c in controllers.values() if c.resource.prefix}
@@ -35,6 +36,8 @@ class Router:
         self.quotas = quotas
         #: ``auto-allocated-topology`` -> its controller
         self.paths = dict(paths or {})
+        #: what is served beside ``/v2.0``: ``metrics`` -> its controller
+        self.pages = dict(pages or {})
 
     def dispatch(self, req: Request) -> Response:
         path = req.path
@@ -45,6 +48,8 @@ class Router:
         parts = [p for p in path.split("/") if p]
         if not parts:
             return self._only(req, "GET", self.versions)
+        if parts[0] in self.pages:
+            return self.pages[parts[0]].dispatch(req, parts[1:])
         if parts[0] != "v2.0":
             raise exc.HTTPNotFound()
         if len(parts) == 1:
