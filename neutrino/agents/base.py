@@ -110,6 +110,9 @@ class Agent:
         self._dirty: set[Any] = set()
         self._wakeup = asyncio.Event()
         self.resources_synced = False
+        #: ``last_sync`` and ``last_full_sync``: when a sync last succeeded (UTC),
+        #: reported in ``configurations`` so that an operator sees a stuck agent
+        self.synced_at: dict[str, str] = {}
         #: ``ExtensionNotFound`` (a ValueError, one line) for a name found nowhere
         self.extensions: Extensions[Any] = Extensions(
             load(conf, self.extension_kind, self.default_extensions)
@@ -182,11 +185,19 @@ class Agent:
         self._full = True
         self._wakeup.set()
 
+    def synced(self, full: bool) -> None:
+        """Note a sync that succeeded, for the next state report."""
+        when = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%d %H:%M:%S")
+        self.synced_at["last_sync"] = when
+        if full:
+            self.synced_at["last_full_sync"] = when
+
     # --- heartbeat -----------------------------------------------------------------------
 
     def state(self) -> dict[str, Any]:
         state = {"agent_type": self.agent_type, "binary": self.binary, "host": self.host,
-                 "topic": self.topic or "N/A", "configurations": self.configurations(),
+                 "topic": self.topic or "N/A",
+                 "configurations": {**self.configurations(), **self.synced_at},
                  "resources_synced": self.resources_synced,
                  "availability_zone": self.conf.agent.availability_zone}
         if self._first_report:
@@ -239,6 +250,7 @@ class Agent:
             started = time.monotonic()
             try:
                 await self.sync_with_extensions(full, dirty)
+                self.synced(full)
                 if full:
                     self.resources_synced = True
                     LOG.info("full sync done in %.3f s", time.monotonic() - started)
