@@ -106,7 +106,9 @@ EXTENSION = Extension(
     updated="2013-07-23T10:00:00-00:00",
     attributes={"ports": attrs(
         Attr(ADDRESS_PAIRS, allow_post=True, allow_put=True, convert=v.none_to_empty_list,
-             validate=check_pairs, filter=False),
+             validate=check_pairs, filter=False, schema={"type": "array", "items": {
+                 "type": "object", "required": ["ip_address"], "properties": {
+                     "ip_address": {"type": "string"}, "mac_address": {"type": "string"}}}}),
     )},
 )
 

@@ -44,6 +44,9 @@ class Attr:
     # What the column holds, checked for every integer given: a value beyond it is a
     # 400 on every database, not an overflow on some.
     int_range: tuple[int, int] = v.INT32
+    #: what it accepts as a JSON schema, for the OpenAPI document, where its
+    #: validator is one of its own and says nothing
+    schema: dict[str, Any] | None = field(default=None, compare=False, hash=False)
 
     @property
     def required(self) -> bool:

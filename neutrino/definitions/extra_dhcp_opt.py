@@ -111,6 +111,9 @@ EXTENSION = Extension(
     updated="2013-03-17T12:00:00-00:00",
     attributes={"ports": attrs(
         Attr(EXTRA_DHCP_OPTS, allow_post=True, allow_put=True, default=None,
-             convert=to_extra_dhcp_opts, filter=False),
+             convert=to_extra_dhcp_opts, filter=False, schema={"type": "array", "items": {
+                 "type": "object", "properties": {
+                     "opt_name": {"type": "string"}, "opt_value": {"type": ["string", "null"]},
+                     "ip_version": {"type": ["integer", "string", "null"]}}}}),
     )},
 )

@@ -184,7 +184,10 @@ ROUTER = Resource(
                  convert=v.to_boolean, sort=True),
             Attr("status", sort=True),
             Attr("external_gateway_info", allow_post=True, allow_put=True, default=None,
-                 convert=_gateway_convert, validate=_gateway_info, filter=False),
+                 convert=_gateway_convert, validate=_gateway_info, filter=False,
+                 schema={"type": ["object", "null"], "properties": {
+                     "network_id": {"type": "string"}, "enable_snat": {"type": "boolean"},
+                     "external_fixed_ips": {"type": "array", "items": {"type": "object"}}}}),
         ),
     },
 )
@@ -236,7 +239,9 @@ EXTRAROUTE = Extension(
     description="Extra routes configuration for L3 router",
     attributes={"routers": attrs(
         Attr("routes", allow_post=False, allow_put=True, convert=canonical_routes,
-             validate=routes, filter=False),
+             validate=routes, filter=False, schema={"type": "array", "items": {
+                 "type": "object", "required": ["destination", "nexthop"], "properties": {
+                     "destination": {"type": "string"}, "nexthop": {"type": "string"}}}}),
     )},
     required=("router",),
 )

@@ -34,7 +34,7 @@ DETAILS = Extension(
     description="The addresses there are and those in use, counted in the whole CIDR "
                 "and in the allocation pools apart.",
     updated="2023-08-07T00:00:00-00:00",
-    attributes={COLLECTION: attrs(Attr(DETAILS_ATTR, filter=False))},
+    attributes={RESOURCE.path: attrs(Attr(DETAILS_ATTR, filter=False))},
     required=("network-ip-availability",),
 )
 

@@ -40,5 +40,5 @@ MAC_REGENERATE = Extension(
     updated="2018-05-03T10:00:00-00:00",
     attributes={"ports": attrs(
         Attr("mac_address", allow_post=True, allow_put=True, convert=v.canonical_mac,
-             validate=_mac_or_none, sort=True))},
+             validate=_mac_or_none, sort=True, schema={"type": ["string", "null"]}))},
 )

@@ -31,6 +31,8 @@ PROTOCOLS: dict[str, int] = {
 }
 # Protocols with ports, by name (their numbers follow from PROTOCOLS).
 PORT_PROTOCOLS = ("dccp", "sctp", "tcp", "udp", "udplite")
+#: a rule's port bound, as the OpenAPI document has it
+PORT = {"type": ["integer", "null"], "minimum": 0, "maximum": 65535}
 ANY_PROTOCOL = "any"  # the API reference's word for "all protocols": stored as null
 
 
@@ -278,10 +280,14 @@ _RULE_BODY = (
          sort=True),
     Attr("ethertype", allow_post=True, default="IPv4", convert=to_ethertype,
          validate=v.one_of(*ETHERTYPES), sort=True),
-    Attr("protocol", allow_post=True, default=None, convert=to_protocol, sort=True),
-    Attr("port_range_min", allow_post=True, default=None, convert=to_port, sort=True),
-    Attr("port_range_max", allow_post=True, default=None, convert=to_port, sort=True),
-    Attr("remote_ip_prefix", allow_post=True, default=None, convert=to_ip_prefix, sort=True),
+    Attr("protocol", allow_post=True, default=None, convert=to_protocol, sort=True,
+         schema={"type": ["string", "integer", "null"]}),
+    Attr("port_range_min", allow_post=True, default=None, convert=to_port, sort=True,
+         schema=PORT),
+    Attr("port_range_max", allow_post=True, default=None, convert=to_port, sort=True,
+         schema=PORT),
+    Attr("remote_ip_prefix", allow_post=True, default=None, convert=to_ip_prefix, sort=True,
+         schema={"type": ["string", "null"]}),
     Attr("remote_group_id", allow_post=True, default=None, validate=v.string_or_none(255),
          sort=True),
     Attr("remote_address_group_id", allow_post=True, default=None,
@@ -327,7 +333,8 @@ DEFAULT_RULE = Resource(
 )
 
 PORT_ATTRS = attrs(Attr(SECURITY_GROUPS, allow_post=True, allow_put=True,
-                        validate=group_ids, convert_filter=_identity))
+                        validate=group_ids, convert_filter=_identity,
+                        schema={"type": "array", "items": {"type": "string"}}))
 
 EXTENSION = Extension(
     alias="security-group",

@@ -91,6 +91,27 @@ def canonical_ip(value: Any) -> Any:
 # --- validators ------------------------------------------------------------
 
 
+class Described:
+    """A validator made by a factory below, with what it accepts as a JSON
+    schema: the API's OpenAPI document reads it (a closure would say nothing)."""
+
+    __slots__ = ("check", "schema")
+
+    def __init__(self, check: Validator, schema: dict[str, Any]):
+        self.check = check
+        self.schema = schema
+
+    def __call__(self, value: Any) -> str | None:
+        return self.check(value)
+
+
+def or_none(inner: Validator) -> Validator:
+    """``inner``, or None; the schema says null too."""
+    schema = inner.schema if isinstance(inner, Described) else {}
+    return Described(lambda value: None if value is None else inner(value),
+                     {"anyOf": [schema, {"type": "null"}]} if schema else {})
+
+
 def string(max_len: int | None = 255) -> Validator:
     def check(value: Any) -> str | None:
         if not isinstance(value, str):
@@ -101,12 +122,14 @@ def string(max_len: int | None = 255) -> Validator:
             return f"'{value!r}' contains a null character"
         return None
 
-    return check
+    schema: dict[str, Any] = {"type": "string"}
+    if max_len is not None:
+        schema["maxLength"] = max_len
+    return Described(check, schema)
 
 
 def string_or_none(max_len: int | None = 255) -> Validator:
-    inner = string(max_len)
-    return lambda value: None if value is None else inner(value)
+    return or_none(string(max_len))
 
 
 def is_uuid(value: Any) -> bool:
@@ -168,7 +191,8 @@ def not_empty_string(max_len: int | None = 255) -> Validator:
             return f"'{value}' Blank strings are not permitted"
         return None
 
-    return check
+    schema = inner.schema if isinstance(inner, Described) else {}
+    return Described(check, {**schema, "minLength": 1})
 
 
 def non_negative(value: Any) -> str | None:
@@ -205,7 +229,12 @@ def integer_range(low: int | None, high: int | None) -> Validator:
             return f"'{value}' is too large - must be no larger than '{high}'"
         return None
 
-    return check
+    schema: dict[str, Any] = {"type": "integer"}
+    if low is not None:
+        schema["minimum"] = low
+    if high is not None:
+        schema["maximum"] = high
+    return Described(check, schema)
 
 
 def one_of(*choices: Any) -> Validator:
@@ -214,12 +243,11 @@ def one_of(*choices: Any) -> Validator:
             return f"{value} is not in {list(choices)}"
         return None
 
-    return check
+    return Described(check, {"enum": list(choices)})
 
 
 def one_of_or_none(*choices: Any) -> Validator:
-    inner = one_of(*choices)
-    return lambda value: None if value is None else inner(value)
+    return or_none(one_of(*choices))
 
 
 def ip_address(value: Any) -> str | None:
@@ -410,7 +438,8 @@ def unique_list_of(item_validator: Validator) -> Validator:
             seen.add(key)
         return None
 
-    return check
+    schema = item_validator.schema if isinstance(item_validator, Described) else {}
+    return Described(check, {"type": "array", "items": schema, "uniqueItems": True})
 
 
 def to_canonical_cidr(value: Any) -> Any:
