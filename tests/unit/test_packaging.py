@@ -29,7 +29,7 @@ UNITS = ROOT / "packaging" / "systemd"
 BIN = "/opt/neutrino/bin/"
 CONFIG_DIR = "/etc/neutrino/"
 #: commands that run once and exit: no unit
-ONE_SHOT = {"neutrino-db-manage", "neutrino-instance"}
+ONE_SHOT = {"neutrino-db-manage", "neutrino-instance", "neutrino-status"}
 #: the users that are not root: they change nothing on the host
 UNPRIVILEGED = {"neutrino-server", "neutrino-metadata-agent"}
 SYSTEM_UNITS = Path("/usr/lib/systemd/system")
@@ -185,9 +185,10 @@ def test_systemd_makes_the_user_and_the_state_directory(tmp_path):
 # --- the container image -------------------------------------------------------------------
 
 #: what .ci/run installs only for the tests (haproxy: the scale-out test's load
-#: balancer) and for neutrino-instance (a stand-in hypervisor), not for the agents
+#: balancer; chromium: the topology page's browser) and for neutrino-instance (a
+#: stand-in hypervisor), not for the agents
 NOT_FOR_AGENTS = {"udhcpc", "isc-dhcp-client", "iputils-ping", "netcat-openbsd", "socat",
-                  "curl", "iperf3"}
+                  "curl", "iperf3", "chromium", "chromium-driver"}
 
 
 def containerfile_stages() -> list[list[str]]:
