@@ -19,7 +19,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from neutrino import cli, config, log
 from neutrino.agents.commands import agent_commands
-from neutrino.api import keystone, policy
+from neutrino.api import keystone, policy, topology
 from neutrino.api.agent_scheduler import AgentSchedulerController
 from neutrino.api.app import ApiApp
 from neutrino.api.auth import make_authenticator
@@ -28,7 +28,7 @@ from neutrino.api.controller import ResourceController
 from neutrino.api.extensions import ExtensionError, api_resources, claimed
 from neutrino.api.octavia import OctaviaRouter, neutron_fault
 from neutrino.api.quotas import QuotasController
-from neutrino.api.router import Router
+from neutrino.api.router import PathController, Router
 from neutrino.api.tags import TagsController
 from neutrino.cmd.startup import StartupError, listen, reach_bus, serve
 from neutrino.cmd.workers import Workers
@@ -74,7 +74,7 @@ def load_config(files: list[str]) -> config.Config:
                 raise config.ConfigError(
                     f"{error}, set by {conf.source('DEFAULT', option)}") from None
     classes[1:1] = companion_classes(classes[0])
-    conf.register([keystone.GROUP, policy.GROUP, PROVIDERS_GROUP])
+    conf.register([keystone.GROUP, policy.GROUP, topology.GROUP, PROVIDERS_GROUP])
     ServiceProviders.from_config(conf)  # every entry checked, its driver loaded, now
     for cls in classes:  # found by name, so not known to be a Plugin (as below)
         conf.register(getattr(cls, "option_groups", ()))
@@ -160,8 +160,11 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     if auto_allocated_topology.ALIAS in owners:
         paths[auto_allocated_topology.PATH] = AutoAllocatedTopologyController(
             owners[auto_allocated_topology.ALIAS], rules)
+    pages: dict[str, PathController] = {}
+    if conf.DEFAULT.enable_topology_page:
+        pages[topology.PAGE] = topology.TopologyPage()
     router = Router(controllers, extensions, tags, quotas,
-                    AgentSchedulerController(owners, rules), paths)
+                    AgentSchedulerController(owners, rules), paths, pages)
     endpoints: dict[str, list[Any]] = {}
     periodic = []
     for plugin in plugins:
@@ -187,7 +190,10 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
                 errors=neutron_fault)
     return ApiApp(router, authenticator, on_shutdown=db.dispose,
                   background=[rpc, PeriodicTasks(periodic)],
-                  keep_alive=conf.DEFAULT.wsgi_keep_alive, threads=threads, by_port=others)
+                  keep_alive=conf.DEFAULT.wsgi_keep_alive, threads=threads, by_port=others,
+                  # the versions document, and the page's files (its data asks)
+                  public=lambda path: not path.strip("/") or (
+                      topology.PAGE in pages and topology.is_page(path)))
 
 
 def serves_octavia(conf: config.Config) -> bool:
