@@ -165,6 +165,8 @@ def test_page_draws_a_known_topology_and_follows_changes(noauth, browser):
     assert router in details.text and "edge" in details.text
     assert "external_gateway_info" in details.text
     assert drawn(browser, node("router", router) + ".selected")
+    # no script error, no request or style the page's CSP refused
+    assert [e for e in browser.get_log("browser") if e["level"] == "SEVERE"] == []
 
 
 def test_a_member_sees_its_own_project_only(trusted, browser):
