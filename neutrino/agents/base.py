@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, ClassVar
 
-from neutrino import config
+from neutrino import config, metrics
 from neutrino.agents.extensions.api import AgentHandles
 from neutrino.agents.extensions.manager import Extensions, load
 from neutrino.config import Opt, OptGroup, int_range
@@ -39,6 +39,9 @@ AGENT_OPTIONS = OptGroup("agent", [
     Opt("availability_zone", str, "nova", "The availability zone this agent is in."),
     Opt("polling_interval", int_range(1), 2,
         "Seconds between an L2 agent's scans for devices that came or went."),
+    Opt("metrics_bind_address", metrics.parse_bind_address, "",
+        "host:port to serve the agent's Prometheus metrics on (/metrics), e.g. "
+        "127.0.0.1:9601; empty: not served."),
 ])
 
 
@@ -151,16 +154,25 @@ class Agent:
             self.extensions.initialize(self.extension_handles())
 
     async def sync_with_extensions(self, full: bool, dirty: set[Any]) -> None:
-        """``sync``, with the extensions' full-sync hooks around a full one."""
+        """``sync``, with the extensions' full-sync hooks around a full one; its
+        time and the resources handled after it go to the metrics."""
+        started = time.perf_counter()
+        failed = True
         if full:
             await self.extensions.each("before_full_sync",
                                        lambda e: e.before_full_sync())
         try:
             await self.sync(full, dirty)
+            failed = False
         finally:
-            if full:
-                await self.extensions.each("after_full_sync",
-                                           lambda e: e.after_full_sync())
+            try:
+                if full:
+                    await self.extensions.each("after_full_sync",
+                                               lambda e: e.after_full_sync())
+            finally:
+                metrics.agent_sync(self.agent_type, full, time.perf_counter() - started,
+                                   failed)
+                metrics.agent_resources(self.agent_type, self.configurations())
 
     def host_needs(self) -> Needs:
         """What the agent, as configured, will use on the host (tools, devices,
@@ -266,10 +278,27 @@ class Agent:
                 await asyncio.sleep(1)
                 self._wakeup.set()
 
+    def _serve_metrics(self) -> str:
+        """Serve the metrics where ``metrics_bind_address`` says; the address, or
+        empty when not served. An address that cannot be listened on is logged:
+        the agent's work matters more than its metrics."""
+        address = self.conf.agent.metrics_bind_address
+        if not address:
+            return ""
+        try:
+            metrics.serve(address)
+        except OSError as error:
+            LOG.error("metrics not served: cannot listen on %s (metrics_bind_address "
+                      "in [agent]): %s", address, error.strerror or error)
+            return ""
+        LOG.info("metrics on http://%s/metrics", address)
+        return address
+
     async def run(self, stop: asyncio.Event) -> None:
         """Serve, report and reconcile until ``stop`` is set."""
         await self.bus.start()
         self.start_extensions()
+        metrics_address = self._serve_metrics()
         objects = [*self.endpoints(), AgentUpdates(self)]
         for topic in (self.topic, *self.notification_topics):
             if topic and objects:
@@ -287,6 +316,8 @@ class Agent:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            if metrics_address:
+                metrics.unserve(metrics_address)
             await self.bus.close()
             LOG.info("%s on %s stopped", self.agent_type, self.host)
 

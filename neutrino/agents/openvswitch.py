@@ -39,6 +39,7 @@ from concurrent.futures import ThreadPoolExecutor
 from operator import methodcaller
 from typing import Any, TypeVar
 
+from neutrino import metrics
 from neutrino.agents.base import Agent, named
 from neutrino.agents.cmd import main
 from neutrino.agents.extensions.api import AgentHandles, L2AgentExtension, OvsBridge
@@ -453,13 +454,14 @@ class OpenvswitchAgent(Agent):
             tables[ovs.tunnel_bridge] = self._tun_flows(networks)
         for physnet, bridge in ovs.bridge_mappings.items():
             tables[bridge] = self._phys_flows(physnet, bridge, networks)
-        for bridge, flows in tables.items():
-            applied = None if full else self._applied.get(bridge)
-            if applied is None:  # the switch's table is not known: ovs-ofctl diffs
-                self._openflow(bridge).replace(flows)
-            elif applied != flows:  # only what changed since the last write
-                self._openflow(bridge).update(applied, flows)
-            self._applied[bridge] = flows
+        with metrics.programming("openflow"):
+            for bridge, flows in tables.items():
+                applied = None if full else self._applied.get(bridge)
+                if applied is None:  # the switch's table is not known: ovs-ofctl diffs
+                    self._openflow(bridge).replace(flows)
+                elif applied != flows:  # only what changed since the last write
+                    self._openflow(bridge).update(applied, flows)
+                self._applied[bridge] = flows
         if self.conf.agent.tunnel_types:
             self._drop_tunnel_ports()
 

@@ -12,7 +12,8 @@ sync, a moment later, starts the daemon again. The agents' periodic check
 (``[agent] check_child_processes_interval``) stays as a safety net.
 
 A resource's daemons are forgotten while the agent converges it (a daemon
-it stops or restarts itself is no death) and watched again after.
+it stops or restarts itself is no death) and watched again after. Each death
+told counts in ``neutrino_agent_daemon_restarts`` by the daemon's name.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import asyncio
 import os
 from collections.abc import Callable
 
+from neutrino import metrics
 from neutrino.linux import process
 
 
@@ -40,6 +42,7 @@ class ProcessMonitor:
         for name, pid in sorted(daemons.items()):
             fd = process.exit_fd(pid) if pid is not None else None
             if fd is None:
+                metrics.daemon_restart(name)
                 self._loop.call_soon(self._on_exit, key, name)
                 continue
             self._loop.add_reader(fd, self._exited, key, name, fd)
@@ -69,4 +72,5 @@ class ProcessMonitor:
         watched.pop(name, None)
         if not watched:
             self._watched.pop(key, None)
+        metrics.daemon_restart(name)
         self._on_exit(key, name)

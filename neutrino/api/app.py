@@ -21,6 +21,7 @@ import orjson
 
 from neutrino import exceptions as exc
 from neutrino.api.auth import Authenticator
+from neutrino.api.metrics import RequestMetrics
 from neutrino.api.request import Request, Response
 from neutrino.api.router import Router
 from neutrino.log import REQUEST_ID
@@ -67,8 +68,11 @@ class ApiApp:
                  background: Sequence[Background] = (), keep_alive: bool = True,
                  errors: Callable[[exc.NeutronException], dict[str, Any]] = error_body,
                  by_port: Mapping[int, ApiApp] | None = None,
-                 public: Callable[[str], bool] = lambda path: not path.strip("/")):
+                 public: Callable[[str], bool] = lambda path: not path.strip("/"),
+                 metrics: RequestMetrics | None = None):
         self.router = router
+        #: what records each request's labels and time (None: not recorded)
+        self.metrics = metrics
         #: whether a path is answered without authentication: by default only the
         #: versions document, as in Neutron
         self.public = public
@@ -148,6 +152,7 @@ class ApiApp:
     def handle(self, scope: dict, body: bytes,
                request_id: str | None = None) -> tuple[int, list, bytes]:
         """Everything a request needs, synchronously: returns status, headers, body."""
+        started = time.perf_counter()
         request_id = request_id or f"req-{uuid.uuid4()}"
         headers = {k.decode("latin-1").lower(): v.decode("latin-1")
                    for k, v in scope["headers"]}
@@ -177,6 +182,8 @@ class ApiApp:
             out.append((b"www-authenticate", self.authenticator.challenge.encode()))
         if not self.keep_alive:
             out.append((b"connection", b"close"))
+        if self.metrics is not None:
+            self.metrics.record(scope["method"], scope["path"], response.status, started)
         return response.status, out, payload
 
 

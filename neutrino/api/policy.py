@@ -221,6 +221,8 @@ DEFAULT_RULES: dict[str, str] = {
     "update_agent": ADMIN,
     "delete_agent": ADMIN,
     "get_availability_zone": ADMIN,
+    # the server's Prometheus metrics (GET /metrics): an operator's, as the agents
+    "get_metrics": ADMIN,
     # how full the networks are: an admin's to know
     "get_network_ip_availability": ADMIN,
     # the segmentation ids project networks take: an admin's, tags included

@@ -17,7 +17,7 @@ from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 
-from neutrino import cli, config, log
+from neutrino import cli, config, log, metrics
 from neutrino.agents.commands import agent_commands
 from neutrino.api import keystone, policy, topology
 from neutrino.api.agent_scheduler import AgentSchedulerController
@@ -26,6 +26,9 @@ from neutrino.api.auth import make_authenticator
 from neutrino.api.auto_allocate import AutoAllocatedTopologyController
 from neutrino.api.controller import ResourceController
 from neutrino.api.extensions import ExtensionError, api_resources, claimed
+from neutrino.api.metrics import GROUP as METRICS_GROUP
+from neutrino.api.metrics import PAGE as METRICS_PAGE
+from neutrino.api.metrics import MetricsPage, RequestMetrics
 from neutrino.api.octavia import OctaviaRouter, neutron_fault
 from neutrino.api.quotas import QuotasController
 from neutrino.api.router import PathController, Router
@@ -75,6 +78,7 @@ def load_config(files: list[str]) -> config.Config:
                     f"{error}, set by {conf.source('DEFAULT', option)}") from None
     classes[1:1] = companion_classes(classes[0])
     conf.register([keystone.GROUP, policy.GROUP, topology.GROUP, PROVIDERS_GROUP])
+    conf.register([METRICS_GROUP])
     ServiceProviders.from_config(conf)  # every entry checked, its driver loaded, now
     for cls in classes:  # found by name, so not known to be a Plugin (as below)
         conf.register(getattr(cls, "option_groups", ()))
@@ -163,6 +167,8 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     pages: dict[str, PathController] = {}
     if conf.DEFAULT.enable_topology_page:
         pages[topology.PAGE] = topology.TopologyPage()
+    if conf.DEFAULT.enable_metrics:
+        pages[METRICS_PAGE] = MetricsPage(rules)
     router = Router(controllers, extensions, tags, quotas,
                     AgentSchedulerController(owners, rules), paths, pages)
     endpoints: dict[str, list[Any]] = {}
@@ -189,6 +195,7 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
                 keep_alive=conf.DEFAULT.wsgi_keep_alive, threads=threads,
                 errors=neutron_fault)
     return ApiApp(router, authenticator, on_shutdown=db.dispose,
+                  metrics=RequestMetrics(router) if conf.DEFAULT.enable_metrics else None,
                   background=[rpc, PeriodicTasks(periodic)],
                   keep_alive=conf.DEFAULT.wsgi_keep_alive, threads=threads, by_port=others,
                   # the versions document, and the page's files (its data asks)
@@ -378,10 +385,30 @@ def uvicorn_options(conf: config.Config) -> dict[str, Any]:
             "log_config": None}  # uvicorn's records go to the handlers of neutrino.log
 
 
+def share_metrics(files: list[str]) -> None:
+    """With more than one process (API or rpc workers) a scrape must see the sum
+    of all: their metrics go to a directory under ``state_path``, made empty and
+    chosen before any metric exists (``neutrino.metrics``); workers inherit it."""
+    try:
+        conf = config.load(files, [METRICS_GROUP])
+    except config.ConfigError as error:
+        raise StartupError(str(error)) from None
+    opts = conf.DEFAULT
+    if not opts.enable_metrics or (opts.api_workers == 1 and not opts.rpc_workers):
+        return
+    path = os.path.join(os.path.abspath(opts.state_path), "metrics")
+    try:
+        metrics.use_multiprocess_directory(path)
+    except OSError as error:
+        raise StartupError(f"cannot create directory {path}: {error.strerror}, set by "
+                           f"{conf.source('DEFAULT', 'state_path')}") from None
+
+
 def main(argv: list[str] | None = None) -> None:
     args = cli.parser(PROGRAM, DESCRIPTION).parse_args(argv)
     pass_logging_options(PROGRAM, args)
     try:
+        share_metrics(args.config_file)
         conf, sockets = prepare(args.config_file)
         socket_sets = worker_sockets(conf, sockets) if conf.DEFAULT.api_workers > 1 else []
     except StartupError as error:

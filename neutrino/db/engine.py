@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, OperationalError
 
 from neutrino import exceptions as exc
+from neutrino import metrics
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -167,6 +168,7 @@ class Database:
                 if not is_retriable(error):
                     raise
                 attempt += 1
+                metrics.db_retry(gave_up=attempt >= self.max_retries)
                 if attempt >= self.max_retries:
                     LOG.warning("giving up after %d attempts: %s", attempt, error)
                     raise exc.Conflicting(

@@ -58,6 +58,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from neutrino import metrics
 from neutrino.addresses import link_local
 from neutrino.linux import firewall_log, ipset
 from neutrino.linux.errors import HostError
@@ -712,8 +713,9 @@ class IptablesFirewall:
         packet logging ``logs`` asks), atomically per IP version: ports absent
         from it lose their chains."""
         wanted = build(info, self.prefix, logs, limits)
-        self._write(wanted)
-        self._forget(conntrack_forgets(self._applied, wanted))
+        with metrics.programming("iptables"):
+            self._write(wanted)
+            self._forget(conntrack_forgets(self._applied, wanted))
         self._applied = wanted
 
     def remove_all(self) -> None:

@@ -1,11 +1,16 @@
-"""The caller's side of one RPC API: a topic, a version, a namespace."""
+"""The caller's side of one RPC API: a topic, a version, a namespace.
+
+Each message is counted by kind, topic and method (``neutrino.metrics``);
+the host a message goes to is not a label (hosts are unbounded)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from neutrino import metrics
 from neutrino.rpc import envelope
 from neutrino.rpc.bus import Bus
+from neutrino.rpc.errors import MessagingTimeout
 
 
 class RpcClient:
@@ -31,15 +36,18 @@ class RpcClient:
     async def call(self, ctx: dict[str, Any], method: str, *, server: str | None = None,
                    timeout: float | None = None, version: str | None = None,
                    **args: Any) -> Any:
-        return await self.bus.call(self._queue(server), self._request(ctx, method, version, args),
-                                   timeout)
+        with metrics.rpc_message("call", self.topic, method, (MessagingTimeout,)):
+            return await self.bus.call(self._queue(server),
+                                       self._request(ctx, method, version, args), timeout)
 
     async def cast(self, ctx: dict[str, Any], method: str, *, server: str | None = None,
                    version: str | None = None, **args: Any) -> None:
         request = self._request(ctx, method, version, args)
-        await self.bus.transport.send(self._queue(server), envelope.encode(request))
+        with metrics.rpc_message("cast", self.topic, method):
+            await self.bus.transport.send(self._queue(server), envelope.encode(request))
 
     async def fanout(self, ctx: dict[str, Any], method: str, *, version: str | None = None,
                      **args: Any) -> None:
         request = self._request(ctx, method, version, args)
-        await self.bus.transport.fanout(self.topic, envelope.encode(request))
+        with metrics.rpc_message("fanout", self.topic, method):
+            await self.bus.transport.fanout(self.topic, envelope.encode(request))

@@ -19,7 +19,7 @@ import neutrino
 ROOT = Path(neutrino.__file__).parent
 
 #: small modules every layer may use; they import only each other
-FOUNDATION = frozenset({"config", "context", "exceptions", "log", "addresses"})
+FOUNDATION = frozenset({"config", "context", "exceptions", "log", "addresses", "metrics"})
 #: the plugin framework: what a service plugin may take from ``neutrino.plugins``
 PLUGIN_FRAMEWORK = ("neutrino.plugins.base", "neutrino.plugins.hooks",
                     "neutrino.plugins.loader", "neutrino.plugins.providers",
