@@ -244,6 +244,25 @@ class DocumentBuilder:
                     "responses": _responses("200", ANY_OBJECT)}}
         if resource.taggable and self.router.tags is not None:
             self._tags(item_path, path)
+        if "post" in operations:
+            self._link(operations["post"], item_path, resource.name, parameters)
+
+    def _link(self, create: dict[str, Any], item_path: str, name: str,
+              parameters: list[Schema]) -> None:
+        """What a create's answer leads to (its item, actions and tags), as
+        OpenAPI links: a client or a fuzzer can follow the id it made."""
+        given = {"id": f"$response.body#/{name}/id"}
+        for parameter in parameters:  # the parent's id, as the create's path had it
+            given[parameter["name"]] = f"$request.path.{parameter['name']}"
+        links = {}
+        for path, operations in self.paths.items():
+            if path != item_path and not path.startswith(f"{item_path}/") or "{tag}" in path:
+                continue
+            for method, operation in operations.items():
+                if method != "parameters":
+                    links[operation["operationId"]] = {
+                        "operationId": operation["operationId"], "parameters": given}
+        create["responses"]["201"]["links"] = links
 
     def _view(self, controller: ResourceController) -> Schema:
         """A resource as answers show it: every visible attribute, none

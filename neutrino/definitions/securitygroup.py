@@ -246,7 +246,8 @@ GROUP = Resource(
         **standard_attrs(),
         **attrs(
             Attr("name", allow_post=True, allow_put=True, default="",
-                 validate=name_not_default, sort=True),
+                 validate=name_not_default, sort=True,
+                 schema={"type": "string", "maxLength": 255}),
             Attr("security_group_rules", filter=False),
             # none given: the project's or system-wide default statefulness
             Attr("stateful", allow_post=True, allow_put=True, convert=v.to_boolean,

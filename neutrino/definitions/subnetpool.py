@@ -4,6 +4,10 @@ from neutrino import exceptions as exc
 from neutrino.definitions import validators as v
 from neutrino.definitions.base import REQUIRED, Attr, Extension, Resource, attrs, standard_attrs
 
+#: a prefix length as a create or update gives it, and as Neutron shows it: a
+#: string (an integer only in the answer to an update)
+PREFIX_LENGTH = {"type": ["integer", "string", "null"]}
+
 RESOURCE = Resource(
     name="subnetpool",
     collection="subnetpools",
@@ -23,11 +27,14 @@ RESOURCE = Resource(
                  validate=v.subnet_cidr_list, filter=False),
             Attr("ip_version", sort=True, convert_filter=v.to_int),
             Attr("default_prefixlen", allow_post=True, allow_put=True,
-                 convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True),
+                 convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True,
+                 schema=PREFIX_LENGTH),
             Attr("min_prefixlen", allow_post=True, allow_put=True,
-                 convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True),
+                 convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True,
+                 schema=PREFIX_LENGTH),
             Attr("max_prefixlen", allow_post=True, allow_put=True,
-                 convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True),
+                 convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True,
+                 schema=PREFIX_LENGTH),
             Attr("default_quota", allow_post=True, allow_put=True, default=None,
                  convert=v.to_int_or_none, validate=v.non_negative_or_none, sort=True),
             Attr("shared", allow_post=True, default=False, convert=v.to_boolean,
