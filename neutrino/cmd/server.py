@@ -30,6 +30,7 @@ from neutrino.api.metrics import GROUP as METRICS_GROUP
 from neutrino.api.metrics import PAGE as METRICS_PAGE
 from neutrino.api.metrics import MetricsPage, RequestMetrics
 from neutrino.api.octavia import OctaviaRouter, neutron_fault
+from neutrino.api.openapi import DocumentBuilder, OpenApiController
 from neutrino.api.quotas import QuotasController
 from neutrino.api.router import PathController, Router
 from neutrino.api.tags import TagsController
@@ -160,13 +161,15 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     tags = TagsController(TagService(db, tables), rules) if "standard-attr-tag" in owners else None
     quotas = QuotasController(QuotaService(db, env.quota), rules) if "quotas" in owners else None
     extensions = [EXTENSIONS[alias] for alias in owners]
-    paths = {}
+    paths: dict[str, PathController] = {}
     if auto_allocated_topology.ALIAS in owners:
         paths[auto_allocated_topology.PATH] = AutoAllocatedTopologyController(
             owners[auto_allocated_topology.ALIAS], rules)
     pages: dict[str, PathController] = {}
     if conf.DEFAULT.enable_topology_page:
         pages[topology.PAGE] = topology.TopologyPage()
+    paths["openapi"] = OpenApiController(
+        lambda: DocumentBuilder(router, conf.DEFAULT.auth_strategy).build())
     if conf.DEFAULT.enable_metrics:
         pages[METRICS_PAGE] = MetricsPage(rules)
     router = Router(controllers, extensions, tags, quotas,
