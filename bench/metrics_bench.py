@@ -18,15 +18,24 @@ higher is better; lists: p50, lower is better), and of the server workers'
 CPU time per request, which other load on the machine disturbs less than
 wall-clock figures. The target is an overhead under 3%.
 
-Last, the cost of recording one request, measured alone in a process of its
-own in multiprocess mode (labels read from the path, the counter and the
-histogram written to their files), as a share of the CPU time a create and a
-list took: the overhead without the machine's noise.
+Then, with the noise of HTTP, of a second server and of the machine's other
+load taken away: one app in a process of its own (multiprocess mode), its
+``ApiApp.handle`` called directly, recording turned on and off between
+batches of the same requests (creates, then 5,000-port lists), the CPU time
+of the process per request compared.
+
+Last, the cost of recording one request, measured alone (labels read from
+the path, the counter and the histogram written to their files), as a share
+of the CPU time a create and a list took.
+
+``--same`` starts both servers with metrics on: the ratios it prints are
+the machine's noise, the floor below which on vs off says nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import statistics
 import subprocess
@@ -46,7 +55,7 @@ CONFIGS = {"on": "enable_metrics = true\n", "off": "enable_metrics = false\n"}
 class Bench:
     """One server of a configuration, and what it is measured with."""
 
-    def __init__(self, name: str, tmp: Path, backend: str):
+    def __init__(self, name: str, tmp: Path, backend: str, setting: str):
         import httpx
 
         from tests.harness import create_database, start_server
@@ -54,7 +63,7 @@ class Bench:
         self.name = name
         self.db_url, self._drop = create_database(backend, tmp)
         self.server = start_server(tmp, self.db_url, auth="noauth", workers=2,
-                                   extra=CONFIGS[name] + API_EXTENSIONS)
+                                   extra=setting + API_EXTENSIONS)
         self.pids = [self.server.proc.pid, *wait_for_workers(self.server.proc.pid, 1)]
         self.http = httpx.Client(base_url=self.server.url, headers={"X-Project-Id": "bench"},
                                  timeout=120)
@@ -125,34 +134,112 @@ def record_cost(count: int = 100_000) -> None:
         app.on_shutdown()
 
 
-def measure_record_cost() -> list[float]:
-    """Microseconds per recorded request (a create, an item read), in a process
-    whose metrics are in multiprocess mode, as with ``api_workers`` > 1."""
+def in_process(batches: int = 10, creates: int = 200, lists: int = 4) -> None:
+    """Print the CPU ms per request of creates and of 5,000-port lists through
+    ``ApiApp.handle``, recording on and off in alternating batches."""
+    import orjson
+
+    from neutrino.api.app import GC_THRESHOLD
+    from neutrino.cmd.server import build_app, load_config, set_up_database
+
+    with tempfile.TemporaryDirectory(prefix="neutrino-in-process-") as tmp:
+        conf_path = Path(tmp) / "n.conf"
+        conf_path.write_text(f"[DEFAULT]\nstate_path = {tmp}\n{API_EXTENSIONS}")
+        conf = load_config([str(conf_path)])
+        set_up_database(conf)
+        app = build_app(conf, serve_rpc=False)
+        recording = app.metrics
+        # the collector as the server sets it at start (ApiApp._lifespan)
+        gc.collect()
+        gc.freeze()
+        gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+
+        def call(method: str, path: str, body: bytes = b"") -> bytes:
+            scope = {"method": method, "path": path, "query_string": b"",
+                     "headers": [(b"x-project-id", b"bench")], "scheme": "http",
+                     "server": ("127.0.0.1", 9696)}
+            status, _, payload = app.handle(scope, body)
+            assert status < 300, payload
+            return payload
+
+        net = orjson.loads(call("POST", "/v2.0/networks", b'{"network": {}}'))["network"]
+        call("POST", "/v2.0/subnets", orjson.dumps({"subnet": {
+            "network_id": net["id"], "cidr": "10.64.0.0/16", "ip_version": 4}}))
+        body = orjson.dumps({"port": {"network_id": net["id"]}})
+
+        def alternate(count: int, work: Callable[[], Any]) -> dict[str, list[float]]:
+            cpu: dict[str, list[float]] = {"on": [], "off": []}
+            for n in range(batches):
+                for name in (("on", "off") if n % 2 == 0 else ("off", "on")):
+                    app.metrics = recording if name == "on" else None
+                    started = time.process_time()
+                    for _ in range(count):
+                        work()
+                    cpu[name].append(1000 * (time.process_time() - started) / count)
+            return cpu
+
+        def show(what: str, cpu: dict[str, list[float]]) -> None:
+            ratios = [on / off for on, off in zip(cpu["on"], cpu["off"], strict=True)]
+            print(f"{what}: {statistics.median(cpu['on']):.3f} "
+                  f"{statistics.median(cpu['off']):.3f} {statistics.median(ratios):.4f}",
+                  flush=True)
+
+        show("create", alternate(creates, lambda: call("POST", "/v2.0/ports", body)))
+        for _ in range(5000 - creates * batches * 2):
+            call("POST", "/v2.0/ports", body)
+        assert len(orjson.loads(call("GET", "/v2.0/ports"))["ports"]) == 5000
+        show("list@5000", alternate(lists, lambda: call("GET", "/v2.0/ports")))
+        app.on_shutdown()
+
+
+def in_a_child(mode: str) -> list[str]:
+    """The lines this script prints in ``mode`` in a process of its own whose
+    metrics are in multiprocess mode, as with ``api_workers`` > 1."""
     with tempfile.TemporaryDirectory(prefix="neutrino-multiproc-") as directory:
-        done = subprocess.run([sys.executable, __file__, "--record-cost"], check=True,
+        done = subprocess.run([sys.executable, __file__, mode], check=True,
                               capture_output=True, text=True,
                               env={**os.environ, "PROMETHEUS_MULTIPROC_DIR": directory})
-    return [float(line.rsplit(":", 1)[1]) for line in done.stdout.splitlines()]
+    return done.stdout.splitlines()
+
+
+def measure_in_process() -> dict[str, tuple[float, float, float]]:
+    """CPU ms per request on, off, and the median ratio of the batches, by kind."""
+    found = {}
+    for line in in_a_child("--in-process"):
+        what, _, figures = line.partition(": ")
+        on, off, ratio = (float(word) for word in figures.split())
+        found[what] = (on, off, ratio)
+    return found
+
+
+def measure_record_cost() -> list[float]:
+    """Microseconds per recorded request (a create, an item read)."""
+    return [float(line.rsplit(":", 1)[1]) for line in in_a_child("--record-cost")]
 
 
 def main() -> None:
-    if sys.argv[1:] == ["--record-cost"]:
+    if sys.argv[1:] in (["--record-cost"], ["--in-process"]):
         sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-        record_cost()
+        (record_cost if sys.argv[1] == "--record-cost" else in_process)()
         return
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--backend", default="sqlite", help="sqlite, postgresql or mysql")
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--creates", type=int, default=400, help="port creates per round")
     parser.add_argument("--lists", type=int, default=15, help="5,000-port lists per round")
+    parser.add_argument("--same", action="store_true",
+                        help="both servers with metrics on: what the ratios are without "
+                             "any difference (the machine's noise)")
     args = parse_with_wait_quiet(parser)
     with tempfile.TemporaryDirectory(prefix="neutrino-metrics-bench-") as tmp_text:
         tmp = Path(tmp_text)
         benches: dict[str, Any] = {}
         try:
-            for name in CONFIGS:
+            for name, setting in CONFIGS.items():
                 (tmp / name).mkdir()
-                benches[name] = Bench(name, tmp / name, args.backend)
+                if args.same:
+                    setting = CONFIGS["on"]
+                benches[name] = Bench(name, tmp / name, args.backend, setting)
                 benches[name].creates(50, "warm-up creates")
             print(f"{args.backend}: metrics on (pids {benches['on'].pids}) vs off "
                   f"(pids {benches['off'].pids}), {args.rounds} rounds", flush=True)
@@ -174,6 +261,9 @@ def main() -> None:
     print(summary("GET /v2.0/ports @5000 p50", lists, lambda run: run.p50, "ms", False))
     print(summary("create: workers' cpu/req", creates, cpu_ms, "ms", False))
     print(summary("list: workers' cpu/req", lists, cpu_ms, "ms", False))
+    for what, (on, off, ratio) in measure_in_process().items():
+        print(f"in process, {what:<10} cpu/req  on {on:8.3f} ms  off {off:8.3f} ms  "
+              f"ratio on/off {ratio:6.4f} -> overhead {100 * (ratio - 1):+.2f}%")
     create_us, read_us = measure_record_cost()
     create_cpu = statistics.median(cpu_ms(runs["off"]) for runs in creates)
     list_cpu = statistics.median(cpu_ms(runs["off"]) for runs in lists)

@@ -28,7 +28,7 @@ import os
 import shutil
 import sys
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from time import perf_counter
@@ -203,7 +203,9 @@ def daemon_restart(name: str) -> None:
 
 class RequestRecorder:
     """The API's request counter and histogram, with a child per label set kept
-    at hand: a request records with one dict lookup and two increments."""
+    at hand: a request records with one dict lookup and two increments. Children
+    are made when first seen, not ahead: every collection, action and status
+    made ahead would be thousands of empty series in every scrape."""
 
     def __init__(self) -> None:
         fams = families()
@@ -211,12 +213,6 @@ class RequestRecorder:
         self._seconds = fams.api_seconds
         self._children: dict[tuple[str, str, int], tuple[Any, Any]] = {}
         self._lock = threading.Lock()
-
-    def prepare(self, labels: Iterable[tuple[str, str]], statuses: Iterable[int]) -> None:
-        """Make the children of these label sets now (start-up, not a request)."""
-        for resource, action in labels:
-            for status in statuses:
-                self._child(resource, action, status)
 
     def _child(self, resource: str, action: str, status: int) -> tuple[Any, Any]:
         key = (resource, action, status)

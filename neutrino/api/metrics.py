@@ -62,9 +62,11 @@ class RequestLabels:
             self.below.setdefault(parent, {})[name] = f"{parent}/{name}"
 
     def __call__(self, method: str, path: str) -> tuple[str, str]:
-        parts = [part for part in path.split("/") if part]
-        if not parts:
-            return "versions", "show"
+        parts = path.strip("/").split("/")
+        if "" in parts:  # the root, or a path with "//" (which the Router reads as "/")
+            parts = [part for part in parts if part]
+            if not parts:
+                return "versions", "show"
         if parts[-1].endswith(".json"):
             parts[-1] = parts[-1][:-5]
         head = parts[0]

@@ -67,10 +67,13 @@ def test_no_label_says_anything_private(admin: ApiClient, project: str):
     assert not [word for word in private if word in resp.text]
 
 
-def test_a_member_may_not_read_them(user: ApiClient):
+def test_a_member_may_not_read_them_nor_a_stranger(user: ApiClient, server):
     expect_error(user.get("/metrics"), 403, "PolicyNotAuthorized",
                  "get_metrics is disallowed by policy")
     assert user.get("/metrics/more").status_code == 404
+    stranger = httpx.get(f"{server.url}/metrics")  # no identity: authenticated first
+    assert stranger.status_code == 401
+    assert "neutrino_" not in stranger.text
 
 
 def test_turned_off_there_is_no_page_and_nothing_recorded(tmp_path: Path):

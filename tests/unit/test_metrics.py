@@ -57,7 +57,9 @@ def labels(tmp_path_factory) -> RequestLabels:
 
 @pytest.mark.parametrize(("method", "path", "expected"), [
     ("GET", "/", ("versions", "show")),
+    ("GET", "//", ("versions", "show")),
     ("GET", "/v2.0/", ("resources", "list")),
+    ("GET", "/v2.0//ports/", ("ports", "list")),  # as the Router reads it
     ("GET", "/metrics", ("metrics", "show")),
     ("GET", "/v2.0/ports", ("ports", "list")),
     ("POST", "/v2.0/ports.json", ("ports", "create")),
