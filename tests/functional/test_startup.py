@@ -24,7 +24,8 @@ import pytest
 from alembic.script import ScriptDirectory
 
 from neutrino import config, log
-from neutrino.api import keystone, policy
+from neutrino.api import keystone, policy, topology
+from neutrino.api.metrics import GROUP as METRICS_GROUP
 from neutrino.cmd.server import build_app, load_config
 from neutrino.db import migrate
 from neutrino.plugins import providers
@@ -451,7 +452,7 @@ def test_example_config_documents_every_option_with_its_default(tmp_path):
     plugin_groups = [group for point in entry_points(group="neutrino.service_plugins")
                      for group in point.load().option_groups]
     groups = [*config.CORE_GROUPS, keystone.GROUP, policy.GROUP, providers.GROUP,
-              *plugin_groups]
+              topology.GROUP, METRICS_GROUP, *plugin_groups]
     groups.append(log.GROUP)  # [DEFAULT]'s logging options, registered by each command
     expected = {(g.name, o.name) for g in groups for o in g.opts}
     assert set(documented) == expected
@@ -470,7 +471,8 @@ def test_example_config_documents_every_option_with_its_default(tmp_path):
     # every documented default, uncommented, parses back to the default
     uncommented = "\n".join(re.sub(r"^#(\w+ =)", r"\1", line) for line in lines)
     parsed = config.load([str(write(tmp_path / "uncommented.conf", uncommented))],
-                         [keystone.GROUP, policy.GROUP, providers.GROUP, *plugin_groups])
+                         [keystone.GROUP, policy.GROUP, providers.GROUP, topology.GROUP,
+                          METRICS_GROUP, *plugin_groups])
     parsed.register([log.GROUP])
     for group in groups:
         for opt in group.opts:
