@@ -21,17 +21,23 @@ from prometheus_client.parser import text_string_to_metric_families
 from neutrino import config, metrics
 from neutrino.agents.base import AGENT_OPTIONS
 from neutrino.agents.linuxbridge import LinuxBridgeAgent
+from neutrino.agents.openvswitch import OpenvswitchAgent
 from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.api.metrics import RequestLabels
 from neutrino.cmd.server import build_app, load_config
 from neutrino.db.engine import Database
 from neutrino.exceptions import RetryRequest
 from neutrino.linux.iptables_firewall import IptablesFirewall
+from neutrino.linux.names import tap_name
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.server import RpcServer
 from neutrino.rpc.topics import REPORTS
 from neutrino.rpc.transport import get_transport
+from tests.fakes.agent_conf import agent_conf
 from tests.fakes.iptables import FakeIptables
+from tests.fakes.openflow import FakeSwitch
+from tests.fakes.ovsdb import FakeOvsdb
+from tests.fakes.server import FakeServer, serving
 from tests.harness import free_port
 
 ID = "0f2b1e9c-8d1a-4c55-9a55-0b7c1f0e6a11"
@@ -178,6 +184,43 @@ def test_writing_the_firewall_is_timed():
     IptablesFirewall(runner=FakeIptables()).apply({"ports": [], "security_groups": {}})
     assert value("neutrino_dataplane_programming_duration_seconds_count",
                  kind="iptables") == before + 1
+
+
+def test_a_sync_of_the_ovs_agent_times_its_flows_and_counts_its_devices(tmp_path):
+    """Against a fake OVSDB, flow table and server: one full sync, one write of
+    the bridges' flows timed, one device handled."""
+    server = FakeServer()
+    server.ports = {ID: {
+        "port_id": ID, "network_id": ID, "mac_address": "fa:16:3e:00:00:05",
+        "admin_state_up": True, "network_type": "local", "segmentation_id": None,
+        "physical_network": None, "mtu": 1500, "device_owner": "compute:nova",
+        "fixed_ips": [{"subnet_id": "s", "ip_address": "10.0.0.5"}],
+        "allowed_address_pairs": [], "port_security_enabled": False,
+        "security_groups": []}}
+    db = FakeOvsdb()
+    switch = FakeSwitch(db)
+    db.plug("br-int", tap_name(ID), ID, "fa:16:3e:00:00:05")
+    kind = OpenvswitchAgent.agent_type
+
+    async def main() -> None:
+        async with serving(server) as bus:
+            agent = OpenvswitchAgent(
+                agent_conf(tmp_path, OpenvswitchAgent, "[securitygroup]\nfirewall_driver = noop\n"),
+                bus, db=db, openflow=switch.openflow)  # type: ignore[arg-type]
+            try:
+                agent.start_extensions()
+                await agent.sync_with_extensions(True, set())
+            finally:
+                agent._host.shutdown()
+
+    flows = value("neutrino_dataplane_programming_duration_seconds_count", kind="openflow")
+    syncs = value("neutrino_agent_sync_duration_seconds_count", agent_type=kind, sync="full")
+    asyncio.run(main())
+    assert value("neutrino_dataplane_programming_duration_seconds_count",
+                 kind="openflow") == flows + 1
+    assert value("neutrino_agent_sync_duration_seconds_count", agent_type=kind,
+                 sync="full") == syncs + 1
+    assert value("neutrino_agent_resources", agent_type=kind, resource="devices") == 1
 
 
 def test_a_transaction_run_again_counts_as_a_retry(tmp_path):
