@@ -10,9 +10,10 @@ import uuid
 import pytest
 
 from neutrino.agents.extensions.api import AgentHandles
-from neutrino.agents.extensions.metering import MeteringExtension, parse_bind, wanted_chains
+from neutrino.agents.extensions.metering import MeteringExtension, wanted_chains
 from neutrino.agents.l3 import L3Agent
 from neutrino.linux import metering
+from neutrino.metrics import parse_bind_address
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.contracts.metering import TOPIC
 from neutrino.rpc.server import RpcServer
@@ -57,10 +58,10 @@ def test_wanted_chains_from_sync_data():
                                      ("9190", False), ("host:0", False), ("h:x", False)])
 def test_parse_bind(text, ok):
     if ok:
-        assert parse_bind(text) == text
+        assert parse_bind_address(text) == text
     else:
         with pytest.raises(ValueError):
-            parse_bind(text)
+            parse_bind_address(text)
 
 
 def test_counts_reported_once_across_a_restart(tmp_path):

@@ -39,21 +39,11 @@ from typing import Any
 from neutrino.agents.extensions.api import AgentHandles, L3AgentExtension
 from neutrino.config import Opt, OptGroup, int_range
 from neutrino.linux import interface, metering, router
+from neutrino.metrics import parse_bind_address
 from neutrino.rpc.contracts.l3 import METERING_LABELS
 from neutrino.rpc.contracts.metering import MeteringNotifier, MeterPayload
 
 LOG = logging.getLogger(__name__)
-
-
-def parse_bind(text: str) -> str:
-    """``host:port`` or empty (no endpoint)."""
-    text = text.strip()
-    if not text:
-        return ""
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
-        raise ValueError(f"{text!r} is not host:port")
-    return text
 
 
 OPTIONS = OptGroup("metering", [
@@ -64,7 +54,7 @@ OPTIONS = OptGroup("metering", [
         "Seconds between l3.meter notifications on the bus (topic notifications) "
         "(Neutron's metering agent's [DEFAULT] report_interval; [agent] "
         "report_interval is the heartbeat)."),
-    Opt("prometheus_bind", parse_bind, "",
+    Opt("prometheus_bind", parse_bind_address, "",
         "host:port to serve the counters on in Prometheus text format (/metrics), "
         "e.g. 127.0.0.1:9190; empty: not served."),
 ])
