@@ -78,8 +78,8 @@ def load_config(files: list[str]) -> config.Config:
                 raise config.ConfigError(
                     f"{error}, set by {conf.source('DEFAULT', option)}") from None
     classes[1:1] = companion_classes(classes[0])
-    conf.register([keystone.GROUP, policy.GROUP, topology.GROUP, PROVIDERS_GROUP])
-    conf.register([METRICS_GROUP])
+    conf.register([keystone.GROUP, policy.GROUP, topology.GROUP, METRICS_GROUP,
+                   PROVIDERS_GROUP])
     ServiceProviders.from_config(conf)  # every entry checked, its driver loaded, now
     for cls in classes:  # found by name, so not known to be a Plugin (as below)
         conf.register(getattr(cls, "option_groups", ()))
@@ -165,11 +165,11 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
     if auto_allocated_topology.ALIAS in owners:
         paths[auto_allocated_topology.PATH] = AutoAllocatedTopologyController(
             owners[auto_allocated_topology.ALIAS], rules)
+    paths["openapi"] = OpenApiController(
+        lambda: DocumentBuilder(router, conf.DEFAULT.auth_strategy).build())
     pages: dict[str, PathController] = {}
     if conf.DEFAULT.enable_topology_page:
         pages[topology.PAGE] = topology.TopologyPage()
-    paths["openapi"] = OpenApiController(
-        lambda: DocumentBuilder(router, conf.DEFAULT.auth_strategy).build())
     if conf.DEFAULT.enable_metrics:
         pages[METRICS_PAGE] = MetricsPage(rules)
     router = Router(controllers, extensions, tags, quotas,
