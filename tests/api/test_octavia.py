@@ -8,7 +8,10 @@ import uuid
 
 import httpx
 import pytest
+from sqlalchemy import update
 
+from neutrino.db import models
+from neutrino.db.engine import Database
 from tests.conftest import BACKENDS
 from tests.harness import ApiClient, Server, create_database, free_port, start_server
 
@@ -458,6 +461,67 @@ def test_member_on_an_unknown_subnet_makes_nothing(lbapi: ApiClient, subnet: dic
           f"Subnet {missing} not found.")
     assert lbapi.get(members).json()["members"] == []
     assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == "ACTIVE"
+
+
+def test_member_at_a_reserved_address_is_refused(lbapi: ApiClient, subnet: dict):
+    """Octavia's ``[networking] reserved_ips`` (169.254.169.254 by default): its
+    InvalidOption 400, on create and for a batch's new members."""
+    lb = make_lb(lbapi, subnet)
+    pool = make(lbapi, "/v2/lbaas/pools", "pool", loadbalancer_id=lb["id"], protocol="TCP",
+                lb_algorithm="ROUND_ROBIN")
+    members = f"/v2/lbaas/pools/{pool['id']}/members"
+    message = "169.254.169.254 is not a valid option for member address"
+    fault(lbapi.post(members, json={"member": {"address": "169.254.169.254",
+                                               "protocol_port": 80}}), 400, message)
+    kept = make(lbapi, members, "member", address="10.20.0.5", protocol_port=80)
+    fault(lbapi.put(members, json={"members": [
+        {"address": "10.20.0.5", "protocol_port": 80},
+        {"address": "169.254.169.254", "protocol_port": 80}]}), 400, message)
+    assert [m["id"] for m in lbapi.get(members).json()["members"]] == [kept["id"]]
+    assert show(lbapi, f"{LBS}/{lb['id']}", "loadbalancer")["provisioning_status"] == "ACTIVE"
+
+
+def _as_reported_active(server: Server, lb_id: str) -> None:
+    """What the load-balancer agent's report would do: the tree ACTIVE."""
+    db = Database(server.db_url, pool_size=1)
+    try:
+        db.write(lambda conn: conn.execute(
+            update(models.lbaas_loadbalancers).where(models.lbaas_loadbalancers.c.id == lb_id)
+            .values(provisioning_status="ACTIVE")))
+    finally:
+        db.dispose()
+
+
+def test_haproxy_refuses_a_member_its_namespace_cannot_reach(
+        lbapi: ApiClient, net: ApiClient, lb_server: Server):
+    """The haproxy provider's HAProxy has only the VIP port: with no gateway on
+    the VIP subnet, a member outside it (or of the other IP version) cannot be
+    reached, and Octavia's provider-unsupported fault says so."""
+    isolated = net.subnet(net.network(name="isolated")["id"], "10.30.0.0/24",
+                          gateway_ip=None)
+    routed = net.subnet(net.network(name="routed")["id"], "10.40.0.0/24")
+    pools = {}
+    for vip in (isolated, routed):
+        lb = make_lb(lbapi, vip, provider="haproxy")
+        _as_reported_active(lb_server, lb["id"])  # no agent here: as if it had served it
+        pools[vip["id"]] = make(lbapi, "/v2/lbaas/pools", "pool", loadbalancer_id=lb["id"],
+                                protocol="TCP", lb_algorithm="ROUND_ROBIN")["id"]
+        _as_reported_active(lb_server, lb["id"])
+    members = f"/v2/lbaas/pools/{pools[isolated['id']]}/members"
+    for address, version in (("10.40.0.9", 4), ("2001:db8::9", 6)):
+        fault(lbapi.post(members, json={"member": {"address": address, "protocol_port": 80}}),
+              501, f"Provider 'haproxy' does not support a requested option: member address "
+                   f"{address} is outside the VIP subnet 10.30.0.0/24, which has no "
+                   f"IPv{version} gateway")
+    fault(lbapi.put(members, json={"members": [{"address": "10.40.0.9", "protocol_port": 80}]}),
+          501)
+    assert lbapi.get(members).json()["members"] == []
+    # on link, it is taken; through a gateway, anything of its version is
+    make(lbapi, members, "member", address="10.30.0.9", protocol_port=80)
+    routed_members = f"/v2/lbaas/pools/{pools[routed['id']]}/members"
+    fault(lbapi.post(routed_members, json={"member": {"address": "2001:db8::9",
+                                                      "protocol_port": 80}}), 501)
+    make(lbapi, routed_members, "member", address="10.30.0.9", protocol_port=80)
 
 
 def test_policy_reader_member_other_project_admin(lb_server: Server, lbapi: ApiClient,

@@ -132,6 +132,22 @@ class HaproxyProvider(Provider):
                    else "HAProxy balances TCP and HTTP only")
             raise errors.ProviderUnsupported(provider=PROVIDER, reason=f"{value} {kind}s: {why}")
 
+    def check_member(self, conn: Connection, lb: Row, address: str) -> None:
+        """HAProxy runs in a namespace whose only device is the VIP port's, with
+        the VIP subnet on link and a default route through its gateway, if it
+        has one (``neutrino.linux.lbaas``): a member elsewhere is unreachable."""
+        subnet = self.plugin.core.subnet_in(conn, ADMIN, lb.vip_subnet_id)
+        member = ipaddress.ip_address(address)
+        if member in ipaddress.ip_network(subnet["cidr"]):
+            return
+        gateway = subnet["gateway_ip"]
+        if gateway and ipaddress.ip_address(gateway).version == member.version:
+            return
+        raise errors.ProviderUnsupported(
+            provider=self.name,
+            reason=f"member address {address} is outside the VIP subnet "
+                   f"{subnet['cidr']}, which has no IPv{member.version} gateway")
+
     def pending(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
         hosts = [row.host for row in scheduling.agents_hosting(conn, LBAAS, [lb.id])[lb.id]]
         if not hosts:

@@ -88,6 +88,18 @@ OPTIONS = OptGroup("api_settings", [
         "The provider of a load balancer created without one."),
 ])
 
+
+
+def _reserved(text: str) -> list[str]:
+    """``reserved_ips``: addresses, kept as Octavia compares them (expanded, upper case)."""
+    return [ipaddress.ip_address(item).exploded.upper() for item in parse_list(text)]
+
+
+NETWORKING_OPTIONS = OptGroup("networking", [
+    Opt("reserved_ips", _reserved, ["169.254.169.254"],
+        "Addresses no member may have (Octavia's option): a comma-separated list."),
+])
+
 #: Octavia's quotas: name -> the table counted, and the name its error gives
 QUOTAS: dict[str, tuple[Any, str]] = {
     "load_balancer": (LB, "Load Balancer"), "listener": (LI, "Listener"),
@@ -115,7 +127,7 @@ def _standard(row: Row) -> dict[str, Any]:
 class OctaviaPlugin(Plugin):
     """The ``octavia`` service plugin: the state behind the load-balancer API."""
 
-    option_groups = (OPTIONS, QUOTA_OPTIONS)
+    option_groups = (OPTIONS, NETWORKING_OPTIONS, QUOTA_OPTIONS)
 
     def __init__(self, env: Any):
         super().__init__(env)
@@ -130,6 +142,7 @@ class OctaviaPlugin(Plugin):
         self.providers: dict[str, Provider] = {
             name: find(PROVIDERS_GROUP, name)(self, name) for name in self.enabled}
         self.catalog = Catalog(self.provider_named)
+        self.reserved_ips: frozenset[str] = frozenset(self.conf.networking.reserved_ips)
 
     def rpc_endpoints(self) -> dict[str, list[Any]]:
         found: dict[str, list[Any]] = {}
@@ -676,19 +689,28 @@ class OctaviaPlugin(Plugin):
             vnic_type="normal")
         return view
 
-    def _member_subnet(self, conn: Connection, ctx: Context, subnet_id: str | None) -> None:
+    def _new_member(self, conn: Connection, ctx: Context, lb: Row, data: dict[str, Any]
+                    ) -> None:
+        """Octavia's checks of a member to be made: not at a reserved address
+        (``[networking] reserved_ips``), on a subnet the caller sees if it
+        names one; then its provider's (``Provider.check_member``)."""
+        address = ipaddress.ip_address(data["address"]).exploded.upper()
+        if address in self.reserved_ips:
+            raise errors.InvalidOption(value=address, option="member address")
+        subnet_id = data.get("subnet_id")
         if subnet_id:
             try:
                 self.core.subnet_in(conn, ctx, subnet_id)
             except exc.NotFound:
-                raise errors.BadRequest(f"Subnet {subnet_id} not found.") from None
+                raise errors.InvalidSubresource(resource="Subnet", id=subnet_id) from None
+        self.providers[lb.provider].check_member(conn, lb, data["address"])
 
     def create_member(self, ctx: Context, pool_id: str, data: dict[str, Any]
                       ) -> dict[str, Any]:
         def work(conn: Connection, after: list[Callable[[], None]]) -> dict[str, Any]:
             pool = self.get_row(conn, PO, "Pool", pool_id)
             lb = self._lock_lb(conn, pool.loadbalancer_id)
-            self._member_subnet(conn, ctx, data.get("subnet_id"))
+            self._new_member(conn, ctx, lb, data)
             clash = conn.execute(select(ME.c.id).where(
                 ME.c.pool_id == pool_id, ME.c.address == data["address"],
                 ME.c.protocol_port == data["protocol_port"])).first()
@@ -763,7 +785,8 @@ class OctaviaPlugin(Plugin):
                 if key in seen:
                     raise errors.DuplicateMember(ip_address=key[0], port=key[1])
                 seen.add(key)
-                self._member_subnet(conn, ctx, data.get("subnet_id"))
+                if key not in have:  # as Octavia: a kept member's address and subnet stay
+                    self._new_member(conn, ctx, lb, data)
                 if key in have:
                     changes = {k: v for k, v in data.items()
                                if k not in ("address", "protocol_port", "subnet_id")}

@@ -54,6 +54,10 @@ class Provider:
         ``kind`` (``listener``, ``pool`` protocol; ``healthmonitor`` type) of
         ``value``; every one the API accepts is fine by default."""
 
+    def check_member(self, conn: Connection, lb: Row, address: str) -> None:
+        """``errors.ProviderUnsupported`` if ``lb``'s dataplane could not reach a
+        member at ``address``; any address is fine by default."""
+
     def pending(self, conn: Connection, lb: Row, after: list[Callable[[], None]]) -> None:
         """A provider that does not complete at once: ``lb``'s tree has work
         pending (in ``conn``'s transaction; ``after`` runs once it commits)."""
