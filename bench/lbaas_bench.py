@@ -16,6 +16,10 @@ from this script's own small asyncio server, and a client instance. It prints:
   Terraform do);
 * change: ``--changes`` times a member added (until ACTIVE, and until the
   client's requests reach it) and removed (until ACTIVE, and until none do);
+  a listener on another port added (until ACTIVE, and until it answers) and
+  removed (until ACTIVE, and until it no longer answers); the pool's
+  ``lb_algorithm`` set to SOURCE_IP (until ACTIVE, and until four requests
+  all reach one member) and back to ROUND_ROBIN (until they reach several);
 * throughput: requests per second for ``--seconds`` from the client over 16
   keep-alive connections, to one member directly and through the load
   balancer (HAProxy, HTTP mode, round robin over three members).
@@ -52,6 +56,7 @@ from tests.harness import ApiClient, free_port, rabbit_vhost  # noqa: E402
 L2 = "Linux bridge agent"
 CIDR = "10.62.0.0/24"
 PORT = 80
+OTHER_PORT = 8080
 CONNECTIONS = 16
 
 
@@ -239,6 +244,48 @@ def measure(d: Deployment, args: argparse.Namespace) -> None:
     summary("member added -> it answers", added_effect)
     summary("member removed -> ACTIVE", removed_active)
     summary("member removed -> 4 answers without it", removed_effect)
+
+    other = f"http://{lb['vip_address']}:{OTHER_PORT}/"
+    listener_active, listener_effect, gone_active, gone_effect = [], [], [], []
+    for _ in range(args.changes):
+        began = time.perf_counter()
+        new = lb_api.post(f"{LBS}/listeners", json={"listener": {
+            "loadbalancer_id": lb["id"], "protocol": "HTTP", "protocol_port": OTHER_PORT,
+            "default_pool_id": lb["pool_id"]}})
+        assert new.status_code == 201, new.text
+        settle(lb_api, lb["id"])
+        listener_active.append(time.perf_counter() - began)
+        answers(client, other, names)
+        listener_effect.append(time.perf_counter() - began)
+        began = time.perf_counter()
+        gone = lb_api.delete(f"{LBS}/listeners/{new.json()['listener']['id']}")
+        assert gone.status_code == 204, gone.text
+        settle(lb_api, lb["id"])
+        gone_active.append(time.perf_counter() - began)
+        wait_until(lambda: http_get(client, other) == "", 30, "the listener to stop answering")
+        gone_effect.append(time.perf_counter() - began)
+    summary(f"listener added (port {OTHER_PORT}) -> ACTIVE", listener_active)
+    summary(f"listener added (port {OTHER_PORT}) -> it answers", listener_effect)
+    summary("listener removed -> ACTIVE", gone_active)
+    summary("listener removed -> no answer", gone_effect)
+
+    pool_url = f"{LBS}/pools/{lb['pool_id']}"
+    timings: dict[str, tuple[list[float], list[float]]] = {
+        algorithm: ([], []) for algorithm in ("SOURCE_IP", "ROUND_ROBIN")}
+    for _ in range(args.changes):
+        for algorithm, (active_times, effect_times) in timings.items():
+            began = time.perf_counter()
+            changed = lb_api.put(pool_url, json={"pool": {"lb_algorithm": algorithm}})
+            assert changed.status_code == 200, changed.text
+            settle(lb_api, lb["id"])
+            active_times.append(time.perf_counter() - began)
+            # SOURCE_IP: one client, one member; ROUND_ROBIN: 4 requests over 3
+            wait_until(lambda a=algorithm: (len({http_get(client, vip) for _ in range(4)}) == 1)
+                       == (a == "SOURCE_IP"), 30, f"{algorithm} to apply")
+            effect_times.append(time.perf_counter() - began)
+    for algorithm, (active_times, effect_times) in timings.items():
+        summary(f"pool lb_algorithm -> {algorithm}: ACTIVE", active_times)
+        summary(f"pool lb_algorithm -> {algorithm}: applied", effect_times)
 
     print(f"throughput ({CONNECTIONS} keep-alive connections, {args.seconds:g} s):",
           flush=True)
