@@ -90,6 +90,9 @@ DEFAULT_RULES: dict[str, str] = {
     "update_network:provider:segmentation_id": ADMIN,
     "update_network:segments": ADMIN,
     "create_network:is_default": ADMIN,
+    # network_ha: Neutron has no rule for it (only its server sets it); an
+    # admin's here, as making a project's HA network is
+    "create_network:ha": ADMIN,
     "update_network:is_default": ADMIN,
 
     # a subnet belongs to its network's owner; what a non-owner may read of

@@ -303,6 +303,21 @@ L3_HA = Extension(
     required=("router",),
 )
 
+#: ``ha`` on networks (neutron-lib's ``network_ha``; the router plugin): given at
+#: create, never shown; a network made with it true is its project's HA network,
+#: where the project's HA routers speak VRRP. Neutron sets it on the HA networks
+#: it makes; here only an admin may (Neutron has no policy rule for it)
+NETWORK_HA = Extension(
+    alias="network_ha",
+    name="Network HA creation flag",
+    description="Network high availability creation flag.",
+    updated="2023-04-27T10:00:00-00:00",
+    attributes={"networks": attrs(
+        Attr("ha", allow_post=True, default=False, convert=v.to_boolean, visible=False,
+             filter=False, admin_only=True),
+    )},
+)
+
 #: ``flavor_id`` on routers (the router plugin, with the flavors plugin): given
 #: at create only; the flavor's provider makes the router HA or not. Any string
 #: is taken, as in Neutron: one that names no flavor is FlavorNotFound.
@@ -319,4 +334,4 @@ L3_FLAVORS = Extension(
 )
 
 EXTENSIONS = (ROUTER_EXTENSION, EXT_GW_MODE, EXTRAROUTE, EXTRAROUTE_ATOMIC, FIP_PORT_DETAILS,
-              FLOATINGIP_POOLS, PORT_IP_CHANGE_NOT_ALLOWED, L3_HA, L3_FLAVORS)
+              FLOATINGIP_POOLS, PORT_IP_CHANGE_NOT_ALLOWED, L3_HA, NETWORK_HA, L3_FLAVORS)

@@ -139,3 +139,33 @@ def test_no_ndp_proxy_on_an_ha_router(admin, agents):
     assert "highly available" in error["message"]
     assert admin.get("/v2.0/ndp_proxies", params={"router_id": router["id"]}
                      ).json()["ndp_proxies"] == []
+
+
+def test_network_ha_makes_a_network_the_projects_ha_network(admin, agents, ha_server):
+    """neutron-lib's ``network_ha``: ``ha`` given (by an admin) at a network's
+    create makes it its project's HA network, as Neutron marks the ones it
+    makes: the project's HA routers use it, a second is a 409; never shown."""
+    aliases = {e["alias"] for e in admin.get("/v2.0/extensions").json()["extensions"]}
+    assert "network_ha" in aliases
+    project = uuid.uuid4().hex
+    member = ha_server.client(project)
+    assert member.post("/v2.0/networks", json={"network": {"name": "n", "ha": True}}
+                       ).status_code == 403
+    plain = admin.create("networks", name="plain", project_id=project, ha=False)
+    network = admin.create("networks", name="mine", project_id=project, ha=True)
+    assert "ha" not in network and "ha" not in admin.show("networks", network["id"])
+    error = expect_error(admin.post("/v2.0/networks", json={"network": {
+        "name": "again", "project_id": project, "ha": True}}), 409, "DuplicatedHANetwork")
+    assert error["message"] == f"Project {project} already has a HA network."
+    assert sorted(n["name"] for n in admin.get("/v2.0/networks", params={
+        "project_id": project}).json()["networks"]) == ["mine", "plain"]
+    admin.create("subnets", network_id=network["id"], project_id=project, ip_version=4,
+                 cidr="169.254.64.0/24", enable_dhcp=False, gateway_ip=None)
+
+    agents(2)
+    router = admin.create("routers", name="r", project_id=project, ha=True)
+    ports = ha_ports(admin, router["id"])
+    assert len(ports) == 2 and {p["network_id"] for p in ports} == {network["id"]}
+    assert ha_networks(admin, project) == []  # none of its own made
+    assert plain["id"] not in {p["network_id"] for p in ports}
+

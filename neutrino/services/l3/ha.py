@@ -39,6 +39,10 @@ class HANotEnoughAvailableAgents(exc.Conflict):
                "%(min_agents)s, available %(num_agents)s.")
 
 
+class DuplicatedHANetwork(exc.Conflict):
+    message = "Project %(project_id)s already has a HA network."
+
+
 def network_of(conn: Connection, project_id: str) -> str | None:
     return conn.execute(select(HN.c.network_id).where(HN.c.project_id == project_id)).scalar()
 
@@ -75,6 +79,19 @@ def ensure_network(core: Any, settings: Any, project_id: str) -> str:
     if kept != network["id"]:
         core.delete_network(ADMIN, network["id"])
     return kept
+
+
+def mark_network(conn: Connection, network_id: str, data: dict[str, Any],
+                 created: bool) -> None:
+    """A network created with ``ha`` (``network_ha``) is its project's HA
+    network, in the network's transaction, as Neutron binds it: a project has
+    one (DuplicatedHANetwork). ``ensure_network`` claims the ones it makes."""
+    if not created or not data.get("ha"):
+        return
+    project_id = data.get("project_id") or ""
+    if network_of(conn, project_id) is not None:
+        raise DuplicatedHANetwork(project_id=project_id)
+    conn.execute(HN.insert().values(project_id=project_id, network_id=network_id))
 
 
 def make_ha(conn: Connection, router_id: str, network_id: str) -> int:

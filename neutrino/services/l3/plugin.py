@@ -88,7 +88,7 @@ class L3RouterPlugin(Plugin):
     supported_extension_aliases: tuple[str, ...] = (
         "router", "ext-gw-mode", "extraroute", "extraroute-atomic", "fip-port-details",
         "floatingip-pools", "router_availability_zone", "l3-port-ip-change-not-allowed",
-        "l3-ha")
+        "l3-ha", "network_ha")
 
     def __init__(self, env: Environment):
         super().__init__(env)
@@ -101,6 +101,7 @@ class L3RouterPlugin(Plugin):
         env.hooks.after_network_change.append(self._network_changed)
         env.hooks.before_port_update_commit.append(self._keep_floating_ips_addresses)
         env.hooks.before_port_update_commit.append(self._keep_interfaces_ipv4)
+        env.hooks.on_network_write.append(ha.mark_network)  # network_ha's ``ha``
         # which L3 agents serve which routers; they hear of every change
         self.scheduler = L3AgentSchedulerPlugin(env, self)
         self.companions = [self.scheduler]
