@@ -9,10 +9,10 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from sqlalchemy import delete
+from sqlalchemy import delete, update
 
 from neutrino.db import models
-from tests.api.agent_reports import L3, Reporter, unique_host
+from tests.api.agent_reports import L3, Reporter, ago, unique_host
 from tests.conftest import BACKENDS
 from tests.harness import ApiClient, Server, create_database, expect_error, start_server
 
@@ -141,6 +141,28 @@ def test_no_ndp_proxy_on_an_ha_router(admin, agents):
                      ).json()["ndp_proxies"] == []
 
 
+def test_a_dead_agents_ha_state_is_unknown(admin, agents, ha_server):
+    """As Neutron: whatever a dead agent last said of its role, ``l3-agents``
+    shows it as unknown; the live one's role stays as reported."""
+    agents(2)
+    router = admin.create("routers", name="r", ha=True)
+    path = f"/v2.0/routers/{router['id']}/l3-agents"
+    hosting = admin.get(path).json()["agents"]
+    assert len(hosting) == 2
+    reporter = Reporter(ha_server.db_url)
+    try:
+        t = models.ha_router_agent_port_bindings
+        reporter.db.write(lambda conn: conn.execute(  # as the agents reported it
+            update(t).where(t.c.router_id == router["id"]).values(state="active")))
+        assert {a["ha_state"] for a in admin.get(path).json()["agents"]} == {"active"}
+        dead = hosting[0]["id"]
+        reporter.set_times(dead, heartbeat_timestamp=ago(3600))
+        states = {a["id"]: (a["alive"], a["ha_state"]) for a in admin.get(path).json()["agents"]}
+        assert states == {dead: (False, "unknown"), hosting[1]["id"]: (True, "active")}
+    finally:
+        reporter.close()
+
+
 def test_network_ha_makes_a_network_the_projects_ha_network(admin, agents, ha_server):
     """neutron-lib's ``network_ha``: ``ha`` given (by an admin) at a network's
     create makes it its project's HA network, as Neutron marks the ones it
@@ -169,3 +191,39 @@ def test_network_ha_makes_a_network_the_projects_ha_network(admin, agents, ha_se
     assert ha_networks(admin, project) == []  # none of its own made
     assert plain["id"] not in {p["network_id"] for p in ports}
 
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def ha_default_server(request, tmp_path_factory):
+    tmp = tmp_path_factory.mktemp(f"ha-default-{request.param}")
+    url, drop = create_database(request.param, tmp)
+    srv = start_server(tmp, url, auth="trusted_headers", extra=(
+        "service_plugins = router\nl3_ha = true\nl3_ha_network_type = vxlan\n"
+        "[ml2_type_vxlan]\nvni_ranges = 4000:4010\n"))
+    yield srv
+    srv.stop()
+    drop()
+
+
+def test_l3_ha_makes_routers_ha_by_default_on_the_configured_type(ha_default_server):
+    """``[DEFAULT] l3_ha = true``: a router made without ``ha`` is HA (a member
+    cannot say otherwise; an admin can), its project's HA network of
+    ``l3_ha_network_type`` (local is the tenant network type here)."""
+    reporter = Reporter(ha_default_server.db_url)
+    try:
+        for _ in range(2):
+            reporter.agent(unique_host(), L3)
+        project = uuid.uuid4().hex
+        member = ha_default_server.client(project)
+        admin = ha_default_server.client(project, roles=("admin", "member"))
+        router = member.create("routers", name="r")
+        assert admin.show("routers", router["id"])["ha"] is True
+        assert len(ha_ports(admin, router["id"])) == 2
+        [network] = ha_networks(admin, project)
+        assert network["provider:network_type"] == "vxlan"
+        assert 4000 <= network["provider:segmentation_id"] <= 4010
+        legacy = admin.create("routers", name="legacy", ha=False)
+        assert legacy["ha"] is False and ha_ports(admin, legacy["id"]) == []
+        tenant = admin.create("networks", name="n", project_id=project)
+        assert tenant["provider:network_type"] == "local"
+    finally:
+        reporter.close()
