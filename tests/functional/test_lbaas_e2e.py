@@ -6,7 +6,8 @@ them spreads a client's requests over all three, a member whose server stops
 goes ERROR through its health monitor and gets no more traffic, a floating
 IP on the VIP serves the external network, HAProxy keeps serving through a
 ``kill -9`` of the agent (and the restarted agent leaves it alone), and a
-deleted load balancer leaves no namespace or process behind. Root only:
+load balancer deleted while its agent is down leaves no namespace or process
+behind once the agent is back. Root only:
 everything happens in namespaces the test makes and removes."""
 
 from __future__ import annotations
@@ -121,6 +122,15 @@ def http_listener_and_pool(lb_api: ApiClient, lb_id: str) -> tuple[dict, dict]:
         "listener_id": listener["id"], "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}},
         lb_id)
     return listener, pool
+
+
+def namespace_of(lb_id: str) -> str:
+    return f"qlbaas-{lb_id}"
+
+
+def namespaces() -> list[str]:
+    listed = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return [line.split()[0] for line in listed.splitlines() if line.strip()]
 
 
 def haproxy_pid(d: Deployment, lb_id: str) -> int | None:
@@ -244,18 +254,26 @@ def test_a_load_balancer_in_front_of_three_instances(lab):
     agent.send_signal(signal.SIGKILL)
     agent.wait()
     assert {http_get(client, vip) for _ in range(6)} == {"alpha", "beta"}
-    d.start_lbaas_agent("h1")
+    agent = d.start_lbaas_agent("h1")
     time.sleep(3)  # a full sync and a status round
     assert haproxy_pid(d, lb["id"]) == pid
     assert settle(lb_api, lb["id"])["operating_status"] == "DEGRADED"
 
-    # a deleted load balancer leaves nothing behind
+    # a load balancer deleted while its agent is down leaves nothing behind once
+    # the agent is back (one deleted under a running agent: the OVS test below)
+    agent.terminate()
+    agent.wait(timeout=10)
     assert lb_api.delete(f"{LBS}/loadbalancers/{lb['id']}?cascade=true").status_code == 204
+    time.sleep(1)
+    assert lb_api.get(f"{LBS}/loadbalancers/{lb['id']}").json()["loadbalancer"][
+        "provisioning_status"] == "PENDING_DELETE"  # nobody to do it yet
+    assert process.cmdline(pid) is not None and namespace_of(lb["id"]) in namespaces()
+    d.start_lbaas_agent("h1")
     wait_until(lambda: lb_api.get(f"{LBS}/loadbalancers/{lb['id']}").status_code == 404,
                20, "the load balancer to be deleted")
-    namespaces = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
-    assert f"qlbaas-{lb['id']}" not in namespaces.stdout
+    assert namespace_of(lb["id"]) not in namespaces()
     assert process.cmdline(pid) is None  # gone (or a zombie no one has reaped yet)
+    assert not (d.tmp / "h1" / "lbaas" / lb["id"]).exists()
     print(f"load balancer: first answer {first_answer:.2f} s after the create call")
 
 
