@@ -318,13 +318,24 @@ class OvnChassis:
 
     @classmethod
     def start(cls, ovs: OvsHost, central: OvnCentral, encap_ip: str,
-              encap_type: str = "geneve", name: str | None = None) -> OvnChassis:
+              encap_type: str = "geneve", name: str | None = None,
+              bridge_mappings: dict[str, str] | None = None,
+              gateway: bool = False) -> OvnChassis:
         """Configure ``ovs`` as OVN's chassis ``name`` (the namespace's name by
         default) with tunnel address ``encap_ip`` and start ``ovn-controller``.
         br-int is made here, on the netdev datapath, before ovn-controller
-        starts (``ovn-bridge-datapath-type`` would make it so too)."""
+        starts (``ovn-bridge-datapath-type`` would make it so too).
+        ``bridge_mappings``: physical network -> a bridge of ``ovs`` (made here);
+        ``gateway``: the chassis offers itself to carry routers' gateway ports."""
         chassis = cls(ovs, central, name or ovs.namespace)
+        mappings = bridge_mappings or {}
         try:
+            for bridge in mappings.values():
+                ovs.add_bridge(bridge)
+            pairs = ",".join(f"{net}:{bridge}" for net, bridge in mappings.items())
+            extra = [f"external_ids:ovn-bridge-mappings={pairs}"] if mappings else []
+            if gateway:
+                extra.append("external_ids:ovn-cms-options=enable-chassis-as-gw")
             ovs.add_bridge("br-int", "fail_mode=secure", "other_config:disable-in-band=true")
             ovs.vsctl("set", "open_vswitch", ".",
                       f"external_ids:system-id={chassis.name}",
@@ -334,7 +345,7 @@ class OvnChassis:
                       f"external_ids:ovn-encap-ip={encap_ip}",
                       "external_ids:ovn-bridge=br-int",
                       "external_ids:ovn-bridge-datapath-type=netdev",
-                      "external_ids:ovn-remote-probe-interval=5000")
+                      "external_ids:ovn-remote-probe-interval=5000", *extra)
             chassis.controller.start()
         except BaseException:
             chassis.stop()
@@ -402,6 +413,20 @@ def underlay(fabric: str, hosts: list[tuple[OvsHost, str]], mtu: int = 1500) -> 
         run("ip", "addr", "add", cidr, "dev", "br-phy", namespace=ovs.namespace)
 
 
+def external_host(ovs: OvsHost, bridge: str, namespace: str, cidr: str) -> None:
+    """A host on the physical network behind ``bridge`` of ``ovs``: ``namespace``'s
+    ``eth0`` (``cidr``), a veth whose other end is a port of the bridge."""
+    leg = "ext" + hashlib.sha256(namespace.encode()).hexdigest()[:8]
+    run("ip", "link", "add", leg, "netns", ovs.namespace, "type", "veth",
+        "peer", "name", "eth0", "netns", namespace)
+    run("ip", "link", "set", leg, "up", namespace=ovs.namespace)
+    run("ethtool", "-K", "eth0", "tx", "off", namespace=namespace)
+    run("ip", "addr", "add", cidr, "dev", "eth0", namespace=namespace)
+    run("ip", "link", "set", "eth0", "up", namespace=namespace)
+    ovs.vsctl("--may-exist", "add-port", bridge, leg)
+    ovs.check_interface(leg)
+
+
 @contextmanager
 def ovn_central(workdir: Path | str) -> Iterator[OvnCentral]:
     """A started ``OvnCentral``, stopped at the end whatever happened."""
@@ -414,14 +439,16 @@ def ovn_central(workdir: Path | str) -> Iterator[OvnCentral]:
 
 @contextmanager
 def ovn_chassis(ovs: OvsHost, central: OvnCentral, encap_ip: str,
-                encap_type: str = "geneve") -> Iterator[OvnChassis]:
+                encap_type: str = "geneve", bridge_mappings: dict[str, str] | None = None,
+                gateway: bool = False) -> Iterator[OvnChassis]:
     """A started ``OvnChassis``, its ``ovn-controller`` stopped at the end."""
-    chassis = OvnChassis.start(ovs, central, encap_ip, encap_type)
+    chassis = OvnChassis.start(ovs, central, encap_ip, encap_type,
+                               bridge_mappings=bridge_mappings, gateway=gateway)
     try:
         yield chassis
     finally:
         chassis.stop()
 
 
-__all__ = ["GENEVE_OVERHEAD", "OvnCentral", "OvnChassis", "OvnError",
+__all__ = ["GENEVE_OVERHEAD", "OvnCentral", "OvnChassis", "OvnError", "external_host",
            "ovn_central", "ovn_chassis", "skip_unless_ovn", "underlay"]

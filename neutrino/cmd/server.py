@@ -197,7 +197,12 @@ def build_app(conf: config.Config, sync: bool = False, serve_rpc: bool = True) -
                 OctaviaRouter(plugin, max_limit if max_limit > 0 else None), authenticator,
                 keep_alive=conf.DEFAULT.wsgi_keep_alive, threads=threads,
                 errors=neutron_fault)
-    return ApiApp(router, authenticator, on_shutdown=db.dispose,
+    def shutdown() -> None:
+        for plugin in plugins:
+            plugin.stop()
+        db.dispose()
+
+    return ApiApp(router, authenticator, on_shutdown=shutdown,
                   metrics=RequestMetrics(router) if conf.DEFAULT.enable_metrics else None,
                   background=[rpc, PeriodicTasks(periodic)],
                   keep_alive=conf.DEFAULT.wsgi_keep_alive, threads=threads, by_port=others,

@@ -171,3 +171,6 @@ class Plugin:
 
     def start(self) -> None:
         """Called once the API is assembled (after migrations)."""
+
+    def stop(self) -> None:
+        """Called when the server stops: let go of what ``start`` took."""

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.engine import Connection
 
 from neutrino.context import Context
 from neutrino.db.query import Page
 from neutrino.plugins.providers import Provider
+
+if TYPE_CHECKING:
+    from neutrino.ovn.ovsdb import OvnDatabase
 
 # (conn, ctx, id) -> None, or what to do once the delete has committed (tell the
 # agents what it changed on hosts); raise a NeutronException to veto
@@ -74,6 +77,9 @@ RouterGatewayRemoval = Callable[[Connection, str], None]
 # removes a router interface; raise to veto, as the VPN plugin does for a subnet
 # its services or connections use
 RouterInterfaceRemoval = Callable[[Connection, str, list[str]], None]
+# (security group ids) -> None: once a change of the groups or their rules (a
+# group's delete too) has committed, as the ovn driver rewrites their port groups
+SecurityGroupsChanged = Callable[[set[str]], None]
 # (conn, an agent's reported state) -> None: inside the transaction that records
 # an agent's report, as ML2 maps hosts to the segments they reach
 AgentReported = Callable[[Connection, dict[str, Any]], None]
@@ -151,6 +157,28 @@ class FlavorProviders(Protocol):
         ...
 
 
+class SecurityGroupViews(Protocol):
+    """What the security groups' plugin shows a backend that follows the groups."""
+
+    def views(self, group_ids: list[str] | None) -> list[dict[str, Any]]:
+        """The groups ``group_ids`` (every group: None) with their rules, as an
+        admin sees them."""
+        ...
+
+    def default_of(self, project_id: str) -> str | None:
+        """The project's default group, if it has one yet."""
+        ...
+
+
+class AgentReports(Protocol):
+    """The agents' plugin, recording reports a backend makes for agents of its
+    own (the ovn driver, for the chassis of OVN's Southbound database)."""
+
+    def record(self, states: list[dict[str, Any]]) -> None:
+        """Each state as an agent's report (a heartbeat now), in one transaction."""
+        ...
+
+
 @dataclass
 class Hooks:
     before_network_delete: list[DeleteCheck] = field(default_factory=list)
@@ -159,6 +187,7 @@ class Hooks:
     on_port_removed: list[PortRemoved] = field(default_factory=list)
     # inside the group's delete, before it: the logging plugin deletes its logs
     before_security_group_delete: list[DeleteCheck] = field(default_factory=list)
+    after_security_groups_change: list[SecurityGroupsChanged] = field(default_factory=list)
     after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
     before_port_write: list[PortWrite] = field(default_factory=list)
@@ -186,6 +215,13 @@ class Hooks:
     before_flavor_delete: list[DeleteCheck] = field(default_factory=list)
     # the flavors plugin (it sets itself here when it is built): None without it
     flavors: FlavorProviders | None = None
+    # the security groups' and the agents' plugins (ML2's companions: always
+    # there with ML2; each sets itself here when it is built)
+    security_groups: SecurityGroupViews | None = None
+    agent_reports: AgentReports | None = None
+    # OVN's Northbound database, when ML2's ovn driver is loaded (it sets it):
+    # the OVN router plugin writes routers into the same connection
+    ovn_northbound: OvnDatabase | None = None
     # the DHCP agents' scheduler (one; it sets itself here when it is built)
     dhcp: DhcpNotifications = field(default_factory=NoDhcpAgents)
     # the network segment ranges (one; their plugin sets itself here when it is

@@ -33,9 +33,11 @@ ALLOWED: dict[str, tuple[str, ...]] = {
     "db": ("definitions",),
     "ipam": ("definitions", "db"),
     "metadata": ("linux", "rpc"),
-    "agents": ("rpc", "linux", "metadata"),
-    "plugins": ("definitions", "ipam", "db", "rpc"),
-    "services": ("definitions", "ipam", "db", "rpc", *PLUGIN_FRAMEWORK),
+    # OVN's databases: their connections and names, for the server and the agents
+    "ovn": (),
+    "agents": ("rpc", "linux", "metadata", "ovn"),
+    "plugins": ("definitions", "ipam", "db", "rpc", "ovn"),
+    "services": ("definitions", "ipam", "db", "rpc", "ovn", *PLUGIN_FRAMEWORK),
     # the API reads the collection query's shape; the rest of db is the plugins'
     "api": ("plugins", "services", "definitions", "neutrino.db.query"),
 }

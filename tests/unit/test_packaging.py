@@ -29,7 +29,7 @@ UNITS = ROOT / "packaging" / "systemd"
 BIN = "/opt/neutrino/bin/"
 CONFIG_DIR = "/etc/neutrino/"
 #: commands that run once and exit: no unit
-ONE_SHOT = {"neutrino-db-manage", "neutrino-instance", "neutrino-status"}
+ONE_SHOT = {"neutrino-db-manage", "neutrino-instance", "neutrino-status", "neutrino-ovn-db-sync"}
 #: the users that are not root: they change nothing on the host
 UNPRIVILEGED = {"neutrino-server", "neutrino-metadata-agent"}
 SYSTEM_UNITS = Path("/usr/lib/systemd/system")
@@ -188,7 +188,7 @@ def test_systemd_makes_the_user_and_the_state_directory(tmp_path):
 #: balancer; chromium: the topology page's browser) and for neutrino-instance (a
 #: stand-in hypervisor), not for the agents
 NOT_FOR_AGENTS = {"udhcpc", "isc-dhcp-client", "iputils-ping", "netcat-openbsd", "socat",
-                  "curl", "iperf3", "chromium", "chromium-driver"}
+                  "curl", "iperf3", "chromium", "chromium-driver", "ovn-central", "ovn-host"}
 
 
 def containerfile_stages() -> list[list[str]]:

@@ -12,6 +12,7 @@ Transaction rules, for every mechanism driver method:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -149,3 +150,18 @@ class MechanismDriver:
 
     def bind_port(self, context: PortContext) -> None:
         """Call ``context.set_binding`` for a segment this driver can serve, or do nothing."""
+
+    # --- a driver with a backend of its own (OVN's databases) ------------------------
+
+    def initialize(self, plugin: Any) -> None:
+        """Once ML2 is built: what the driver needs of it (hooks, its database)."""
+
+    def start(self) -> None:
+        """Once the API is assembled: connect to the backend."""
+
+    def stop(self) -> None:
+        """The server is stopping: let go of the backend."""
+
+    def periodic_tasks(self) -> list[tuple[float, Callable[[], None]]]:
+        """(interval in seconds, work), run by the process that runs ML2's."""
+        return []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from neutrino.config import Opt, OptGroup, choice, int_range, parse_list
+from neutrino.ovn.options import OVN
 
 
 def parse_physnet_mtus(text: str) -> dict[str, int]:
@@ -77,4 +78,5 @@ OPTION_GROUPS = (
         Opt("vni_ranges", parse_ranges, [], "VNI ranges for project networks."),
         Opt("max_header_size", int_range(30), 38, "Geneve header size to reserve."),
     ]),
+    OVN,
 )

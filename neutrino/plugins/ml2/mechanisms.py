@@ -33,6 +33,8 @@ class MechanismManager:
             try:
                 getattr(driver, method)(context)
             except Exception as error:  # noqa: BLE001 - a driver may fail any way
+                if isinstance(error, exc.NeutronException) and error.status != 500:
+                    raise  # the driver's answer to the caller: a refusal, its backend down
                 LOG.exception("mechanism driver %s failed in %s", driver.name, method)
                 errors.append(f"{driver.name}: {error}")
                 if not keep_going:

@@ -120,6 +120,8 @@ class Ml2Plugin(Plugin):
             env.hooks.on_agent_report.append(host_segments.AgentReports())
         self.l2pop = (L2Population(L2PopulationNotifier(Notifier(env.bus)))
                       if "l2population" in conf.ml2.mechanism_drivers else None)
+        for driver in self.mechanisms.drivers:
+            driver.initialize(self)
 
     @property
     def dhcp(self) -> DhcpNotifications:
@@ -128,6 +130,17 @@ class Ml2Plugin(Plugin):
 
     def sync_database(self) -> None:
         self.db.write(self.types.sync_allocations)
+
+    def start(self) -> None:
+        for driver in self.mechanisms.drivers:
+            driver.start()
+
+    def stop(self) -> None:
+        for driver in self.mechanisms.drivers:
+            driver.stop()
+
+    def periodic_tasks(self) -> list[tuple[float, Callable[[], None]]]:
+        return [task for driver in self.mechanisms.drivers for task in driver.periodic_tasks()]
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"networks": models.networks, "subnets": models.subnets,
@@ -542,6 +555,38 @@ class Ml2Plugin(Plugin):
             return []
         query = CollectionQuery(filters={"id": list(port_ids)})
         return self._extend_ports(conn, ports.list_(conn, Context.admin(), query))
+
+    # --- what a backend driver reads (the ovn driver: what it writes, and repairs) -----
+
+    def ports_by_ids(self, port_ids: list[str]) -> list[dict[str, Any]]:
+        return self._read(lambda conn: self.ports_by_id(conn, port_ids))
+
+    def ports_of_networks(self, network_ids: list[str]) -> list[dict[str, Any]]:
+        query = CollectionQuery(filters={"network_id": list(network_ids)})
+        return self._read(lambda conn: self._extend_ports(
+            conn, ports.list_(conn, Context.admin(), query)))
+
+    def subnets_by_id(self, subnet_ids: list[str]) -> dict[str, dict[str, Any]]:
+        if not subnet_ids:
+            return {}
+        query = CollectionQuery(filters={"id": list(set(subnet_ids))})
+        return {subnet["id"]: subnet for subnet in self._read(
+            lambda conn: subnets.list_(conn, Context.admin(), query))}
+
+    def segments_by_network(self, network_ids: list[str] | None
+                            ) -> dict[str, list[dict[str, Any]]]:
+        """The segments of ``network_ids`` (of every network: None), by network."""
+        return self._read(lambda conn: segments.of_networks(conn, network_ids))
+
+    def segments_of(self, network_id: str) -> list[dict[str, Any]]:
+        return self.segments_by_network([network_id]).get(network_id, [])
+
+    def set_ports_status(self, up: list[str], down: list[str]) -> list[str]:
+        """Ports a backend saw come up or go down (as an agent reports them); the
+        ids whose status changed."""
+        callbacks = Ml2RpcCallbacks(self)
+        return [*callbacks.set_status(up, "ACTIVE", None),
+                *callbacks.set_status(down, "DOWN", None)]
 
     def rpc_endpoints(self) -> dict[str, list[Any]]:
         return {topics.PLUGIN: [Ml2RpcCallbacks(self), DhcpRpcCallback(self),

@@ -137,6 +137,14 @@ class Ml2RpcCallbacks:
     def _set_status(self, devices: list[str], status: str, host: str | None) -> list[str]:
         """Mark the ports ``status``; those bound elsewhere are left alone (the port
         has moved). The devices whose port exists."""
+        return self._set_status_of(devices, status, host)[0]
+
+    def set_status(self, port_ids: list[str], status: str, host: str | None) -> list[str]:
+        """As ``_set_status``; the ids of the ports whose status changed."""
+        return self._set_status_of(port_ids, status, host)[1] if port_ids else []
+
+    def _set_status_of(self, devices: list[str], status: str, host: str | None
+                       ) -> tuple[list[str], list[str]]:
         l2pop = self.plugin.l2pop
         going_down: list[dict[str, Any]] = []
 
@@ -171,7 +179,7 @@ class Ml2RpcCallbacks:
                     for port_host in {port[HOST_ID] for port in going_down if port[HOST_ID]}:
                         l2pop.ports_down(conn, [p for p in going_down
                                                 if p[HOST_ID] == port_host], port_host)
-        return known
+        return known, changed
 
     def update_device_up(self, context: dict, device: str, agent_id: str = "",
                          host: str | None = None, **_: Any) -> None:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from sqlalchemy.engine import Connection
+
 from neutrino import exceptions as exc
 from neutrino.context import Context
 from neutrino.db.query import CollectionQuery
@@ -33,6 +35,17 @@ class AgentsPlugin(Plugin):
         super().__init__(env)
         self.down_time: int = env.conf.DEFAULT.agent_down_time
         self.notifier = AgentUpdatedNotifier(Notifier(env.bus))
+        env.hooks.agent_reports = self
+
+    def record(self, states: list[dict[str, Any]]) -> None:
+        when = now()
+        enable = self.conf.DEFAULT.enable_new_agents
+
+        def work(conn: Connection) -> None:
+            for state in states:
+                agents_db.report(conn, state, when, self.down_time, enable)
+
+        self.db.write(work)
 
     def rpc_endpoints(self) -> dict[str, list[Any]]:
         """The agents' state reports, on ``q-reports-plugin``."""

@@ -259,6 +259,10 @@ class L3AgentSchedulerPlugin(Plugin):
     def router_deleted(self, router_id: str, hosts: Sequence[str]) -> None:
         self.notifier.router_deleted(hosts, router_id)
 
+    def router_left(self, router_id: str, hosts: Sequence[str]) -> None:
+        for host in hosts:
+            self.notifier.router_removed_from_agent(host, router_id)
+
     def active_routers(self, host: str, router_ids: Sequence[str] | None = None
                        ) -> list[str]:
         """What the L3 agent on ``host`` should serve (of ``router_ids``, when

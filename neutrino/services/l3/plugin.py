@@ -10,8 +10,8 @@ concurrent interface changes on one router are checked one after another.
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
@@ -45,6 +45,33 @@ from neutrino.services.l3.rpc import L3RpcCallback
 
 T = TypeVar("T")
 ADMIN = Context.admin()
+
+
+class RouterBackend(Protocol):
+    """What realises routers: told of every committed change (the L3 agents'
+    scheduler, or OVN's Northbound database)."""
+
+    def routers_updated(self, router_ids: Sequence[str]) -> None:
+        """After a committed change to these routers (their ports, gateway,
+        routes, floating IPs)."""
+
+    def router_deleted(self, router_id: str, hosts: Sequence[str]) -> None:
+        """After the router's delete committed; ``hosts``: ``hosts_of`` before it."""
+
+    def router_left(self, router_id: str, hosts: Sequence[str]) -> None:
+        """After a conversion took the router off ``hosts`` (``unschedule``'s)."""
+
+    def hosts_of(self, router_id: str) -> list[str]:
+        """The hosts serving the router now."""
+        ...
+
+    def unschedule(self, conn: Connection, router_id: str) -> list[str]:
+        """In a conversion's transaction: the router taken off its hosts; which."""
+        ...
+
+    def alive_agents(self) -> int:
+        """How many hosts a highly available router could be spread over."""
+        ...
 
 
 class PortChanges:
@@ -102,9 +129,10 @@ class L3RouterPlugin(Plugin):
         env.hooks.before_port_update_commit.append(self._keep_floating_ips_addresses)
         env.hooks.before_port_update_commit.append(self._keep_interfaces_ipv4)
         env.hooks.on_network_write.append(ha.mark_network)  # network_ha's ``ha``
-        # which L3 agents serve which routers; they hear of every change
-        self.scheduler = L3AgentSchedulerPlugin(env, self)
-        self.companions = [self.scheduler]
+        # what realises the routers, hearing of every change: by default the L3
+        # agents, scheduled by a companion that serves the l3-agent-scheduler API
+        self.scheduler = self.make_backend(env)
+        self.companions = [self.scheduler] if isinstance(self.scheduler, Plugin) else []
         l3_providers.check_config(env.providers)
         # routers of a flavor (l3-flavors), once the flavors plugin is loaded too
         self.flavored = "FLAVORS" in env.plugin_types
@@ -113,6 +141,9 @@ class L3RouterPlugin(Plugin):
                                                 l3.L3_FLAVORS.alias)
             env.hooks.before_flavor_delete.append(router_flavors.check_unused)
             env.hooks.router_filters["flavor_id"] = router_flavors.FLAVOR_ID
+
+    def make_backend(self, env: Environment) -> RouterBackend:
+        return L3AgentSchedulerPlugin(env, self)
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"routers": models.routers, "floatingips": models.floatingips}
@@ -150,8 +181,10 @@ class L3RouterPlugin(Plugin):
         ids = [view["id"] for view in views]
         highly_available = ha.is_ha(conn, ids)
         flavors = router_flavors.of(conn, ids) if self.flavored else {}
+        shows_ha = "l3-ha" in self.supported_extension_aliases
         for view in views:
-            view["ha"] = view["id"] in highly_available
+            if shows_ha:
+                view["ha"] = view["id"] in highly_available
             if self.flavored:
                 view["flavor_id"] = flavors.get(view["id"])
         for extend in self.env.hooks.extend_routers:
@@ -160,6 +193,10 @@ class L3RouterPlugin(Plugin):
 
     def _router(self, conn: Connection, ctx: Context, router_id: str) -> dict[str, Any]:
         return self._extended_routers(conn, [routers.get(conn, ctx, router_id)])[0]
+
+    def router_in(self, conn: Connection, router_id: str) -> dict[str, Any]:
+        """The router's view as an admin sees it, read in the caller's transaction."""
+        return self._router(conn, ADMIN, router_id)
 
     def get_router(self, ctx: Context, router_id: str) -> dict[str, Any]:
         return self._read(lambda conn: self._router(conn, ctx, router_id))
@@ -273,8 +310,7 @@ class L3RouterPlugin(Plugin):
             return self._router(conn, ADMIN, router_id)
 
         view = self._write(work)
-        for host in moved:
-            self.scheduler.notifier.router_removed_from_agent(host, router_id)
+        self.scheduler.router_left(router_id, moved)
         if left and left[0] is not None:
             ha.drop_network(self.core, left[0])
         return view

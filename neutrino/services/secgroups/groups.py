@@ -127,8 +127,10 @@ def update(conn: Connection, ctx: Context, group_id: str, data: dict[str, Any],
     bump(conn, G, group_id, if_revision, values)
 
 
-def delete_(conn: Connection, ctx: Context, group_id: str, if_revision: int | None) -> None:
-    """Delete a group no port uses, its rules and the rules naming it as remote."""
+def delete_(conn: Connection, ctx: Context, group_id: str, if_revision: int | None
+            ) -> set[str]:
+    """Delete a group no port uses, its rules and the rules naming it as remote;
+    the other groups that lost rules so."""
     if bindings.in_use(conn, group_id):
         raise sg.SecurityGroupInUse(id=group_id)
     row = get_row(conn, ctx, group_id, for_update=True)
@@ -136,9 +138,12 @@ def delete_(conn: Connection, ctx: Context, group_id: str, if_revision: int | No
         raise sg.SecurityGroupCannotRemoveDefault()
     check_revision(conn, G, group_id, if_revision)
     R = rules.R
+    naming = set(conn.execute(select(R.c.security_group_id).where(
+        R.c.remote_group_id == group_id, R.c.security_group_id != group_id)).scalars())
     conn.execute(delete(R).where(or_(R.c.security_group_id == group_id,
                                      R.c.remote_group_id == group_id)))
     conn.execute(delete(D).where(D.c.security_group_id == group_id))
     tags.remove(conn, group_id)
     shared.forget(conn, TYPE, group_id)
     conn.execute(delete(G).where(G.c.id == group_id))
+    return naming

@@ -43,6 +43,14 @@ class SecurityGroupPlugin(Plugin):
         self.quota = env.quota
         self.quota.register("security_group", groups.G)
         self.quota.register("security_group_rule", rules.R)
+        env.hooks.security_groups = self
+
+    def views(self, group_ids: list[str] | None) -> list[dict[str, Any]]:
+        query = CollectionQuery(filters={} if group_ids is None else {"id": list(group_ids)})
+        return self._read(lambda conn: groups.list_(conn, Context.admin(), query))
+
+    def default_of(self, project_id: str) -> str | None:
+        return self._read(lambda conn: groups.default_id(conn, project_id))
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"security_groups": groups.G}
@@ -52,7 +60,9 @@ class SecurityGroupPlugin(Plugin):
         if not project_id or "\x00" in project_id or len(project_id) > 255:
             return  # no project can have such an id
         if self._read(lambda conn: groups.default_id(conn, project_id)) is None:
-            self.db.write(lambda conn: groups.ensure_default(conn, project_id, self.quota))
+            made = self.db.write(lambda conn: groups.ensure_default(conn, project_id,
+                                                                    self.quota))
+            self._groups_made([made])
 
     def _ensure_for_list(self, ctx: Context, query: CollectionQuery) -> None:
         """As Neutron: a list makes the default group of the project it is about."""
@@ -63,14 +73,25 @@ class SecurityGroupPlugin(Plugin):
     # --- groups ------------------------------------------------------------------------
 
     def _make_groups(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
+        defaults: set[str] = set()
+
         def work(conn: Connection) -> list[dict[str, Any]]:
             made = []
+            defaults.clear()
             for item in items:
-                groups.ensure_default(conn, item["project_id"], self.quota)
+                defaults.add(groups.ensure_default(conn, item["project_id"], self.quota))
                 made.append(self.quota.create(conn, "security_group", item, self._insert_group))
             return made
 
-        return self.db.write(work)
+        made = self.db.write(work)
+        self._groups_made([*defaults, *(group["id"] for group in made)])
+        return made
+
+    def _groups_made(self, group_ids: list[str]) -> None:
+        """Committed: the backends that follow groups hear of new ones (the agents
+        need not: no port is in them yet)."""
+        for changed in self.env.hooks.after_security_groups_change:
+            changed(set(group_ids))
 
     def _insert_group(self, conn: Connection, item: dict[str, Any]) -> dict[str, Any]:
         """A new group, once its default rules fit in the rules' quota too."""
@@ -130,20 +151,24 @@ class SecurityGroupPlugin(Plugin):
 
         updated = self.db.write(work)
         if "stateful" in data:  # the same rules, filtered with or without conntrack
-            self.notifier.security_groups_rule_updated({group_id})
+            self._rules_changed({group_id})
         return updated
 
     def delete_security_group(self, ctx: Context, group_id: str,
                               if_revision: int | None = None) -> None:
-        def work(conn: Connection) -> list[Callable[[], None]]:
+        def work(conn: Connection) -> tuple[list[Callable[[], None]], set[str]]:
             then = self.env.hooks.run(self.env.hooks.before_security_group_delete, conn, ctx,
                                       group_id)
-            groups.delete_(conn, ctx, group_id, if_revision)
-            return then
+            return then, groups.delete_(conn, ctx, group_id, if_revision)
 
-        # no notification of the agents: a group that ports use cannot be deleted
-        for after in self.db.write(work):
+        then, naming = self.db.write(work)
+        for after in then:
             after()
+        # the groups whose rules named it as remote lost them
+        if naming:
+            self._rules_changed(naming)
+        for changed in self.env.hooks.after_security_groups_change:
+            changed({group_id})
 
     # --- rules -------------------------------------------------------------------------
 
@@ -171,7 +196,7 @@ class SecurityGroupPlugin(Plugin):
             return made
 
         made = self.db.write(work)
-        self.notifier.security_groups_rule_updated({group_id})
+        self._rules_changed({group_id})
         return made
 
     def create_security_group_rule(self, ctx: Context, data: dict[str, Any]
@@ -197,7 +222,13 @@ class SecurityGroupPlugin(Plugin):
             bump(conn, groups.G, group_id)
             return group_id
 
-        self.notifier.security_groups_rule_updated({self.db.write(work)})
+        self._rules_changed({self.db.write(work)})
+
+    def _rules_changed(self, group_ids: set[str]) -> None:
+        """Committed: the agents, and the backends that follow groups, hear of it."""
+        self.notifier.security_groups_rule_updated(group_ids)
+        for changed in self.env.hooks.after_security_groups_change:
+            changed(group_ids)
 
     # --- the template of new groups' rules ---------------------------------------------
 

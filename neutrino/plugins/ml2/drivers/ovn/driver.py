@@ -1,0 +1,339 @@
+"""The ``ovn`` mechanism driver: networks, subnets, ports and security groups
+written into OVN's Northbound database, where ovn-northd and every chassis'
+ovn-controller take them; no L2, DHCP or L3 agent is involved.
+
+When it writes: each API call's changes, after its database transaction has
+committed (postcommit), in one Northbound transaction per resource. Before the
+database transaction (precommit) the driver makes sure the Northbound
+database answers, so a call made while it is down fails with 503 and leaves
+nothing behind; a create whose Northbound write then fails is undone by ML2.
+What is missed anyway (the database went away between the two, a server was
+killed) is found by the maintenance task, which compares revision numbers.
+
+The server process that runs the periodic tasks also watches the
+Northbound database for ports coming up (``Logical_Switch_Port.up``, set by
+ovn-northd once a chassis has bound the port) and marks them ACTIVE, and keeps
+the chassis of the Southbound database in ``/v2.0/agents``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from neutrino import exceptions as exc
+from neutrino.config import Config
+from neutrino.context import Context
+from neutrino.ovn import names
+from neutrino.ovn.commands import (
+    DeleteRow,
+    ReplaceChildren,
+    SetMembership,
+    WriteRow,
+)
+from neutrino.ovn.ovsdb import NB_API, OvnDatabase, OvnUnavailable
+from neutrino.plugins.ml2.api import NETWORK_TYPE, NetworkContext, PortContext, SubnetContext
+from neutrino.plugins.ml2.drivers.mech_agent import AgentMechanismDriver
+from neutrino.plugins.ml2.drivers.ovn import rows
+from neutrino.plugins.ml2.drivers.ovn.maintenance import Maintenance
+
+if TYPE_CHECKING:
+    from neutrino.plugins.ml2.plugin import Ml2Plugin
+
+LOG = logging.getLogger(__name__)
+#: the network types a logical switch can carry
+SUPPORTED_TYPES = ("geneve", "flat", "vlan")
+#: the Northbound tables the server replicates
+NB_TABLES = ("NB_Global", "Logical_Switch", "Logical_Switch_Port", "DHCP_Options",
+             "Port_Group", "ACL", "Address_Set", "Logical_Router", "Logical_Router_Port",
+             "Logical_Router_Static_Route", "NAT", "Gateway_Chassis", "Load_Balancer")
+CONTROLLER_AGENT = "OVN Controller agent"
+GATEWAY_AGENT = "OVN Controller Gateway agent"
+METADATA_AGENT = "OVN Metadata agent"
+
+
+class OvnUnavailableError(exc.ServiceUnavailable):
+    message = "The OVN Northbound database is unavailable: %(reason)s"
+
+
+class OvnMechanismDriver(AgentMechanismDriver):
+    name = "ovn"
+    agent_type = CONTROLLER_AGENT
+    vif_type = "ovs"
+    mapping_keys = ("bridge_mappings",)
+    supported_types = SUPPORTED_TYPES
+
+    def __init__(self, conf: Config):
+        super().__init__(conf)
+        self.options = conf.ovn
+        self.plugin: Ml2Plugin | None = None
+        self.nb = OvnDatabase(self.options.ovn_nb_connection, "OVN_Northbound", NB_API,
+                              tables=NB_TABLES, timeout=self.options.ovsdb_connection_timeout,
+                              watched=("Logical_Switch_Port",), on_change=self._row_changed)
+        #: set in the one process that runs the periodic tasks: it acts on events
+        self._watching = threading.Event()
+        self._ups: dict[str, bool] = {}
+        self._ups_lock = threading.Lock()
+        self.maintenance = Maintenance(self)
+
+    def vif_details(self, agent: Mapping[str, Any]) -> dict[str, Any]:
+        return {"port_filter": True, "connectivity": "l2"}
+
+    # --- life ------------------------------------------------------------------------
+
+    def initialize(self, plugin: Ml2Plugin) -> None:
+        self.plugin = plugin
+        plugin.env.hooks.after_security_groups_change.append(self.security_groups_changed)
+        plugin.env.hooks.ovn_northbound = self.nb
+
+    def start(self) -> None:
+        self.nb.start()
+
+    def stop(self) -> None:
+        self.maintenance.stop()
+        self.nb.stop()
+
+    def periodic_tasks(self) -> list[tuple[float, Callable[[], None]]]:
+        return [(0.25, self._apply_port_states), *self.maintenance.tasks()]
+
+    # --- what OVN cannot express is refused ------------------------------------------
+
+    def _require_nb(self) -> None:
+        try:
+            self.nb.require()
+        except OvnUnavailable as error:
+            raise OvnUnavailableError(reason=str(error)) from None
+
+    def create_network_precommit(self, context: NetworkContext) -> None:
+        for segment in context.segments:
+            if segment.get(NETWORK_TYPE) not in SUPPORTED_TYPES:
+                raise exc.InvalidInput(error_message=(
+                    f"Network type {segment.get(NETWORK_TYPE)} is not supported by OVN "
+                    f"(supported: {', '.join(SUPPORTED_TYPES)})"))
+        if context.current.get("vlan_transparent"):
+            raise exc.InvalidInput(
+                error_message="VLAN transparency is not supported by the ovn driver")
+        self._require_nb()
+
+    def update_network_precommit(self, context: NetworkContext) -> None:
+        self._require_nb()
+
+    def delete_network_precommit(self, context: NetworkContext) -> None:
+        self._require_nb()
+
+    def create_subnet_precommit(self, context: SubnetContext) -> None:
+        self._require_nb()
+
+    update_subnet_precommit = create_subnet_precommit
+    delete_subnet_precommit = create_subnet_precommit
+
+    def create_port_precommit(self, context: PortContext) -> None:
+        self._require_nb()
+
+    update_port_precommit = create_port_precommit
+    delete_port_precommit = create_port_precommit
+
+    # --- writes ----------------------------------------------------------------------
+
+    def _transact(self, commands: Iterable[Any], what: str) -> list[Any]:
+        try:
+            return self.nb.transact(commands, what)
+        except OvnUnavailable as error:
+            raise OvnUnavailableError(reason=str(error)) from None
+
+    def _exists(self, key: rows.Key) -> bool:
+        return self.nb.read(lambda api: key.find(api) is not None)
+
+    def write_commands(self, row: rows.Row) -> list[Any]:
+        api = self.nb.api
+        commands: list[Any] = [WriteRow(api, row.key, row.columns, row.revision, row.parent)]
+        if row.groups is not None:
+            commands.append(SetMembership(api, row.key, "Port_Group", "ports", set(row.groups),
+                                          lambda name: name.startswith("pg_")
+                                          or name == names.DROP_PORT_GROUP))
+        return commands
+
+    def write_network(self, network: Mapping[str, Any], segments: Iterable[Mapping[str, Any]]
+                      ) -> None:
+        commands = self.write_commands(rows.switch(network))
+        for port in rows.localnet_ports(network, segments):
+            commands += self.write_commands(port)
+        self._transact(commands, f"writing network {network['id']}")
+
+    def _segments(self, context: NetworkContext) -> list[Any]:
+        assert self.plugin is not None
+        return context.segments or self.plugin.segments_of(context.current["id"])
+
+    def create_network_postcommit(self, context: NetworkContext) -> None:
+        self.write_network(context.current, self._segments(context))
+        # a project's first network makes its default group, in the network's
+        # transaction: the group's port group now, before any port needs it
+        assert self.plugin is not None and self.plugin.env.hooks.security_groups is not None
+        project = context.current.get("project_id")
+        default = self.plugin.env.hooks.security_groups.default_of(project) if project else None
+        if default is not None and not self._exists(rows.port_group_key(default)):
+            self.security_groups_changed({default})
+
+    def update_network_postcommit(self, context: NetworkContext) -> None:
+        self.write_network(context.current, self._segments(context))
+        assert self.plugin is not None
+        # the DHCP options of its subnets say its MTU
+        for subnet in self.plugin.subnets_by_id(context.current.get("subnets") or []).values():
+            self.write_subnet(subnet, context.current)
+
+    def delete_network_postcommit(self, context: NetworkContext) -> None:
+        # its subnets went with it, without a delete of their own
+        self._transact([DeleteRow(self.nb.api, rows.switch_key(context.current["id"])),
+                        *(DeleteRow(self.nb.api, rows.dhcp_key(subnet))
+                          for subnet in context.current.get("subnets") or [])],
+                       f"deleting network {context.current['id']}")
+
+    def write_subnet(self, subnet: Mapping[str, Any], network: Mapping[str, Any]) -> None:
+        row = rows.dhcp_options(subnet, network, dns_servers=self.options.dns_servers)
+        if row is None:
+            self._transact([DeleteRow(self.nb.api, rows.dhcp_key(subnet["id"]))],
+                           f"clearing the DHCP options of subnet {subnet['id']}")
+            return
+        self._transact(self.write_commands(row), f"writing subnet {subnet['id']}")
+
+    def _network(self, context: SubnetContext) -> Mapping[str, Any]:
+        assert self.plugin is not None
+        if context.network is not None:
+            return context.network
+        return self.plugin.get_network(Context.admin(), context.current["network_id"])
+
+    def create_subnet_postcommit(self, context: SubnetContext) -> None:
+        self.write_subnet(context.current, self._network(context))
+        self._rewrite_ports_of(context.current["network_id"])
+
+    def update_subnet_postcommit(self, context: SubnetContext) -> None:
+        self.write_subnet(context.current, self._network(context))
+        if context.original is None or (context.original.get("enable_dhcp")
+                                        != context.current.get("enable_dhcp")):
+            self._rewrite_ports_of(context.current["network_id"])  # their DHCP options
+
+    def delete_subnet_postcommit(self, context: SubnetContext) -> None:
+        self._transact([DeleteRow(self.nb.api, rows.dhcp_key(context.current["id"]))],
+                       f"deleting subnet {context.current['id']}")
+        self._rewrite_ports_of(context.current["network_id"])  # their addresses went
+
+    def _rewrite_ports_of(self, network_id: str) -> None:
+        """A network's ports again (a new DHCP subnet changes their options)."""
+        assert self.plugin is not None
+        for port in self.plugin.ports_of_networks([network_id]):
+            self.write_port(port)
+
+    def write_port(self, port: Mapping[str, Any],
+                   subnets: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        assert self.plugin is not None
+        if subnets is None:
+            subnets = self.plugin.subnets_by_id([ip["subnet_id"] for ip in port["fixed_ips"]])
+        row = rows.switch_port(port, subnets)
+        missing = {group for group in port.get("security_groups") or []
+                   if not self._exists(rows.port_group_key(group))}
+        if missing:  # a project's default group is made on its first port, say
+            self.security_groups_changed(missing)
+        if row.groups and not self._exists(rows.Key("Port_Group", "name",
+                                                    names.DROP_PORT_GROUP)):
+            self.ensure_drop_group()
+        result = self._transact(self.write_commands(row), f"writing port {port['id']}")
+        if result[0] == "missing-parent":
+            raise OvnUnavailableError(reason=f"the logical switch of network "
+                                             f"{port['network_id']} is missing")
+
+    def create_port_postcommit(self, context: PortContext) -> None:
+        self.write_port(context.current)
+
+    def update_port_postcommit(self, context: PortContext) -> None:
+        self.write_port(context.current)
+
+    def delete_port_postcommit(self, context: PortContext) -> None:
+        port = context.current
+        self._transact([DeleteRow(self.nb.api, rows.switch_port_key(port["id"]),
+                                  rows.Parent(rows.switch_key(port["network_id"]), "ports"))],
+                       f"deleting port {port['id']}")
+
+    def forget(self, kind: str, ident: str) -> None:
+        """Remove what OVN holds of a resource neutrino no longer has."""
+        api = self.nb.api
+        if kind == "port":
+            switch = self.nb.read(lambda api: getattr(rows.switch_port_key(ident).find(api),
+                                                      "external_ids", {}).get(
+                names.NETWORK_NAME, ""))
+            command = DeleteRow(api, rows.switch_port_key(ident),
+                                rows.Parent(rows.Key("Logical_Switch", "name", switch), "ports"))
+        else:
+            command = DeleteRow(api, {"network": rows.switch_key, "subnet": rows.dhcp_key,
+                                      "security group": rows.port_group_key}[kind](ident))
+        self._transact([command], f"removing {kind} {ident}")
+
+    # --- security groups -------------------------------------------------------------
+
+    def write_security_group(self, group: Mapping[str, Any]) -> None:
+        row, acls = rows.port_group(group)
+        self._transact([
+            WriteRow(self.nb.api, row.key, {**row.columns, "name": row.key.value},
+                     row.revision),
+            ReplaceChildren(self.nb.api, row.key, "acls", "ACL", names.SECURITY_GROUP_RULE,
+                            acls)], f"writing security group {group['id']}")
+
+    def ensure_drop_group(self) -> None:
+        key = rows.Key("Port_Group", "name", names.DROP_PORT_GROUP)
+        self._transact([WriteRow(self.nb.api, key, {"name": names.DROP_PORT_GROUP}),
+                        ReplaceChildren(self.nb.api, key, "acls", "ACL", "neutron:drop",
+                                        rows.drop_group_acls())], "writing the drop group")
+
+    def security_groups(self, group_ids: Iterable[str] | None) -> list[dict[str, Any]]:
+        """The groups ``group_ids`` (all: None) with their rules, as an admin sees them."""
+        assert self.plugin is not None
+        reader = self.plugin.env.hooks.security_groups
+        assert reader is not None  # a companion of ML2
+        return reader.views(None if group_ids is None else list(group_ids))
+
+    def security_groups_changed(self, group_ids: set[str]) -> None:
+        """After a security group or its rules changed (or it was deleted)."""
+        found = {group["id"]: group for group in self.security_groups(group_ids)}
+        for group_id in group_ids:
+            if group_id in found:
+                self.write_security_group(found[group_id])
+            else:
+                self._transact([DeleteRow(self.nb.api, rows.port_group_key(group_id))],
+                               f"deleting security group {group_id}")
+
+    # --- ports coming up -------------------------------------------------------------
+
+    def _row_changed(self, event: str, table: str, row: Any, old: Any) -> None:
+        """On the connection's thread: note a port's ``up`` changing."""
+        if not self._watching.is_set() or event == "delete":
+            return
+        if event == "update" and not hasattr(old, "up"):
+            return
+        up = bool(row.up and row.up[0])
+        with self._ups_lock:
+            self._ups[row.name] = up
+
+    def _apply_port_states(self) -> None:
+        """Periodic, in the one process that runs them: the ports whose ``up``
+        changed become ACTIVE or DOWN (nothing OVN holds changes with them)."""
+        if not self._watching.is_set():
+            self._watching.set()
+            if self.nb.connected:  # what came up before this process watched
+                found = self.nb.read(lambda api: {
+                    lsp.name: bool(lsp.up and lsp.up[0])
+                    for lsp in api.tables["Logical_Switch_Port"].rows.values()
+                    if lsp.type == ""})
+                with self._ups_lock:
+                    for name, up in found.items():
+                        self._ups.setdefault(name, up)
+        with self._ups_lock:
+            ups, self._ups = self._ups, {}
+        if not ups:
+            return
+        assert self.plugin is not None
+        changed = self.plugin.set_ports_status(
+            [port for port, up in ups.items() if up],
+            [port for port, up in ups.items() if not up])
+        if changed:
+            LOG.debug("ports up or down in OVN: %s", ", ".join(changed))

@@ -1,0 +1,1 @@
+"""``ovn-router``: routers realised by OVN instead of L3 agents."""

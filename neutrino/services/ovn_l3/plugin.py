@@ -1,0 +1,217 @@
+"""``ovn-router``: the router plugin with OVN as its backend (Neutron's
+``ovn-router``). Routers, their interfaces, gateways, routes and floating IPs
+are the ``router`` plugin's (same API, same checks, same database); instead of
+L3 agents, every committed change writes the router into OVN's Northbound
+database, through ML2's ``ovn`` driver's connection. Routing is then
+distributed (each chassis' ovn-controller routes its instances' traffic) and
+NAT happens on the gateway chassis that carries the router's gateway port.
+
+Gateway chassis are the chassis that say ``ovn-cms-options=enable-chassis-as-gw``
+(``OVN Controller Gateway agent`` in ``/v2.0/agents``) and reach the external
+network's physical network (their ``ovn-bridge-mappings``). A gateway port
+keeps the chassis it has while they stay alive; a new one is given the least
+loaded first (``[ovn] ovn_l3_scheduler = leastloaded``) or a random order
+(``chance``), up to five, by priority.
+"""
+
+from __future__ import annotations
+
+import datetime
+import logging
+import random
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
+
+from neutrino.config import ConfigError
+from neutrino.context import Context
+from neutrino.db import models
+from neutrino.db.query import CollectionQuery
+from neutrino.db.util import now
+from neutrino.definitions.l3 import ROUTER_GATEWAY
+from neutrino.ovn.commands import DeleteRow, KeepOnly, ReplaceChildren, WriteRow
+from neutrino.ovn.ovsdb import OvnDatabase, OvnUnavailable
+from neutrino.plugins.base import Environment
+from neutrino.services.l3.plugin import L3RouterPlugin, RouterBackend
+from neutrino.services.ovn_l3 import rows
+
+LOG = logging.getLogger(__name__)
+ADMIN = Context.admin()
+GATEWAY_AGENT = "OVN Controller Gateway agent"
+
+
+class OvnL3RouterPlugin(L3RouterPlugin):
+    """The router plugin, realised by OVN rather than by L3 agents."""
+
+    supported_extension_aliases: tuple[str, ...] = (
+        "router", "ext-gw-mode", "extraroute", "extraroute-atomic", "fip-port-details",
+        "floatingip-pools", "router_availability_zone", "l3-port-ip-change-not-allowed")
+
+    def make_backend(self, env: Environment) -> RouterBackend:
+        if "ovn" not in env.conf.ml2.mechanism_drivers:
+            raise ConfigError("service plugin ovn-router needs ML2's ovn mechanism driver "
+                              f"({env.conf.source('ml2', 'mechanism_drivers')})")
+        return OvnRouters(self, env)
+
+    def rpc_endpoints(self) -> dict[str, list[Any]]:
+        return {}  # no L3 agent calls
+
+    def create_router(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
+        # OVN keeps a router up with its gateway chassis' priorities, not VRRP:
+        # ``[DEFAULT] l3_ha`` is an L3 agents' setting
+        return super().create_router(ctx, {**data, "ha": False})
+
+
+class OvnRouters:
+    """Writes each changed router, whole, into the Northbound database."""
+
+    def __init__(self, plugin: OvnL3RouterPlugin, env: Environment):
+        self.plugin = plugin
+        self.env = env
+        self.db = env.db
+        self.core = env.core
+        self.scheduler = env.conf.ovn.ovn_l3_scheduler
+        self.distributed = env.conf.ovn.enable_distributed_floating_ip
+        self.down_time = env.conf.DEFAULT.agent_down_time
+
+    @property
+    def nb(self) -> OvnDatabase:
+        nb = self.env.hooks.ovn_northbound
+        assert nb is not None  # ML2's ovn driver sets it when it is built
+        return nb
+
+    # --- RouterBackend ---------------------------------------------------------------
+
+    def routers_updated(self, router_ids: Sequence[str]) -> None:
+        for router_id in router_ids:
+            try:
+                self.write_router(router_id)
+            except OvnUnavailable as error:
+                LOG.warning("router %s not written into OVN (%s); the maintenance task "
+                            "will", router_id, error)
+
+    def router_deleted(self, router_id: str, hosts: Sequence[str]) -> None:
+        try:
+            self.nb.transact([DeleteRow(self.nb.api, rows.router_key(router_id))],
+                             f"deleting router {router_id}")
+        except OvnUnavailable as error:
+            LOG.warning("router %s not deleted from OVN (%s)", router_id, error)
+
+    def router_left(self, router_id: str, hosts: Sequence[str]) -> None:
+        pass
+
+    def hosts_of(self, router_id: str) -> list[str]:
+        return []
+
+    def unschedule(self, conn: Connection, router_id: str) -> list[str]:
+        return []
+
+    def alive_agents(self) -> int:
+        return 0
+
+    # --- the router, whole ---------------------------------------------------------------
+
+    def write_router(self, router_id: str) -> None:
+        state = self._read(router_id)
+        if state is None:  # deleted meanwhile
+            return
+        view, ports, subnets, fips = state
+        gateway = next((p for p in ports if p["device_owner"] == ROUTER_GATEWAY), None)
+        interfaces = [p for p in ports if p is not gateway]
+        api = self.nb.api
+        commands: list[Any] = []
+        lrp_names = set()
+        for port in ports:
+            row = rows.router_port(port, subnets, router_id)
+            lrp_names.add(row.key.value)
+            commands.append(WriteRow(api, row.key, row.columns, row.revision, row.parent))
+        router = rows.router(view, gateway["id"] if gateway else None)
+        commands.insert(0, WriteRow(api, router.key, router.columns, router.revision))
+        commands.append(KeepOnly(api, router.key, "ports", lrp_names))
+        if gateway is not None:
+            commands.append(ReplaceChildren(
+                api, rows.router_port_key(gateway["id"]), "gateway_chassis", "Gateway_Chassis",
+                rows.CHASSIS_KEY, rows.gateway_chassis(gateway["id"],
+                                                       self._gateway_chassis(gateway))))
+        commands.append(ReplaceChildren(api, router.key, "static_routes",
+                                        "Logical_Router_Static_Route", rows.ROUTE_KEY,
+                                        rows.static_routes(view, gateway, subnets)))
+        cidrs = [subnets[ip["subnet_id"]]["cidr"] for port in interfaces
+                 for ip in port["fixed_ips"] if ip["subnet_id"] in subnets]
+        commands.append(ReplaceChildren(api, router.key, "nat", "NAT", rows.NAT_KEY,
+                                        rows.nats(view, gateway, cidrs, fips, self.distributed)))
+        self.nb.transact(commands, f"writing router {router_id}")
+
+    def _read(self, router_id: str) -> tuple[dict[str, Any], list[dict[str, Any]],
+                                             dict[str, dict[str, Any]],
+                                             list[dict[str, Any]]] | None:
+        """The router, its ports, their subnets and its floating IPs, in one read."""
+        RP, F, P = models.router_ports, models.floatingips, models.ports
+
+        def work(conn: Connection) -> Any:
+            found = conn.execute(select(models.routers.c.id).where(
+                models.routers.c.id == router_id)).first()
+            if found is None:
+                return None
+            view = self.plugin.router_in(conn, router_id)
+            port_ids = list(conn.execute(select(RP.c.port_id).where(
+                RP.c.router_id == router_id).order_by(RP.c.port_id)).scalars())
+            ports = self.core.ports_by_id(conn, port_ids)
+            subnet_ids = sorted({ip["subnet_id"] for p in ports for ip in p["fixed_ips"]})
+            subnets = {s["id"]: s for s in self.core.subnets_in(
+                conn, ADMIN, CollectionQuery(filters={"id": subnet_ids}))} if subnet_ids else {}
+            fips = [{"id": row.id, "floating_ip_address": row.floating_ip_address,
+                     "fixed_ip_address": row.fixed_ip_address, "port_id": row.fixed_port_id,
+                     "floating_port_mac": row.mac_address}
+                    for row in conn.execute(
+                        select(F.c.id, F.c.floating_ip_address, F.c.fixed_ip_address,
+                               F.c.fixed_port_id, P.c.mac_address)
+                        .join(P, P.c.id == F.c.floating_port_id)
+                        .where(F.c.router_id == router_id).order_by(F.c.id))]
+            return view, ports, subnets, fips
+
+        with self.db.reader() as conn:
+            return work(conn)
+
+    def _gateway_chassis(self, gateway: dict[str, Any]) -> list[str]:
+        """The chassis that may carry the gateway port, in order: those it has that
+        can still, then others by load (or at random)."""
+        physnet = self._physnet(gateway["network_id"])
+        candidates = self._candidates(physnet)
+        def read(api: Any) -> tuple[list[str], dict[str, int]]:
+            lrp = rows.router_port_key(gateway["id"]).find(api)
+            has = [] if lrp is None else [
+                gc.chassis_name for gc in sorted(lrp.gateway_chassis, key=lambda g: -g.priority)]
+            load: dict[str, int] = {}
+            for gc in api.tables["Gateway_Chassis"].rows.values():
+                load[gc.chassis_name] = load.get(gc.chassis_name, 0) + 1
+            return has, load
+
+        has, load = self.nb.read(read)
+        kept = [name for name in has if name in candidates]
+        others = [name for name in candidates if name not in kept]
+        if self.scheduler == "chance":
+            random.shuffle(others)
+        else:
+            others.sort(key=lambda name: (load.get(name, 0), name))
+        return kept + others
+
+    def _physnet(self, network_id: str) -> str | None:
+        with self.db.reader() as conn:
+            S = models.network_segments
+            return conn.execute(select(S.c.physical_network).where(
+                S.c.network_id == network_id).order_by(S.c.segment_index)).scalar()
+
+    def _candidates(self, physnet: str | None) -> list[str]:
+        """The chassis names of alive gateway agents reaching ``physnet``."""
+        since = now() - datetime.timedelta(seconds=self.down_time)
+        AG = models.agents
+        with self.db.reader() as conn:
+            found = conn.execute(select(AG.c.configurations).where(
+                AG.c.agent_type == GATEWAY_AGENT, AG.c.admin_state_up.is_(True),
+                AG.c.heartbeat_timestamp >= since)).scalars().all()
+        return sorted(config.get("chassis_name", "") for config in found
+                      if physnet is None or physnet in (config.get("bridge_mappings") or {}))
+
