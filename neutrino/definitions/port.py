@@ -4,6 +4,10 @@ from neutrino import exceptions as exc
 from neutrino.definitions import validators as v
 from neutrino.definitions.base import REQUIRED, Attr, Extension, Resource, attrs, standard_attrs
 
+#: the network's own ports, deleted with it (and their addresses with a
+#: subnet) rather than holding it: DHCP ports and OVN's metadata ports, as Neutron
+AUTO_DELETE_OWNERS = ("network:dhcp", "network:distributed")
+
 RESOURCE = Resource(
     name="port",
     collection="ports",

@@ -21,10 +21,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ovsdbapp.backend.ovs_idl import idlutils
-from ovsdbapp.backend.ovs_idl.command import BaseCommand
-
 from neutrino.ovn import names
+from neutrino.ovn.ovsdb import BaseCommand, idlutils
 
 LOG = logging.getLogger(__name__)
 

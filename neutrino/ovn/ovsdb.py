@@ -22,13 +22,16 @@ from typing import Any, TypeVar
 # as in neutrino.linux.ovs: the ovs library's import of eventlet warns; only here
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated", category=Warning)
-    from ovsdbapp.backend.ovs_idl import connection
+    from ovsdbapp import exceptions as ovsdbapp_exceptions
+    from ovsdbapp.backend.ovs_idl import connection, idlutils
+    from ovsdbapp.backend.ovs_idl.command import BaseCommand
     from ovsdbapp.backend.ovs_idl.transaction import Transaction
     from ovsdbapp.schema.ovn_northbound import impl_idl as nb_idl
     from ovsdbapp.schema.ovn_southbound import impl_idl as sb_idl
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
+__all__ = ["NB_API", "SB_API", "BaseCommand", "OvnDatabase", "OvnUnavailable", "idlutils"]
 #: (event: "create" | "update" | "delete", table name, row, the row's old columns or None)
 RowCallback = Callable[[str, str, Any, Any], None]
 #: the first wait between attempts to reach a database that is down; doubled up to MAX
@@ -176,6 +179,9 @@ class OvnDatabase:
             txn.add(command)
         try:
             txn.commit()
+        except ovsdbapp_exceptions.TimeoutException as error:
+            raise OvnUnavailable(f"{what}: the {self.schema} database did not answer within "
+                                 f"{self.timeout:g} s") from error
         except Exception as error:
             if not self.connected:
                 raise OvnUnavailable(f"{what}: the {self.schema} database went away "

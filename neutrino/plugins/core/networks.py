@@ -16,6 +16,7 @@ from neutrino.db import models, tags
 from neutrino.db.prepared import Prepared
 from neutrino.db.query import CollectionQuery, api_columns, find_row, select_page
 from neutrino.db.util import bump, check_revision, now, timestamp
+from neutrino.definitions import port as port_definition
 from neutrino.definitions.validators import new_uuid
 
 N = models.networks
@@ -216,7 +217,8 @@ def delete_(conn: Connection, ctx: Context, network_id: str, if_revision: int | 
     check_revision(conn, N, row.id, if_revision)
     p, s = models.ports, models.subnets
     in_use = list(conn.execute(select(p.c.id).where(
-        p.c.network_id == network_id, p.c.device_owner != "network:dhcp")).scalars())
+        p.c.network_id == network_id,
+        p.c.device_owner.not_in(port_definition.AUTO_DELETE_OWNERS))).scalars())
     if in_use:
         raise exc.NetworkInUse(net_id=network_id, reason=(
             "There are one or more ports still in use on the network, id for these ports "

@@ -15,6 +15,7 @@ from neutrino.context import Context
 from neutrino.db import models, tags
 from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import bump, check_revision, chunked, now, timestamp
+from neutrino.definitions import port as port_definition
 from neutrino.definitions.validators import new_uuid
 from neutrino.ipam import allocator
 from neutrino.ipam import pools as P
@@ -405,7 +406,7 @@ def delete_(conn: Connection, ctx: Context, subnet_id: str, if_revision: int | N
     p = models.ports
     auto = allocator.is_auto_address(row.ipv6_ra_mode, row.ipv6_address_mode)
     users = select(IA.c.port_id).join(p, p.c.id == IA.c.port_id).where(
-        IA.c.subnet_id == subnet_id, p.c.device_owner != "network:dhcp")
+        IA.c.subnet_id == subnet_id, p.c.device_owner.not_in(port_definition.AUTO_DELETE_OWNERS))
     if auto:
         users = users.where(p.c.device_owner.in_(allocator.ROUTER_OWNERS))
     if conn.execute(users.limit(1)).first() is not None:

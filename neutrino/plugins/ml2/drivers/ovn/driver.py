@@ -143,6 +143,16 @@ class OvnMechanismDriver(AgentMechanismDriver):
         except OvnUnavailable as error:
             raise OvnUnavailableError(reason=str(error)) from None
 
+    def _or_later(self, work: Callable[[], None], what: str) -> None:
+        """A committed change's write: if OVN cannot take it now, the change stays
+        (it is committed) and the maintenance task writes it once OVN is back."""
+        try:
+            work()
+        except OvnUnavailableError as error:
+            LOG.warning("%s is not in OVN yet (%s); the maintenance task will write it",
+                        what, error.msg)
+            self.maintenance.soon()
+
     def _exists(self, key: rows.Key) -> bool:
         return self.nb.read(lambda api: key.find(api) is not None)
 
@@ -177,21 +187,32 @@ class OvnMechanismDriver(AgentMechanismDriver):
             self.security_groups_changed({default})
 
     def update_network_postcommit(self, context: NetworkContext) -> None:
-        self.write_network(context.current, self._segments(context))
-        assert self.plugin is not None
-        # the DHCP options of its subnets say its MTU
-        for subnet in self.plugin.subnets_by_id(context.current.get("subnets") or []).values():
-            self.write_subnet(subnet, context.current)
+        def work() -> None:
+            self.write_network(context.current, self._segments(context))
+            assert self.plugin is not None
+            # the DHCP options of its subnets say its MTU
+            for subnet in self.plugin.subnets_by_id(context.current.get("subnets") or []).values():
+                self.write_subnet(subnet, context.current)
+
+        self._or_later(work, f"network {context.current['id']}")
 
     def delete_network_postcommit(self, context: NetworkContext) -> None:
-        # its subnets went with it, without a delete of their own
-        self._transact([DeleteRow(self.nb.api, rows.switch_key(context.current["id"])),
-                        *(DeleteRow(self.nb.api, rows.dhcp_key(subnet))
-                          for subnet in context.current.get("subnets") or [])],
-                       f"deleting network {context.current['id']}")
+        def work() -> None:
+            # its subnets went with it, without a delete of their own
+            self._transact([DeleteRow(self.nb.api, rows.switch_key(context.current["id"])),
+                            *(DeleteRow(self.nb.api, rows.dhcp_key(subnet))
+                              for subnet in context.current.get("subnets") or [])],
+                           f"deleting network {context.current['id']}")
 
-    def write_subnet(self, subnet: Mapping[str, Any], network: Mapping[str, Any]) -> None:
-        row = rows.dhcp_options(subnet, network, dns_servers=self.options.dns_servers)
+        self._or_later(work, f"the delete of network {context.current['id']}")
+
+    def write_subnet(self, subnet: Mapping[str, Any], network: Mapping[str, Any],
+                     metadata_ip: str | None = None) -> None:
+        if metadata_ip is None and self.options.ovn_metadata_enabled:
+            metadata_ip = rows.metadata_address(self._metadata_port(subnet["network_id"]),
+                                                subnet["id"])
+        row = rows.dhcp_options(subnet, network, metadata_ip=metadata_ip,
+                                dns_servers=self.options.dns_servers)
         if row is None:
             self._transact([DeleteRow(self.nb.api, rows.dhcp_key(subnet["id"]))],
                            f"clearing the DHCP options of subnet {subnet['id']}")
@@ -205,19 +226,55 @@ class OvnMechanismDriver(AgentMechanismDriver):
         return self.plugin.get_network(Context.admin(), context.current["network_id"])
 
     def create_subnet_postcommit(self, context: SubnetContext) -> None:
-        self.write_subnet(context.current, self._network(context))
-        self._rewrite_ports_of(context.current["network_id"])
+        subnet = context.current
+        if self.options.ovn_metadata_enabled and rows.serves_dhcp(subnet):
+            self._ensure_metadata_port(subnet)
+        self.write_subnet(subnet, self._network(context))
+        self._rewrite_ports_of(subnet["network_id"])
 
     def update_subnet_postcommit(self, context: SubnetContext) -> None:
-        self.write_subnet(context.current, self._network(context))
-        if context.original is None or (context.original.get("enable_dhcp")
-                                        != context.current.get("enable_dhcp")):
-            self._rewrite_ports_of(context.current["network_id"])  # their DHCP options
+        def work() -> None:
+            self.write_subnet(context.current, self._network(context))
+            if context.original is None or (context.original.get("enable_dhcp")
+                                            != context.current.get("enable_dhcp")):
+                self._rewrite_ports_of(context.current["network_id"])  # their DHCP options
+
+        self._or_later(work, f"subnet {context.current['id']}")
 
     def delete_subnet_postcommit(self, context: SubnetContext) -> None:
-        self._transact([DeleteRow(self.nb.api, rows.dhcp_key(context.current["id"]))],
-                       f"deleting subnet {context.current['id']}")
-        self._rewrite_ports_of(context.current["network_id"])  # their addresses went
+        def work() -> None:
+            self._transact([DeleteRow(self.nb.api, rows.dhcp_key(context.current["id"]))],
+                           f"deleting subnet {context.current['id']}")
+            self._rewrite_ports_of(context.current["network_id"])  # their addresses went
+
+        self._or_later(work, f"the delete of subnet {context.current['id']}")
+
+    # --- metadata ----------------------------------------------------------------------
+
+    def _metadata_port(self, network_id: str) -> dict[str, Any] | None:
+        """The network's metadata port (``network:distributed``), if it has one."""
+        assert self.plugin is not None
+        return next((port for port in self.plugin.ports_of_networks([network_id])
+                     if port["device_owner"] == rows.METADATA_OWNER), None)
+
+    def _ensure_metadata_port(self, subnet: Mapping[str, Any]) -> None:
+        """The network's metadata port, with an address on ``subnet``: where
+        neutrino-ovn-metadata-agent answers its instances (a localport, present
+        on every chassis), and where DHCP routes 169.254.169.254."""
+        assert self.plugin is not None
+        admin = Context.admin()
+        port = self._metadata_port(subnet["network_id"])
+        if port is None:
+            network = self.plugin.get_network(admin, subnet["network_id"])
+            self.plugin.create_port(admin, {
+                "network_id": subnet["network_id"], "project_id": network["project_id"],
+                "device_owner": rows.METADATA_OWNER,
+                "device_id": names.metadata_namespace(subnet["network_id"]),
+                "fixed_ips": [{"subnet_id": subnet["id"]}]})
+        elif rows.metadata_address(port, subnet["id"]) is None:
+            self.plugin.update_port(admin, port["id"], {"fixed_ips": [
+                *({"subnet_id": ip["subnet_id"], "ip_address": ip["ip_address"]}
+                  for ip in port["fixed_ips"]), {"subnet_id": subnet["id"]}]})
 
     def _rewrite_ports_of(self, network_id: str) -> None:
         """A network's ports again (a new DHCP subnet changes their options)."""
@@ -247,13 +304,16 @@ class OvnMechanismDriver(AgentMechanismDriver):
         self.write_port(context.current)
 
     def update_port_postcommit(self, context: PortContext) -> None:
-        self.write_port(context.current)
+        self._or_later(lambda: self.write_port(context.current), f"port {context.current['id']}")
 
     def delete_port_postcommit(self, context: PortContext) -> None:
-        port = context.current
-        self._transact([DeleteRow(self.nb.api, rows.switch_port_key(port["id"]),
-                                  rows.Parent(rows.switch_key(port["network_id"]), "ports"))],
-                       f"deleting port {port['id']}")
+        def work() -> None:
+            port = context.current
+            self._transact([DeleteRow(self.nb.api, rows.switch_port_key(port["id"]),
+                                      rows.Parent(rows.switch_key(port["network_id"]), "ports"))],
+                           f"deleting port {port['id']}")
+
+        self._or_later(work, f"the delete of port {context.current['id']}")
 
     def forget(self, kind: str, ident: str) -> None:
         """Remove what OVN holds of a resource neutrino no longer has."""
@@ -295,12 +355,16 @@ class OvnMechanismDriver(AgentMechanismDriver):
     def security_groups_changed(self, group_ids: set[str]) -> None:
         """After a security group or its rules changed (or it was deleted)."""
         found = {group["id"]: group for group in self.security_groups(group_ids)}
-        for group_id in group_ids:
-            if group_id in found:
-                self.write_security_group(found[group_id])
-            else:
-                self._transact([DeleteRow(self.nb.api, rows.port_group_key(group_id))],
-                               f"deleting security group {group_id}")
+
+        def work() -> None:
+            for group_id in group_ids:
+                if group_id in found:
+                    self.write_security_group(found[group_id])
+                else:
+                    self._transact([DeleteRow(self.nb.api, rows.port_group_key(group_id))],
+                                   f"deleting security group {group_id}")
+
+        self._or_later(work, f"security groups {', '.join(sorted(group_ids))}")
 
     # --- ports coming up -------------------------------------------------------------
 

@@ -41,6 +41,7 @@ class Maintenance:
         self.down_time = driver.conf.DEFAULT.agent_down_time
         self.sb: OvnDatabase | None = None
         self._next_repair = time.monotonic() + FIRST_REPAIR_AFTER
+        self._was_connected = False
         self._asked_nb_cfg: int | None = None
         self._asked_sb_cfg: int | None = None
 
@@ -50,8 +51,18 @@ class Maintenance:
 
     # --- drift -----------------------------------------------------------------------
 
+    def soon(self) -> None:
+        """A write this process could not make: check for drift shortly (the
+        periodic tasks run in one process; another's missed writes wait for
+        the next regular check, or for OVN's reconnection)."""
+        self._next_repair = min(self._next_repair, time.monotonic() + FIRST_REPAIR_AFTER)
+
     def repair_when_due(self) -> None:
-        if time.monotonic() < self._next_repair or not self.driver.nb.connected:
+        connected = self.driver.nb.connected
+        if connected and not self._was_connected:  # back: what was missed meanwhile
+            self.soon()
+        self._was_connected = connected
+        if time.monotonic() < self._next_repair or not connected:
             return
         self._next_repair = time.monotonic() + REPAIR_INTERVAL
         sync = NorthboundSync(self.driver)

@@ -87,10 +87,25 @@ def server_mac(subnet_id: str) -> str:
     return "fa:16:3e:" + ":".join(f"{byte:02x}" for byte in digest[:3])
 
 
+def serves_dhcp(subnet: Mapping[str, Any]) -> bool:
+    """Whether OVN answers DHCP on the subnet (DHCPv4 only, for now)."""
+    return subnet["ip_version"] == 4 and bool(subnet.get("enable_dhcp"))
+
+
+def metadata_address(port: Mapping[str, Any] | None, subnet_id: str) -> str | None:
+    """The metadata port's address on the subnet, if it has one."""
+    if port is None:
+        return None
+    return next((ip["ip_address"] for ip in port["fixed_ips"] if ip["subnet_id"] == subnet_id),
+                None)
+
+
 def dhcp_options(subnet: Mapping[str, Any], network: Mapping[str, Any],
                  metadata_ip: str | None = None, dns_servers: Iterable[str] = ()) -> Row | None:
-    """A DHCPv4 subnet's options; None for a subnet OVN does not answer DHCP for."""
-    if subnet["ip_version"] != 4 or not subnet.get("enable_dhcp"):
+    """A DHCPv4 subnet's options (a route to the metadata service through
+    ``metadata_ip``, the network's metadata port); None for a subnet OVN does
+    not answer DHCP for."""
+    if not serves_dhcp(subnet):
         return None
     cidr = ipaddress.ip_network(subnet["cidr"])
     gateway = subnet.get("gateway_ip")

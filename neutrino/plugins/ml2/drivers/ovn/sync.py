@@ -98,8 +98,13 @@ class NorthboundSync:
             check("network", ident, rows.switch(network))
             for localnet in rows.localnet_ports(network, self.segments.get(ident, [])):
                 check("network", ident, localnet)
+        metadata_ports = {port["network_id"]: port for port in self.ports.values()
+                          if port["device_owner"] == rows.METADATA_OWNER
+                          and self.driver.options.ovn_metadata_enabled}
         for ident, subnet in self.subnets.items():
+            metadata_ip = rows.metadata_address(metadata_ports.get(subnet["network_id"]), ident)
             wanted = rows.dhcp_options(subnet, self.networks[subnet["network_id"]],
+                                       metadata_ip=metadata_ip,
                                        dns_servers=self.driver.options.dns_servers)
             if wanted is not None:
                 check("subnet", ident, wanted)

@@ -1,0 +1,141 @@
+"""ML2/OVN when the Northbound database is away, and catching up once it is back.
+
+A real OVN central (``tests.ovn``) and a server writing into it; no chassis:
+only the databases matter here. Writes made while the Northbound database
+cannot be reached fail with 503 and change nothing; a change committed whose
+write OVN missed is written by the maintenance task once OVN answers again;
+rows deleted behind the server's back come back after a restart; and an older
+revision never overwrites a newer one.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from neutrino.ovn import names
+from neutrino.ovn.commands import Key, WriteRow
+from neutrino.ovn.ovsdb import NB_API, OvnDatabase
+from tests.harness import ApiClient, Server, expect_error, start_server, wait_until
+from tests.ovn import OvnCentral, ovn_central, skip_unless_ovn
+
+pytestmark = pytest.mark.slow
+
+
+@dataclass
+class Lab:
+    tmp: Path
+    central: OvnCentral
+    server: Server
+    api: ApiClient
+
+    def restart(self) -> None:
+        self.server.stop()
+        self.server = start_server(self.tmp, self.server.db_url,
+                                   config_text=self.server.conf.read_text(),
+                                   port=int(self.server.url.rsplit(":", 1)[1]))
+        self.api = self.server.client("p1")
+
+    def nb_port_name(self, port_id: str) -> str | None:
+        found = self.central.nbctl("--bare", "--columns=external_ids", "find",
+                                   "Logical_Switch_Port", f"name={port_id}")
+        for item in found.split():
+            if item.startswith(f"{names.PORT_NAME}="):
+                return item.split("=", 1)[1].strip('"')
+        return None
+
+
+@pytest.fixture
+def lab(tmp_path: Path) -> Iterator[Lab]:
+    skip_unless_ovn()
+    with ovn_central(tmp_path / "central") as central:
+        server = start_server(tmp_path, f"sqlite:///{tmp_path / 'neutrino.db'}", extra=(
+            "[ml2]\nmechanism_drivers = ovn\ntenant_network_types = geneve\n"
+            "[ml2_type_geneve]\nvni_ranges = 1:100\n"
+            f"[ovn]\novn_nb_connection = {central.nb}\novn_sb_connection = {central.sb}\n"
+            "ovsdb_connection_timeout = 3\n"))
+        lab = Lab(tmp_path, central, server, server.client("p1"))
+        try:
+            yield lab
+        finally:
+            lab.server.stop()
+
+
+def test_writes_fail_with_503_while_the_northbound_db_is_down(lab: Lab):
+    network = lab.api.network(name="before")
+    lab.api.subnet(network["id"], "10.40.0.0/24")
+    port = lab.api.port(network["id"], name="p")
+    lab.central.stop_nb()
+    for resp in (
+            lab.api.post("/v2.0/networks", json={"network": {"name": "during"}}),
+            lab.api.post("/v2.0/ports", json={"port": {"network_id": network["id"]}}),
+            lab.api.put(f"/v2.0/ports/{port['id']}", json={"port": {"name": "renamed"}}),
+            lab.api.delete(f"/v2.0/networks/{network['id']}")):
+        expect_error(resp, 503, "OvnUnavailableError")
+        assert "Northbound" in resp.json()["NeutronError"]["message"]
+    # nothing was written: reads need no OVN
+    names_now = [n["name"] for n in lab.api.get("/v2.0/networks").json()["networks"]]
+    assert "during" not in names_now and "before" in names_now
+    assert lab.api.show("ports", port["id"])["name"] == "p"
+    assert len(lab.api.get("/v2.0/ports", params={"network_id": network["id"]})
+               .json()["ports"]) == 1
+    lab.central.start_nb()
+    # the server reconnects by itself and writes again
+    made = wait_until(lambda: lab.api.post("/v2.0/networks", json={"network": {
+        "name": "after"}}).status_code == 201, 30, "a write once OVN is back")
+    assert made
+    assert lab.central.nbctl("--bare", "--columns=name", "find", "Logical_Switch",
+                             'external_ids:"neutron:network_name"=after')
+
+
+def test_a_write_ovn_missed_is_made_once_it_answers_again(lab: Lab):
+    network = lab.api.network(name="n")
+    port = lab.api.port(network["id"], name="old")
+    assert lab.nb_port_name(port["id"]) == "old"
+    pid = lab.central.servers["nb"].pid
+    assert pid is not None
+    os.kill(pid, signal.SIGSTOP)  # it hangs: the server still thinks it is there
+    try:
+        resp = lab.api.put(f"/v2.0/ports/{port['id']}", json={"port": {"name": "new"}})
+        assert resp.status_code == 200, resp.text  # committed: OVN is told later
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert lab.api.show("ports", port["id"])["name"] == "new"
+    wait_until(lambda: lab.nb_port_name(port["id"]) == "new", 30,
+               "the maintenance task to write the missed update")
+
+
+def test_rows_deleted_behind_the_servers_back_come_back_after_a_restart(lab: Lab):
+    network = lab.api.network(name="n")
+    lab.api.subnet(network["id"], "10.41.0.0/24")
+    port = lab.api.port(network["id"], name="p")
+    lab.central.nbctl("lsp-del", port["id"])
+    assert lab.nb_port_name(port["id"]) is None
+    lab.restart()
+    wait_until(lambda: lab.nb_port_name(port["id"]) == "p", 30,
+               "the maintenance task to write the port again")
+
+
+def test_an_older_revision_never_overwrites_a_newer_one(lab: Lab):
+    nb = OvnDatabase(lab.central.nb, "OVN_Northbound", NB_API, tables=("Logical_Switch",))
+    nb.start(wait=10)
+    try:
+        key = Key("Logical_Switch", "name", "neutron-revisions")
+
+        def write(revision: int, label: str) -> str:
+            return nb.transact([WriteRow(nb.api, key, {"external_ids": {
+                names.REVISION: str(revision), names.NETWORK_NAME: label}}, revision)],
+                "a test write")[0]
+
+        assert write(5, "five") == "written"
+        assert write(3, "three") == "stale"
+        assert write(5, "five again") == "written"  # the same revision may repair
+        ids = nb.read(lambda api: dict(key.find(api).external_ids))
+        assert ids[names.NETWORK_NAME] == "five again" and ids[names.REVISION] == "5"
+    finally:
+        nb.stop()
