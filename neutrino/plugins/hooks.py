@@ -94,6 +94,19 @@ class DhcpTargets:
     needs_agents: bool = False  # and scheduling could give the network one it lacks
 
 
+@dataclass(frozen=True)
+class JoinedTargets:
+    """A ``DhcpTargets`` read as a subquery, outer-joined (``ON true``) to a
+    statement the caller sends anyway, of its network's row: at least one row
+    per network, its columns named ``dhcp_*``, ordered by ``order_by``."""
+
+    rows: Any  # the subquery; parameters network_id and those of ``params``
+    order_by: Any
+    params: Callable[[], dict[str, Any]]
+    # (the joined statement's rows, the parameters ``params`` gave it)
+    read: Callable[[list[Any], dict[str, Any]], DhcpTargets]
+
+
 class DhcpNotifications(Protocol):
     """What the core plugin tells the DHCP agents' scheduler, and asks it."""
 
@@ -106,6 +119,12 @@ class DhcpNotifications(Protocol):
     def targets(self, conn: Connection, method: str, network_id: str) -> DhcpTargets | None:
         """Whom ``notify`` would tell of ``method`` now, read in the caller's
         transaction (None: ``notify`` reads it itself)."""
+        return None
+
+    def joined_targets(self) -> JoinedTargets | None:
+        """``targets`` after a change that schedules (a port create), for a caller
+        that reads the network's row in its transaction anyway: the rows to join
+        to it, to save the round trip (None: not offered; call ``targets``)."""
         return None
 
     def hosts_of(self, network_id: str) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
@@ -119,6 +120,28 @@ def test_over_quota(admin, user, project, resource):
     set_quota(admin, project, **{resource: -1})  # unlimited
     for i in range(2, 5):
         assert make(i).status_code == 201
+
+
+@pytest.mark.parametrize("resource", ["network", "port"])
+def test_concurrent_creates_stop_at_the_limit(server, admin, project, resource):
+    """Creates racing in one project are counted one after the other: the
+    limit holds (a port create checks its quota in its read of the network)."""
+    creator = server.client(project, roles=("member",))
+    net = creator.network() if resource == "port" else None
+    set_quota(admin, project, **{resource: 5})
+
+    def make(_: int) -> int:
+        client = server.client(project, roles=("member",))
+        if resource == "port":
+            return client.post("/v2.0/ports", json={"port": {"network_id": net["id"]}}).status_code
+        return client.post("/v2.0/networks", json={"network": {}}).status_code
+
+    with ThreadPoolExecutor(8) as pool:
+        statuses = list(pool.map(make, range(24)))
+    assert sorted(set(statuses)) == [201, 409], statuses
+    assert statuses.count(201) == 5
+    details = admin.get(f"/v2.0/quotas/{project}/details").json()["quota"]
+    assert details[resource]["used"] == details[resource]["limit"]
 
 
 def test_rbac_policy_quota(admin, user, project):

@@ -34,7 +34,7 @@ CONFIG = ("[DEFAULT]\nstate_path = {tmp}\nservice_plugins = router,port_forwardi
 BUDGET: dict[str, tuple[int, int]] = {
     "network create": (7, 1),
     "subnet create": (12, 2),
-    "port create": (11, 1),
+    "port create": (9, 1),
     "port show": (11, 1),
     "port update": (17, 1),
     "port delete": (19, 1),

@@ -63,17 +63,32 @@ def _where(ctx: Context) -> list:
 
 
 # Every port create reads its network, as an admin or as a project.
-_BY_ID = Prepared(select(N).where(N.c.id == bindparam("id")))
-_VISIBLE_BY_ID = Prepared(select(N).where(N.c.id == bindparam("id"), or_(
+BY_ID = select(N).where(N.c.id == bindparam("id"))
+VISIBLE_BY_ID = select(N).where(N.c.id == bindparam("id"), or_(
     N.c.project_id == bindparam("project"),
     N.c.id.in_(select(R.c.object_id).where(or_(R.c.target_project == "*",
-                                                 R.c.target_project == bindparam("project")))))))
+                                                 R.c.target_project == bindparam("project"))))))
+_BY_ID = Prepared(BY_ID)
+_VISIBLE_BY_ID = Prepared(VISIBLE_BY_ID)
+
+
+def row_select(ctx: Context) -> Select | None:
+    """The select of a network's row as the caller may read it (parameters of
+    ``row_params``); None when only ``get_row`` can tell (neither an admin nor a
+    project)."""
+    if ctx.is_admin:
+        return BY_ID
+    return VISIBLE_BY_ID if ctx.project_id is not None else None
+
+
+def row_params(ctx: Context, network_id: str) -> dict[str, Any]:
+    return {"id": network_id, "project": ctx.project_id}
 
 
 def get_row(conn: Connection, ctx: Context, network_id: str, for_update: bool = False) -> Row:
-    if not for_update and (ctx.is_admin or ctx.project_id is not None):
+    if not for_update and row_select(ctx) is not None:
         row = (_BY_ID.first(conn, {"id": network_id}) if ctx.is_admin else
-               _VISIBLE_BY_ID.first(conn, {"id": network_id, "project": ctx.project_id}))
+               _VISIBLE_BY_ID.first(conn, row_params(ctx, network_id)))
         if row is None:
             raise exc.NetworkNotFound(net_id=network_id)
         return row

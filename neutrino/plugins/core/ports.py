@@ -198,10 +198,13 @@ _INSERT_IPS = Prepared(IA.insert())
 
 
 def create(conn: Connection, ctx: Context, data: dict[str, Any], base_mac: str,
-           max_ips: int, routed_networks: bool = False) -> dict[str, Any]:
+           max_ips: int, routed_networks: bool = False, network: Any = None
+           ) -> dict[str, Any]:
     """``routed_networks``: subnets on segments give addresses to the ports of
-    the hosts that reach them (``neutrino.ipam.routed``)."""
-    network = networks.get_row(conn, ctx, data["network_id"])
+    the hosts that reach them (``neutrino.ipam.routed``). ``network``: its row,
+    when the caller read it in this transaction."""
+    if network is None:
+        network = networks.get_row(conn, ctx, data["network_id"])
     port_id = new_uuid()
     mac = data.get("mac_address")
     if mac is not None:

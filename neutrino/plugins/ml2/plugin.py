@@ -8,6 +8,7 @@ mechanism drivers are called inside the transaction (precommit) and after it
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
@@ -41,6 +42,7 @@ from neutrino.plugins.ml2.dhcp_rpc import DhcpRpcCallback
 from neutrino.plugins.ml2.l2pop import L2Population
 from neutrino.plugins.ml2.mechanisms import MechanismDriverError, MechanismManager
 from neutrino.plugins.ml2.metadata_rpc import MetadataRpcCallback
+from neutrino.plugins.ml2.port_network import PortNetworkReader
 from neutrino.plugins.ml2.rpc import Ml2RpcCallbacks
 from neutrino.plugins.ml2.types import TypeManager, check_requested_mtu
 from neutrino.rpc import topics
@@ -128,6 +130,11 @@ class Ml2Plugin(Plugin):
         """The DHCP agents' scheduler (a companion): told of every change."""
         return self.env.hooks.dhcp
 
+    @functools.cached_property
+    def _port_network(self) -> PortNetworkReader:
+        """Made at the first port create, once every plugin has set its hooks."""
+        return PortNetworkReader(self.env.quota, self.dhcp)
+
     def sync_database(self) -> None:
         self.db.write(self.types.sync_allocations)
 
@@ -151,11 +158,12 @@ class Ml2Plugin(Plugin):
     def _create(self, ctx: Context, resource: str, items: list[dict[str, Any]],
                 make: Callable[[Connection, dict[str, Any]], dict[str, Any]],
                 postcommit: Callable[[dict[str, Any]], Any] | None = None,
-                undo: Callable[[dict[str, Any]], None] | None = None
-                ) -> list[dict[str, Any]]:
+                undo: Callable[[dict[str, Any]], None] | None = None,
+                quota_checked: bool = False) -> list[dict[str, Any]]:
         """Create ``items`` in one transaction; then the drivers' postcommit, and if
-        that fails, ``undo`` every created item and report the failure."""
-        created = self._insert(resource, items, make)
+        that fails, ``undo`` every created item and report the failure.
+        ``quota_checked``: ``make`` checks the quota itself."""
+        created = self._insert(resource, items, make, quota_checked)
         if postcommit is not None:
             try:
                 for view in created:
@@ -168,12 +176,12 @@ class Ml2Plugin(Plugin):
         return created
 
     def _insert(self, resource: str, items: list[dict[str, Any]],
-                make: Callable[[Connection, dict[str, Any]], dict[str, Any]]
-                ) -> list[dict[str, Any]]:
+                make: Callable[[Connection, dict[str, Any]], dict[str, Any]],
+                quota_checked: bool = False) -> list[dict[str, Any]]:
         quota = self.env.quota
 
         def work(conn: Connection) -> list[dict[str, Any]]:
-            return [quota.create(conn, resource, item, make) for item in items]
+            return [quota.create(conn, resource, item, make, quota_checked) for item in items]
 
         return self.db.write(work)
 
@@ -395,10 +403,11 @@ class Ml2Plugin(Plugin):
 
     # --- ports ---------------------------------------------------------------------
 
-    def _make_port(self, conn: Connection, ctx: Context, data: dict[str, Any]
-                   ) -> dict[str, Any]:
+    def _make_port(self, conn: Connection, ctx: Context, data: dict[str, Any],
+                   network: Any = None) -> dict[str, Any]:
+        """``network``: its row, when the caller read it in this transaction."""
         view = ports.create(conn, ctx, data, self.settings.base_mac,
-                            self.settings.max_fixed_ips_per_port, self.routed)
+                            self.settings.max_fixed_ips_per_port, self.routed, network)
         self._ip_allocation([view])
         view.update(bindings.request(conn, view["id"], {}, data) or bindings.view(None))
         for driver in self.extension_drivers:
@@ -412,15 +421,17 @@ class Ml2Plugin(Plugin):
         targets: dict[str, DhcpTargets | None] = {}  # by network, read once in the transaction
 
         def make(conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
-            view = self._make_port(conn, ctx, data)
+            read = self._port_network.read(conn, ctx, data)  # the quota checked too
+            view = self._make_port(conn, ctx, data, read.network)
             network_id = view["network_id"]
             if network_id not in targets:
-                targets[network_id] = self.dhcp.targets(conn, "port_create_end", network_id)
+                targets[network_id] = (read.dhcp if read.dhcp is not None else
+                                       self.dhcp.targets(conn, "port_create_end", network_id))
             return view
 
         created = self._create(
             ctx, "port", items, make, postcommit=lambda view: PortContext(None, ctx, view),
-            undo=lambda view: self._undo(self.delete_port, view))
+            undo=lambda view: self._undo(self.delete_port, view), quota_checked=True)
         for view in created:
             if view[HOST_ID]:
                 self._bind(ctx, view)

@@ -32,7 +32,7 @@ from neutrino.definitions.agent_scheduler import (
     NetworkNotHostedByDhcpAgent,
 )
 from neutrino.plugins.base import Environment, Plugin
-from neutrino.plugins.hooks import DhcpTargets
+from neutrino.plugins.hooks import DhcpTargets, JoinedTargets
 from neutrino.rpc.contracts.dhcp import DHCP_OWNER, RESERVED_DHCP_PORT, DhcpAgentNotifier
 from neutrino.rpc.notifier import Notifier
 from neutrino.services.agents import db as agents_db
@@ -67,6 +67,15 @@ _HOSTING_AND_FLAGS = Prepared(
            _FLAGS.c.dhcp_subnet, _FLAGS.c.free_agent)
     .select_from(_FLAGS.outerjoin(_HOSTED, true()))
     .order_by(_HOSTED.c.binding_index))
+# the same, for a port create to join to its read of the network
+_JOINABLE = (
+    select(_HOSTED.c.host.label("dhcp_host"),
+           _HOSTED.c.admin_state_up.label("dhcp_admin_state_up"),
+           _HOSTED.c.heartbeat_timestamp.label("dhcp_heartbeat_timestamp"),
+           _HOSTED.c.binding_index.label("dhcp_binding_index"),
+           _FLAGS.c.dhcp_subnet, _FLAGS.c.free_agent.label("dhcp_free_agent"))
+    .select_from(_FLAGS.outerjoin(_HOSTED, true()))
+    .subquery("dhcp"))
 
 
 def networks_wanting_agents(conn: Connection, wanted: int) -> list[str]:
@@ -97,6 +106,8 @@ class DhcpSchedulerPlugin(Plugin):
         self.notifier = DhcpAgentNotifier(Notifier(env.bus))
         self.started = now()
         env.hooks.dhcp = self  # the core plugin tells it of every change
+        self._joined = JoinedTargets(_JOINABLE, _JOINABLE.c.dhcp_binding_index,
+                                     self._targets_params, self._joined_targets)
 
     def _alive_since(self) -> datetime.datetime:
         return agents_db.cutoff(now(), self.down_time)
@@ -182,18 +193,39 @@ class DhcpSchedulerPlugin(Plugin):
     def targets(self, conn: Connection, method: str, network_id: str) -> DhcpTargets:
         """The hosts of the network's alive agents, and (after ``method``s that
         schedule) whether scheduling could give it one it lacks: one statement."""
-        since = self._alive_since()
-        params = {"network_id": network_id, "since": since}
+        params = {"network_id": network_id, **self._targets_params()}
         if method not in SCHEDULING_EVENTS:
-            hosting, needs = _HOSTING.rows(conn, params), False
-        else:
-            rows = _HOSTING_AND_FLAGS.rows(conn, params)
-            hosting = [row for row in rows if row.host is not None]
-            needs = (len(hosting) < self.per_network
-                     and bool(rows[0].dhcp_subnet) and bool(rows[0].free_agent))
-        hosts = [row.host for row in hosting
-                 if row.admin_state_up and row.heartbeat_timestamp >= since]
-        return DhcpTargets(hosts, needs)
+            hosting = [(row.host, row.admin_state_up, row.heartbeat_timestamp)
+                       for row in _HOSTING.rows(conn, params)]
+            return self._targets(params["since"], hosting)
+        rows = _HOSTING_AND_FLAGS.rows(conn, params)
+        return self._targets(
+            params["since"], [(row.host, row.admin_state_up, row.heartbeat_timestamp)
+                              for row in rows if row.host is not None],
+            bool(rows[0].dhcp_subnet) and bool(rows[0].free_agent))
+
+    def joined_targets(self) -> JoinedTargets:
+        return self._joined
+
+    def _targets_params(self) -> dict[str, Any]:
+        return {"since": self._alive_since()}
+
+    def _joined_targets(self, rows: list[Any], params: dict[str, Any]) -> DhcpTargets:
+        """``targets`` of a scheduling event from the rows of a statement that
+        joined ``_JOINABLE`` (at least one) with ``params``."""
+        first = rows[0]
+        return self._targets(
+            params["since"], [(row.dhcp_host, row.dhcp_admin_state_up,
+                                row.dhcp_heartbeat_timestamp)
+                               for row in rows if row.dhcp_host is not None],
+            bool(first.dhcp_subnet) and bool(first.dhcp_free_agent))
+
+    def _targets(self, since: datetime.datetime, hosting: list[tuple[str, bool, Any]],
+                 could_schedule: bool = False) -> DhcpTargets:
+        """``hosting``: the network's agents (host, enabled, last heartbeat);
+        ``could_schedule``: it has a DHCP subnet and an agent is free."""
+        hosts = [host for host, up, heartbeat in hosting if up and heartbeat >= since]
+        return DhcpTargets(hosts, len(hosting) < self.per_network and could_schedule)
 
     def _schedule(self, conn: Connection, network_id: str, since: datetime.datetime
                   ) -> list[str]:
