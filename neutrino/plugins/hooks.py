@@ -198,6 +198,28 @@ class AgentReports(Protocol):
         ...
 
 
+class OvnRouters(Protocol):
+    """The ovn-router plugin, as the ovn driver's drift check asks it of routers."""
+
+    def router_ids(self) -> set[str]:
+        """Every router's id (neutrino's database)."""
+        ...
+
+    def present_router_ids(self) -> set[str]:
+        """The routers OVN holds rows of."""
+        ...
+
+    def drift(self, router_id: str) -> str | None:
+        """How OVN's rows of the router differ ("missing"...); None when in step."""
+        ...
+
+    def write_router(self, router_id: str) -> None:
+        """Write the router, whole, as it is now."""
+
+    def forget(self, router_id: str) -> None:
+        """Remove OVN's rows of a router neutrino no longer has."""
+
+
 @dataclass
 class Hooks:
     before_network_delete: list[DeleteCheck] = field(default_factory=list)
@@ -241,6 +263,8 @@ class Hooks:
     # OVN's Northbound database, when ML2's ovn driver is loaded (it sets it):
     # the OVN router plugin writes routers into the same connection
     ovn_northbound: OvnDatabase | None = None
+    # the ovn-router plugin, when loaded: the drift check covers its routers
+    ovn_routers: OvnRouters | None = None
     # the DHCP agents' scheduler (one; it sets itself here when it is built)
     dhcp: DhcpNotifications = field(default_factory=NoDhcpAgents)
     # the network segment ranges (one; their plugin sets itself here when it is

@@ -55,6 +55,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
     skip_unless_ovn()
     with ovn_central(tmp_path / "central") as central:
         server = start_server(tmp_path, f"sqlite:///{tmp_path / 'neutrino.db'}", extra=(
+            "service_plugins = ovn-router\n"
             "[ml2]\nmechanism_drivers = ovn\ntenant_network_types = geneve\n"
             "[ml2_type_geneve]\nvni_ranges = 1:100\n"
             f"[ovn]\novn_nb_connection = {central.nb}\novn_sb_connection = {central.sb}\n"
@@ -112,13 +113,25 @@ def test_a_write_ovn_missed_is_made_once_it_answers_again(lab: Lab):
 
 def test_rows_deleted_behind_the_servers_back_come_back_after_a_restart(lab: Lab):
     network = lab.api.network(name="n")
-    lab.api.subnet(network["id"], "10.41.0.0/24")
+    subnet = lab.api.subnet(network["id"], "10.41.0.0/24")
     port = lab.api.port(network["id"], name="p")
+    router = lab.api.create("routers", name="r")
+    resp = lab.api.put(f"/v2.0/routers/{router['id']}/add_router_interface",
+                       json={"subnet_id": subnet["id"]})
+    assert resp.status_code == 200, resp.text
+    lrp = f"lrp-{resp.json()['port_id']}"
+    assert lrp in lab.central.nbctl("lrp-list", f"neutron-{router['id']}")
     lab.central.nbctl("lsp-del", port["id"])
+    lab.central.nbctl("lr-del", f"neutron-{router['id']}")
+    lab.central.nbctl("ls-add", "neutron-00000000-0000-4000-8000-000000000000")  # no network
     assert lab.nb_port_name(port["id"]) is None
     lab.restart()
     wait_until(lambda: lab.nb_port_name(port["id"]) == "p", 30,
                "the maintenance task to write the port again")
+    wait_until(lambda: lrp in lab.central.nbctl("lrp-list", f"neutron-{router['id']}"), 30,
+               "the router and its port back")
+    wait_until(lambda: "00000000" not in lab.central.nbctl("ls-list"), 30,
+               "the switch of no network removed")
 
 
 def test_an_older_revision_never_overwrites_a_newer_one(lab: Lab):

@@ -20,6 +20,7 @@ import datetime
 import logging
 import random
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import select
@@ -31,7 +32,14 @@ from neutrino.db import models
 from neutrino.db.query import CollectionQuery
 from neutrino.db.util import now
 from neutrino.definitions.l3 import ROUTER_GATEWAY
-from neutrino.ovn.commands import DeleteRow, KeepOnly, ReplaceChildren, WriteRow
+from neutrino.ovn.commands import (
+    DeleteRow,
+    KeepOnly,
+    ReplaceChildren,
+    Row,
+    WriteRow,
+    differences,
+)
 from neutrino.ovn.ovsdb import OvnDatabase, OvnUnavailable
 from neutrino.plugins.base import Environment
 from neutrino.services.l3.plugin import L3RouterPlugin, RouterBackend
@@ -64,6 +72,17 @@ class OvnL3RouterPlugin(L3RouterPlugin):
         return super().create_router(ctx, {**data, "ha": False})
 
 
+@dataclass(frozen=True)
+class RouterRows:
+    """A router as OVN should hold it."""
+
+    router: Row
+    ports: list[Row]
+    gateway: dict[str, Any] | None
+    routes: list[dict[str, Any]]
+    nats: list[dict[str, Any]]
+
+
 class OvnRouters:
     """Writes each changed router, whole, into the Northbound database."""
 
@@ -75,6 +94,7 @@ class OvnRouters:
         self.scheduler = env.conf.ovn.ovn_l3_scheduler
         self.distributed = env.conf.ovn.enable_distributed_floating_ip
         self.down_time = env.conf.DEFAULT.agent_down_time
+        env.hooks.ovn_routers = self
 
     @property
     def nb(self) -> OvnDatabase:
@@ -113,36 +133,89 @@ class OvnRouters:
 
     # --- the router, whole ---------------------------------------------------------------
 
-    def write_router(self, router_id: str) -> None:
+    def wanted(self, router_id: str) -> RouterRows | None:
+        """What OVN should hold of the router (None: it is gone)."""
         state = self._read(router_id)
-        if state is None:  # deleted meanwhile
-            return
+        if state is None:
+            return None
         view, ports, subnets, fips = state
         gateway = next((p for p in ports if p["device_owner"] == ROUTER_GATEWAY), None)
-        interfaces = [p for p in ports if p is not gateway]
-        api = self.nb.api
-        commands: list[Any] = []
-        lrp_names = set()
-        for port in ports:
-            row = rows.router_port(port, subnets, router_id)
-            lrp_names.add(row.key.value)
-            commands.append(WriteRow(api, row.key, row.columns, row.revision, row.parent))
-        router = rows.router(view, gateway["id"] if gateway else None)
-        commands.insert(0, WriteRow(api, router.key, router.columns, router.revision))
-        commands.append(KeepOnly(api, router.key, "ports", lrp_names))
-        if gateway is not None:
-            commands.append(ReplaceChildren(
-                api, rows.router_port_key(gateway["id"]), "gateway_chassis", "Gateway_Chassis",
-                rows.CHASSIS_KEY, rows.gateway_chassis(gateway["id"],
-                                                       self._gateway_chassis(gateway))))
-        commands.append(ReplaceChildren(api, router.key, "static_routes",
-                                        "Logical_Router_Static_Route", rows.ROUTE_KEY,
-                                        rows.static_routes(view, gateway, subnets)))
-        cidrs = [subnets[ip["subnet_id"]]["cidr"] for port in interfaces
+        cidrs = [subnets[ip["subnet_id"]]["cidr"] for port in ports if port is not gateway
                  for ip in port["fixed_ips"] if ip["subnet_id"] in subnets]
-        commands.append(ReplaceChildren(api, router.key, "nat", "NAT", rows.NAT_KEY,
-                                        rows.nats(view, gateway, cidrs, fips, self.distributed)))
+        return RouterRows(
+            router=rows.router(view, gateway["id"] if gateway else None),
+            ports=[rows.router_port(port, subnets, router_id) for port in ports],
+            gateway=gateway,
+            routes=rows.static_routes(view, gateway, subnets),
+            nats=rows.nats(view, gateway, cidrs, fips, self.distributed))
+
+    def write_router(self, router_id: str) -> None:
+        wanted = self.wanted(router_id)
+        if wanted is None:  # deleted meanwhile
+            return
+        api, key = self.nb.api, wanted.router.key
+        commands: list[Any] = [
+            WriteRow(api, key, wanted.router.columns, wanted.router.revision),
+            *(WriteRow(api, port.key, port.columns, port.revision, port.parent)
+              for port in wanted.ports),
+            KeepOnly(api, key, "ports", {port.key.value for port in wanted.ports}),
+            ReplaceChildren(api, key, "static_routes", "Logical_Router_Static_Route",
+                            rows.ROUTE_KEY, wanted.routes),
+            ReplaceChildren(api, key, "nat", "NAT", rows.NAT_KEY, wanted.nats)]
+        if wanted.gateway is not None:
+            port_id = wanted.gateway["id"]
+            commands.append(ReplaceChildren(
+                api, rows.router_port_key(port_id), "gateway_chassis", "Gateway_Chassis",
+                rows.CHASSIS_KEY,
+                rows.gateway_chassis(port_id, self._gateway_chassis(wanted.gateway))))
         self.nb.transact(commands, f"writing router {router_id}")
+
+    # --- drift (neutrino-ovn-db-sync, the maintenance task) ------------------------------
+
+    def router_ids(self) -> set[str]:
+        with self.db.reader() as conn:
+            return set(conn.execute(select(models.routers.c.id)).scalars())
+
+    def drift(self, router_id: str) -> str | None:
+        """How OVN's rows of the router differ from what it should hold: "missing",
+        the differences, or None when in step (its gateway chassis aside: they
+        follow the chassis alive, not the database)."""
+        wanted = self.wanted(router_id)
+        if wanted is None:
+            return None
+
+        def compare(api: Any) -> str | None:
+            have = wanted.router.key.find(api)
+            if have is None:
+                return "missing"
+            found = differences(api, have, wanted.router.columns)
+            if {port.name for port in have.ports} != {p.key.value for p in wanted.ports}:
+                found.append("router ports")
+            for port in wanted.ports:
+                lrp = port.key.find(api)
+                if lrp is not None:
+                    found += [f"{port.key.value} {d}"
+                              for d in differences(api, lrp, port.columns)]
+            for column, by, children in (("static_routes", rows.ROUTE_KEY, wanted.routes),
+                                         ("nat", rows.NAT_KEY, wanted.nats)):
+                present = {row.external_ids.get(by): row for row in getattr(have, column)}
+                if set(present) != {child["external_ids"][by] for child in children} or any(
+                        differences(api, present[child["external_ids"][by]], child)
+                        for child in children):
+                    found.append(column)
+            return "; ".join(found) or None
+
+        return self.nb.read(compare)
+
+    def present_router_ids(self) -> set[str]:
+        """The routers OVN holds rows of."""
+        return self.nb.read(lambda api: {
+            name[len("neutron-"):] for row in api.tables["Logical_Router"].rows.values()
+            if (name := row.name).startswith("neutron-")})
+
+    def forget(self, router_id: str) -> None:
+        self.nb.transact([DeleteRow(self.nb.api, rows.router_key(router_id))],
+                         f"removing router {router_id}")
 
     def _read(self, router_id: str) -> tuple[dict[str, Any], list[dict[str, Any]],
                                              dict[str, dict[str, Any]],

@@ -148,9 +148,9 @@ class OvnMechanismDriver(AgentMechanismDriver):
         (it is committed) and the maintenance task writes it once OVN is back."""
         try:
             work()
-        except OvnUnavailableError as error:
+        except (OvnUnavailableError, OvnUnavailable) as error:
             LOG.warning("%s is not in OVN yet (%s); the maintenance task will write it",
-                        what, error.msg)
+                        what, error)
             self.maintenance.soon()
 
     def _exists(self, key: rows.Key) -> bool:
@@ -304,7 +304,14 @@ class OvnMechanismDriver(AgentMechanismDriver):
         self.write_port(context.current)
 
     def update_port_postcommit(self, context: PortContext) -> None:
-        self._or_later(lambda: self.write_port(context.current), f"port {context.current['id']}")
+        port = context.current
+        self._or_later(lambda: self.write_port(port), f"port {port['id']}")
+        assert self.plugin is not None
+        routers = self.plugin.env.hooks.ovn_routers
+        if routers is not None and port["device_owner"] in rows.ROUTER_OWNERS:
+            # a router's port renumbered: its Logical_Router_Port follows
+            self._or_later(lambda: routers.write_router(port["device_id"]),
+                           f"router {port['device_id']}")
 
     def delete_port_postcommit(self, context: PortContext) -> None:
         def work() -> None:

@@ -72,8 +72,21 @@ class NorthboundSync:
         first (and written again), never taken for one left over (and deleted)."""
         nb = self.driver.nb
         present = nb.read(_present)
+        routers = self.plugin.env.hooks.ovn_routers
+        if routers is not None:
+            present["router"] = routers.present_router_ids()
         self._read()
-        return nb.read(lambda api: self._compare(api, present))
+        found = nb.read(lambda api: self._compare(api, present))
+        if routers is not None:
+            known = routers.router_ids()
+            for ident in sorted(known):
+                drift = routers.drift(ident)
+                if drift is not None:
+                    found.append(Drift("router", ident, *(
+                        ("missing", "") if drift == "missing" else ("differs", drift))))
+            found += [Drift("router", ident, "extra")
+                      for ident in sorted(present["router"] - known)]
+        return found
 
     def _compare(self, api: Any, present: Mapping[str, Any]) -> list[Drift]:
         groups_of: dict[Any, set[str]] = {}
@@ -132,7 +145,7 @@ class NorthboundSync:
         """Write again what ``drifts`` name (networks first: their ports hang on
         them; deletes last); the number repaired. Each resource is read again
         first: one changed or deleted since ``find`` is written as it is now."""
-        order = {"network": 0, "security group": 1, "subnet": 2, "port": 3}
+        order = {"network": 0, "security group": 1, "subnet": 2, "port": 3, "router": 4}
         repaired = 0
         self.driver.ensure_drop_group()
         for drift in sorted(drifts, key=lambda d: (d.problem == "extra", order[d.kind])):
@@ -145,6 +158,13 @@ class NorthboundSync:
 
     def _repair(self, drift: Drift) -> None:
         driver, admin = self.driver, Context.admin()
+        routers = self.plugin.env.hooks.ovn_routers
+        if drift.kind == "router" and routers is not None:
+            if drift.id in routers.router_ids():
+                routers.write_router(drift.id)
+            else:
+                routers.forget(drift.id)
+            return
         current = self._current(drift)
         if current is None:  # gone: what OVN holds of it goes too
             driver.forget(drift.kind, drift.id)
