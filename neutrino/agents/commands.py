@@ -11,7 +11,7 @@ def agent_commands() -> dict[str, tuple[OptGroup, ...]]:
     here, when asked (only when a file holds what the running command does
     not read); the Open vSwitch agent's options come from a module of their
     own, without the ovs library that the agent imports."""
-    from neutrino.agents import openvswitch_options
+    from neutrino.agents import openvswitch_options, ovn_metadata_options
     from neutrino.agents.base import AGENT_OPTIONS
     from neutrino.agents.dhcp import DhcpAgent
     from neutrino.agents.l3 import L3Agent
@@ -22,4 +22,5 @@ def agent_commands() -> dict[str, tuple[OptGroup, ...]]:
         cls.binary: cls.option_groups
         for cls in (LinuxBridgeAgent, DhcpAgent, L3Agent, MetadataAgent, LbaasAgent)}
     found[openvswitch_options.BINARY] = openvswitch_options.OPTIONS
+    found[ovn_metadata_options.BINARY] = ovn_metadata_options.OPTIONS
     return {binary: (AGENT_OPTIONS, *groups) for binary, groups in found.items()}

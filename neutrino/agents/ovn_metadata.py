@@ -50,30 +50,20 @@ from neutrino import cli, config, log, metrics
 from neutrino.agents.base import AGENT_OPTIONS, NotConverged, converge_each, named
 from neutrino.agents.cmd import _sections, _serve
 from neutrino.agents.commands import agent_commands
-from neutrino.agents.metadata import OPTIONS as METADATA_OPTIONS
 from neutrino.agents.metadata import MetadataAgent
-from neutrino.config import Config, Opt, OptGroup
+from neutrino.agents.ovn_metadata_options import BINARY, OPTIONS
+from neutrino.config import Config
 from neutrino.linux import host_check
 from neutrino.linux.errors import HostError
 from neutrino.linux.ovn_metadata import Datapaths, MetadataPort, chassis_config
-from neutrino.linux.ovs_names import DEFAULT_OVSDB
 from neutrino.metadata.handler import InstanceFinder, MetadataHandler
 from neutrino.ovn import names
-from neutrino.ovn.options import OVN
 from neutrino.ovn.ovsdb import SB_API, OvnDatabase, OvnUnavailable
 from neutrino.rpc.bus import Bus
 from neutrino.rpc.transport import get_transport
 
 LOG = logging.getLogger(__name__)
 
-#: of the server's ``[ovn]`` options, those the agent reads
-OVN_OPTIONS = OptGroup("ovn", [opt for opt in OVN.opts
-                               if opt.name in ("ovn_sb_connection", "ovsdb_connection_timeout")])
-OVS_OPTIONS = OptGroup("ovs", [
-    Opt("ovsdb_connection", str, DEFAULT_OVSDB,
-        "The chassis' Open vSwitch database: its OVN chassis name (system-id) and "
-        "bridge (ovn-bridge), where the metadata ports are plugged."),
-])
 SB_TABLES = ("SB_Global", "Chassis", "Chassis_Private", "Port_Binding", "Datapath_Binding")
 WATCHED = ("Port_Binding", "SB_Global", "Chassis_Private")
 #: the dirty item that asks for the liveness keys to be checked
@@ -205,9 +195,9 @@ class OvnMetadataAgent(MetadataAgent):
     which runs the proxies of its chassis itself."""
 
     agent_type = "OVN Metadata agent"
-    binary = "neutrino-ovn-metadata-agent"
+    binary = BINARY
     # MetadataAgent's is inferred as a tuple of one group
-    option_groups = (*METADATA_OPTIONS, OVN_OPTIONS, OVS_OPTIONS)  # type: ignore[assignment]
+    option_groups = OPTIONS  # type: ignore[assignment]
 
     def __init__(self, conf: Config, bus: Bus):
         super().__init__(conf, bus)

@@ -95,12 +95,13 @@ def test_another_commands_options_are_noted_naming_it(tmp_path, caplog):
         f"config: option dhcp_confs in [DEFAULT] of {path} ignored, "
         "read by neutrino-dhcp-agent": "INFO",
         f"config: option nova_metadata_host in [DEFAULT] of {path} ignored, "
-        "read by neutrino-metadata-agent": "INFO",
+        "read by neutrino-metadata-agent, neutrino-ovn-metadata-agent": "INFO",
         f"config: unknown option interface_drivr in [DEFAULT] of {path} ignored": "WARNING",
         f"config: option tunnel_types in [agent] of {path} ignored, "
         "read by neutrino-openvswitch-agent": "INFO",
         f"config: section [ovs] in {path} ignored, read by neutrino-dhcp-agent, "
-        "neutrino-l3-agent, neutrino-lbaas-agent, neutrino-openvswitch-agent": "INFO",
+        "neutrino-l3-agent, neutrino-lbaas-agent, neutrino-openvswitch-agent, "
+        "neutrino-ovn-metadata-agent": "INFO",
         f"config: unknown section [securitygroups] in {path} ignored": "INFO"}
 
 
