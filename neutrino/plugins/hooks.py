@@ -188,6 +188,10 @@ class SecurityGroupViews(Protocol):
         """The project's default group, if it has one yet."""
         ...
 
+    def address_groups_of(self, groups: list[dict[str, Any]]) -> dict[str, list[str]]:
+        """The addresses of the address groups the groups' rules name, by group."""
+        ...
+
 
 class AgentReports(Protocol):
     """The agents' plugin, recording reports a backend makes for agents of its

@@ -135,6 +135,17 @@ def test_instances_on_two_chassis_get_dhcp_ping_and_are_filtered(lab: Lab):
     b_ip = b["fixed_ips"][0]["ip_address"]
     # the default group lets members of the group in: a reaches b across chassis
     assert wait_until(lambda: pings(vm_a, b_ip), 10, "a ping from a to b")
+    # b's switch port deleted behind the server's back: db-sync finds it, and repairs it
+    lab.central.nbctl("lsp-del", b["id"])
+    assert wait_until(lambda: not pings(vm_a, b_ip), 10, "b gone with its switch port")
+    logged = db_sync(lab, "log")
+    assert logged.returncode == 1, logged.stderr
+    assert f"port {b['id']}: missing" in logged.stdout
+    assert not pings(vm_a, b_ip)  # log mode changes nothing
+    repaired = db_sync(lab, "repair")
+    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
+    assert wait_until(lambda: pings(vm_a, b_ip), 15, "b back after the repair")
+    assert db_sync(lab, "log").returncode == 0
     # b in a group of its own that lets nothing in: the running flow stops
     closed = lab.api.post("/v2.0/security-groups",
                           json={"security_group": {"name": "closed"}}).json()["security_group"]
@@ -153,46 +164,10 @@ def test_instances_on_two_chassis_get_dhcp_ping_and_are_filtered(lab: Lab):
     assert subnet["gateway_ip"] == "10.30.0.1"
 
 
-def test_traffic_outlives_ovn_controller_and_the_server(lab: Lab):
-    network = lab.api.network(name="n")
-    lab.api.subnet(network["id"], CIDR)
-    ch1, ch2 = lab.chassis
-    _, vm_a = lab.instance("a", network["id"], ch1)
-    b, _ = lab.instance("b", network["id"], ch2)
-    b_ip = b["fixed_ips"][0]["ip_address"]
-    assert wait_until(lambda: pings(vm_a, b_ip), 10, "a ping from a to b")
-    ch1.kill9()
-    lab.server.proc.kill()
-    lab.server.proc.wait()
-    assert pings(vm_a, b_ip, count=3)
-    ch1.start_controller()
-    assert pings(vm_a, b_ip, count=3)
-
-
-def test_db_sync_repairs_a_deleted_switch_port(lab: Lab):
-    network = lab.api.network(name="n")
-    lab.api.subnet(network["id"], CIDR)
-    ch1, ch2 = lab.chassis
-    _, vm_a = lab.instance("a", network["id"], ch1)
-    b, _ = lab.instance("b", network["id"], ch2)
-    b_ip = b["fixed_ips"][0]["ip_address"]
-    assert wait_until(lambda: pings(vm_a, b_ip), 10, "a ping from a to b")
-    lab.central.nbctl("lsp-del", b["id"])
-    assert wait_until(lambda: not pings(vm_a, b_ip), 10, "b gone with its switch port")
-
-    def sync(mode: str) -> subprocess.CompletedProcess:
-        return subprocess.run(
-            [sys.executable, "-m", "neutrino.cmd.ovn_db_sync", "--config-file",
-             str(lab.server.conf), "--mode", mode], capture_output=True, text=True, timeout=60)
-
-    logged = sync("log")
-    assert logged.returncode == 1, logged.stderr
-    assert f"port {b['id']}: missing" in logged.stdout
-    assert not pings(vm_a, b_ip)  # log mode changes nothing
-    repaired = sync("repair")
-    assert repaired.returncode == 0, repaired.stdout + repaired.stderr
-    assert wait_until(lambda: pings(vm_a, b_ip), 15, "b back after the repair")
-    assert sync("log").returncode == 0
+def db_sync(lab: Lab, mode: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "neutrino.cmd.ovn_db_sync", "--config-file",
+         str(lab.server.conf), "--mode", mode], capture_output=True, text=True, timeout=60)
 
 
 def source_seen_by_external_host(lab: Lab, namespace: str) -> str:
@@ -252,7 +227,18 @@ def test_a_router_routes_snats_and_serves_a_floating_ip(lab: Lab):
         "the floating IP answers\n" + lab.central.nbctl("show") + lab.central.nbctl(
             "list", "NAT") + run("ip", "neigh", namespace=lab.external).stdout))
     assert source_seen_by_external_host(lab, vm_b) == address
-    # taken away, it answers no more
-    resp = lab.api.put(f"/v2.0/floatingips/{fip['id']}", json={"floatingip": {"port_id": None}})
-    assert resp.status_code == 200, resp.text
-    assert wait_until(lambda: not pings(lab.external, address), 15, "the floating IP gone")
+    # taken away, it answers no more; given back, it does again
+    for port_id in (None, b["id"]):
+        resp = lab.api.put(f"/v2.0/floatingips/{fip['id']}",
+                           json={"floatingip": {"port_id": port_id}})
+        assert resp.status_code == 200, resp.text
+        wanted = port_id is not None
+        assert wait_until(lambda wanted=wanted: pings(lab.external, address) == wanted, 15,
+                          f"the floating IP {'back' if wanted else 'gone'}")
+    # OVN's flows outlive ovn-controller and the server, both killed
+    ch2.kill9()
+    lab.server.proc.kill()
+    lab.server.proc.wait()
+    assert pings(vm_a, b_ip, count=3) and pings(lab.external, address, count=3)
+    ch2.start_controller()
+    assert pings(vm_a, b_ip, count=3) and pings(lab.external, address, count=3)

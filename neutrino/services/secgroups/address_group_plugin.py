@@ -75,6 +75,8 @@ class AddressGroupPlugin(Plugin):
 
         changed, naming = self.db.write(work)
         self.notifier.security_groups_rule_updated(naming)
+        for followed in self.env.hooks.after_security_groups_change:
+            followed(naming)  # their rules match other addresses now
         return changed
 
     def add_address_group_addresses(self, ctx: Context, group_id: str,

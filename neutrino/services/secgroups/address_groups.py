@@ -50,7 +50,7 @@ _OF_GROUPS = select(AA.c.address_group_id, AA.c.address).where(
     AA.c.address_group_id.in_(bindparam("ids", expanding=True))).order_by(AA.c.address)
 
 
-def _addresses(conn: Connection, group_ids: list[str]) -> dict[str, list[str]]:
+def addresses_of(conn: Connection, group_ids: list[str]) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     for chunk in chunked(group_ids):
         for group_id, address in conn.execute(_OF_GROUPS, {"ids": list(chunk)}):
@@ -67,14 +67,14 @@ def _order(cidr: str) -> tuple:
 
 def get(conn: Connection, ctx: Context, group_id: str) -> dict[str, Any]:
     row = get_row(conn, ctx, group_id)
-    return view(row, _addresses(conn, [row.id]).get(row.id, []))
+    return view(row, addresses_of(conn, [row.id]).get(row.id, []))
 
 
 def list_(conn: Connection, ctx: Context, query: CollectionQuery) -> list[dict[str, Any]]:
     if query.marker is not None:
         get_row(conn, ctx, query.marker)
     rows = select_page(conn, AG, COLUMNS, query, visible(ctx))
-    found = _addresses(conn, [r.id for r in rows])
+    found = addresses_of(conn, [r.id for r in rows])
     return [view(r, found.get(r.id, [])) for r in rows]
 
 

@@ -338,8 +338,12 @@ class OvnMechanismDriver(AgentMechanismDriver):
 
     # --- security groups -------------------------------------------------------------
 
-    def write_security_group(self, group: Mapping[str, Any]) -> None:
-        row, acls = rows.port_group(group)
+    def address_groups_of(self, groups: list[dict[str, Any]]) -> dict[str, list[str]]:
+        assert self.plugin is not None and self.plugin.env.hooks.security_groups is not None
+        return self.plugin.env.hooks.security_groups.address_groups_of(groups)
+
+    def write_security_group(self, group: dict[str, Any]) -> None:
+        row, acls = rows.port_group(group, self.address_groups_of([group]))
         self._transact([
             WriteRow(self.nb.api, row.key, {**row.columns, "name": row.key.value},
                      row.revision),

@@ -209,8 +209,10 @@ PROTOCOL_NUMBERS = {"tcp": 6, "udp": 17, "sctp": 132, "icmp": 1, "ipv6-icmp": 58
                     "icmpv6": 58}
 
 
-def acl_match(rule: Mapping[str, Any]) -> str:
-    """The OVN match of a security group rule, as Neutron's driver writes it."""
+def acl_match(rule: Mapping[str, Any], address_groups: Mapping[str, list[str]]) -> str | None:
+    """The OVN match of a security group rule, as Neutron's driver writes it;
+    None for a rule that matches nothing (an address group with no address
+    of its IP version)."""
     ingress = rule["direction"] == "ingress"
     group = "@" + names.port_group(rule["security_group_id"])
     ip = _ip(rule.get("ethertype") or "IPv4")
@@ -218,6 +220,13 @@ def acl_match(rule: Mapping[str, Any]) -> str:
     side = "src" if ingress else "dst"
     if rule.get("remote_ip_prefix"):
         parts.append(f"{ip}.{side} == {rule['remote_ip_prefix']}")
+    elif rule.get("remote_address_group_id"):
+        version = 6 if ip == "ip6" else 4
+        cidrs = [cidr for cidr in address_groups.get(rule["remote_address_group_id"], [])
+                 if ipaddress.ip_network(cidr, strict=False).version == version]
+        if not cidrs:
+            return None
+        parts.append(f"{ip}.{side} == {{{', '.join(cidrs)}}}")
     elif rule.get("remote_group_id"):
         remote = names.port_group(rule["remote_group_id"])
         parts.append(f"{ip}.{side} == ${names.address_set(remote, int(ip[-1]))}")
@@ -245,23 +254,30 @@ def acl_match(rule: Mapping[str, Any]) -> str:
     return " && ".join(parts)
 
 
-def acl(rule: Mapping[str, Any], stateful: bool) -> dict[str, Any]:
+def acl(rule: Mapping[str, Any], stateful: bool, address_groups: Mapping[str, list[str]]
+        ) -> dict[str, Any] | None:
+    match = acl_match(rule, address_groups)
+    if match is None:
+        return None
     return {"direction": "to-lport" if rule["direction"] == "ingress" else "from-lport",
-            "priority": ACL_RULE_PRIORITY, "match": acl_match(rule),
+            "priority": ACL_RULE_PRIORITY, "match": match,
             "action": "allow-related" if stateful else "allow-stateless",
             "log": False, "name": [], "severity": [],
             "external_ids": {names.SECURITY_GROUP_RULE: rule["id"]}}
 
 
-def port_group(group: Mapping[str, Any]) -> tuple[Row, list[dict[str, Any]]]:
+def port_group(group: Mapping[str, Any], address_groups: Mapping[str, list[str]]
+               ) -> tuple[Row, list[dict[str, Any]]]:
     """A security group's port group (its ports are set by the ports' writes) and
-    the ACLs of its rules."""
+    the ACLs of its rules (``address_groups``: the addresses of those they name)."""
     row = Row(port_group_key(group["id"]), {
         "external_ids": {names.SECURITY_GROUP: group["id"],
                          names.REVISION: str(group.get("revision_number", 0))}},
         group.get("revision_number"))
     stateful = bool(group.get("stateful", True))
-    return row, [acl(rule, stateful) for rule in group.get("security_group_rules") or []]
+    acls = [acl(rule, stateful, address_groups)
+            for rule in group.get("security_group_rules") or []]
+    return row, [made for made in acls if made is not None]
 
 
 def drop_group_acls() -> list[dict[str, Any]]:

@@ -123,8 +123,9 @@ class NorthboundSync:
                 check("subnet", ident, wanted)
         for ident, port in self.ports.items():
             check("port", ident, rows.switch_port(port, self.subnets))
+        address_groups = self.driver.address_groups_of(list(self.groups.values()))
         for ident, group in self.groups.items():
-            row, acls = rows.port_group(group)
+            row, acls = rows.port_group(group, address_groups)
             check("security group", ident, row)
             have = row.key.find(api)
             if have is not None and _acls(have.acls) != _acls(acls):
