@@ -21,7 +21,9 @@ What it reads and where, as Neutron's OVN metadata agent does:
   rows, watched. A change marks its network dirty; ``sync`` compares the
   networks with a VIF bound here (and a metadata port) with the datapaths this
   agent has, and provisions or tears down the difference. Full resync at
-  start, after a failure and every ``resync_interval``.
+  start, after a failure and every ``resync_interval``. A proxy that dies is
+  heard of at once (``neutrino.agents.process_monitor``) and its network
+  provisioned again.
 
 It talks to no neutrino server and uses no message bus: it is alive for
 ``/v2.0/agents`` by writing ``SB_Global.nb_cfg`` into its chassis'
@@ -52,6 +54,7 @@ from neutrino.agents.cmd import _sections, _serve
 from neutrino.agents.commands import agent_commands
 from neutrino.agents.metadata import MetadataAgent
 from neutrino.agents.ovn_metadata_options import BINARY, OPTIONS
+from neutrino.agents.process_monitor import ProcessMonitor
 from neutrino.config import Config
 from neutrino.linux import host_check
 from neutrino.linux.errors import HostError
@@ -72,6 +75,8 @@ LIVENESS = ("liveness",)
 METADATA_OWNER = "network:distributed"
 #: Port_Binding types of instances' ports
 VIF_TYPES = ("", "external", "virtual")
+#: the daemon each datapath runs, as the process monitor names it
+PROXY = "metadata proxy"
 #: datapaths provisioned or torn down at once
 CONCURRENCY = 4
 #: Neutron's namespace for chassis names that are not UUIDs: the agent id is the
@@ -210,6 +215,7 @@ class OvnMetadataAgent(MetadataAgent):
         self.datapaths: Any = None  # a Datapaths (or a test's stand-in)
         self._closers: list[Any] = []
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._monitor = ProcessMonitor(self._proxy_ended)
 
     # --- wiring --------------------------------------------------------------------------
 
@@ -277,6 +283,10 @@ class OvnMetadataAgent(MetadataAgent):
                                       and getattr(row, "name", None) == self.chassis):
             self._soon(self.mark_dirty, LIVENESS)
 
+    def _proxy_ended(self, network_id: str, name: str) -> None:
+        LOG.warning("network %s: its %s ended; starting it again", network_id, name)
+        self.mark_dirty(("network", network_id))
+
     # --- the metadata handler's port lookups ---------------------------------------------
 
     async def _southbound_ports(self, filters: dict[str, Any]) -> list[dict[str, Any]]:
@@ -315,9 +325,13 @@ class OvnMetadataAgent(MetadataAgent):
         limit = asyncio.Semaphore(CONCURRENCY)
 
         async def up(network: str) -> None:
+            self._monitor.forget(network)  # what provisioning restarts is no death
             await asyncio.to_thread(self.datapaths.provision, by_network[network])
+            self._monitor.watch(network, {PROXY: await asyncio.to_thread(
+                self.datapaths.proxy_pid, network)})
 
         async def down(network: str) -> None:
+            self._monitor.forget(network)
             await asyncio.to_thread(self.datapaths.teardown, network)
 
         await converge_each(sorted(by_network), limit, up, "network")
@@ -364,6 +378,7 @@ class OvnMetadataAgent(MetadataAgent):
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            self._monitor.close()
             if metrics_address:
                 metrics.unserve(metrics_address)
             await asyncio.to_thread(self.close)

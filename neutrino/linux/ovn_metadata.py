@@ -44,6 +44,7 @@ from neutrino.linux.metadata_proxy import (
     METADATA_IP,
     METADATA_PORT,
     NETWORK_HEADER,
+    proxy_pid,
     start_proxy,
     stop_proxy,
 )
@@ -141,6 +142,10 @@ class Datapaths:
             self.ovsdb.ensure_port(self.bridge, outside, external_ids=wanted)
         start_proxy(name, METADATA_PORT, NETWORK_HEADER, network_id, self.socket_path,
                     self.proxy_dir(network_id), listen_host=METADATA_IP)
+
+    def proxy_pid(self, network_id: str) -> int | None:
+        """The pid of the network's proxy, None if none runs."""
+        return proxy_pid(self.proxy_dir(network_id))
 
     def teardown(self, network_id: str) -> None:
         """Nothing of the network's datapath left."""

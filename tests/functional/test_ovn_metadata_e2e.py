@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import uuid
@@ -190,6 +191,11 @@ def why_not(lab: Lab, vm: str, namespace: str) -> str:
         lab.chassis.ovs.vsctl("show"), lab.central.nbctl("show"), lab.agent_log()])
 
 
+def proxies(namespace: str) -> list[int]:
+    """The pids of what runs in the namespace (the proxy, alone)."""
+    return [int(pid) for pid in run("ip", "netns", "pids", namespace, check=False).stdout.split()]
+
+
 def namespaces() -> set[str]:
     return set(run("ip", "netns", "list").stdout.split())
 
@@ -230,6 +236,13 @@ def test_an_instance_gets_its_metadata_through_the_chassis_agent(lab: Lab):
     assert headers["X-Instance-ID-Signature"] == sign(instance_id, SECRET)
     inside = run("ip", "-o", "addr", namespace=namespace).stdout
     assert "169.254.169.254/32" in inside and f"{metadata_ip}/24" in inside
+
+    # a proxy that dies is started again at once
+    [proxy] = proxies(namespace)
+    os.kill(proxy, signal.SIGKILL)
+    wait_until(lambda: proxies(namespace) not in ([], [proxy]), 10,
+               lambda: f"the proxy started again\n{lab.agent_log()}")
+    assert wait_until(lambda: curl(vm, METADATA_URL)[0] == 200, 10, "metadata again")
 
     # restarted, the agent keeps its id and serves on
     lab.stop_agent()

@@ -168,6 +168,8 @@ class FakeHost:
     def __init__(self) -> None:
         self.serving: dict[str, MetadataPort] = {}
         self.broken: set[str] = set()
+        #: network -> the pid of its proxy (none here: a dead one, the monitor hears)
+        self.proxies: dict[str, int] = {}
 
     def present(self) -> set[str]:
         return set(self.serving)
@@ -179,6 +181,9 @@ class FakeHost:
 
     def teardown(self, network_id: str) -> None:
         self.serving.pop(network_id, None)
+
+    def proxy_pid(self, network_id: str) -> int | None:
+        return self.proxies.get(network_id)
 
 
 @pytest.fixture
@@ -317,3 +322,16 @@ def test_the_command_starts_without_a_warning():
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     assert "[ovn]" in done.stdout and "[ovs]" in done.stdout
+
+
+def test_a_network_whose_proxy_is_not_running_is_provisioned_again(agent):
+    agent, sb, host = agent
+    sb.bind(metadata_binding())
+    sb.bind(vif("a"))
+
+    async def provision() -> set[Any]:
+        await agent.sync(True, set())
+        await asyncio.sleep(0)  # the process monitor tells at once
+        return set(agent._dirty)
+
+    assert asyncio.run(provision()) == {("network", NET)}
