@@ -94,9 +94,14 @@ class Binding:
     network_id: str | None
     type: str = ""
     chassis: str | None = None
-    #: ``mac``'s first value's words: the MAC, then the addresses
+    #: the words of ``mac``'s value that starts with a MAC: it, then the addresses
     addresses: tuple[str, ...] = ()
     external_ids: Mapping[str, str] = field(default_factory=dict)
+    #: where a port being live-migrated is bound too
+    additional_chassis: tuple[str, ...] = ()
+
+    def bound_to(self, chassis: str) -> bool:
+        return self.chassis == chassis or chassis in self.additional_chassis
 
 
 def network_of(row: Any) -> str | None:
@@ -121,9 +126,20 @@ def read_bindings(api: Any, network_id: str | None = None) -> list[Binding]:
         found.append(Binding(
             logical_port=row.logical_port, network_id=network, type=row.type,
             chassis=row.chassis[0].name if row.chassis else None,
-            addresses=tuple(row.mac[0].split()) if row.mac else (),
-            external_ids=dict(row.external_ids)))
+            addresses=mac_and_addresses(row.mac),
+            external_ids=dict(row.external_ids),
+            additional_chassis=tuple(c.name for c in getattr(row, "additional_chassis", ()))))
     return found
+
+
+def mac_and_addresses(values: Iterable[str]) -> tuple[str, ...]:
+    """The MAC and addresses of a ``mac`` column (``["fa:16:3e:.. 10.0.0.5",
+    "unknown"]``: a port without port security is also ``unknown``)."""
+    for value in values:
+        words = value.split()
+        if words and words[0].count(":") == 5:
+            return tuple(words)
+    return ()
 
 
 # --- the pure core -----------------------------------------------------------------------
@@ -148,7 +164,7 @@ def wanted_ports(bindings: Iterable[Binding], chassis: str) -> dict[str, Metadat
     port bound to ``chassis``."""
     bindings = list(bindings)
     here = {b.network_id for b in bindings
-            if b.chassis == chassis and b.type in VIF_TYPES and b.network_id}
+            if b.bound_to(chassis) and b.type in VIF_TYPES and b.network_id}
     wanted = {}
     for binding in bindings:
         if binding.network_id in here and (port := metadata_port(binding)) is not None:

@@ -25,6 +25,7 @@ from neutrino.agents.ovn_metadata import (
     OvnMetadataAgent,
     agent_id,
     liveness_keys,
+    mac_and_addresses,
     plan,
     ports_at,
     read_bindings,
@@ -69,6 +70,18 @@ def test_a_network_is_served_where_an_instance_of_it_is_bound():
 ])
 def test_nothing_to_serve(bindings):
     assert wanted_ports(bindings, HERE) == {}
+
+
+def test_a_port_being_migrated_here_counts_as_here():
+    migrating = Binding("a", NET, "", THERE, ("fa:16:3e:00:00:05", "10.0.0.5"), {}, (HERE,))
+    assert set(wanted_ports([metadata_binding(), migrating], HERE)) == {NET}
+
+
+def test_the_mac_column_read_past_unknown():
+    assert mac_and_addresses(["unknown"]) == ()
+    assert mac_and_addresses(["fa:16:3e:00:00:05 10.0.0.5", "unknown"]) == (
+        "fa:16:3e:00:00:05", "10.0.0.5")
+    assert mac_and_addresses(["router"]) == ()
 
 
 def test_only_ipv4_addresses_go_on_the_metadata_port():
@@ -144,7 +157,9 @@ class FakeSouthbound:
             logical_port=binding.logical_port, type=binding.type,
             datapath=self.datapaths[binding.network_id or NET],
             chassis=[self.chassis[binding.chassis]] if binding.chassis else [],
-            mac=[" ".join(binding.addresses)] if binding.addresses else [],
+            additional_chassis=[self.chassis[name] for name in binding.additional_chassis],
+            # as OVSDB orders a set: "unknown" after the MAC's value
+            mac=[" ".join(binding.addresses), "unknown"] if binding.addresses else [],
             external_ids=dict(binding.external_ids))
 
     def unbind(self, logical_port: str) -> None:
