@@ -142,6 +142,33 @@ class KeepOnly(BaseCommand):
                 row.delvalue(self.column, member)
 
 
+class SetBalancers(BaseCommand):
+    """The router ``router`` finds uses exactly the load balancers named in
+    ``names`` among those of its own (``neutron:router_name`` is its id); a
+    load balancer of its no longer used is deleted (they are root rows)."""
+
+    def __init__(self, api: Any, router: Key, names: set[str]):
+        super().__init__(api)
+        self.router = router
+        self.names = names
+
+    def run_idl(self, txn: Any) -> None:
+        router_id = self.router.value[len("neutron-"):]
+        found = self.router.find(self.api)
+        mine = [lb for lb in self.api.tables["Load_Balancer"].rows.values()
+                if lb.external_ids.get(names.ROUTER_NAME) == router_id]
+        if found is not None:
+            have = getattr(found, "load_balancer", []) if found._data is not None else []
+            for lb in mine:
+                if lb.name in self.names and lb not in have:
+                    found.addvalue("load_balancer", lb)
+        for lb in mine:
+            if lb.name not in self.names:
+                if found is not None and found._data is not None:
+                    found.delvalue("load_balancer", lb)
+                lb.delete()
+
+
 class DeleteRow(BaseCommand):
     """Remove the row ``key`` finds (from ``parent`` too); nothing if it is gone."""
 

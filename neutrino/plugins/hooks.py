@@ -7,7 +7,7 @@ findable with grep; there is no open publish/subscribe.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -219,6 +219,10 @@ class OvnRouters(Protocol):
 
     def write_router(self, router_id: str) -> None:
         """Write the router, whole, as it is now."""
+
+    def routers_updated(self, router_ids: Sequence[str]) -> None:
+        """After a committed change of these routers (a service plugin's, as the
+        port forwardings'): written, or left to the maintenance task if OVN is away."""
 
     def forget(self, router_id: str) -> None:
         """Remove OVN's rows of a router neutrino no longer has."""

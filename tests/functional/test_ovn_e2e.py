@@ -104,7 +104,7 @@ def lab(tmp_path: Path) -> Iterator[Lab]:
             external = box.namespace("ext")
             external_host(ovs3, "br-ex", external, f"{EXTERNAL_HOST}/24")
             server = start_server(tmp_path, f"sqlite:///{tmp_path / 'neutrino.db'}", extra=(
-                "agent_down_time = 8\nservice_plugins = ovn-router\n"
+                "agent_down_time = 8\nservice_plugins = ovn-router,port_forwarding\n"
                 "[ml2]\nmechanism_drivers = ovn\ntenant_network_types = geneve\n"
                 "extension_drivers = port_security\n"
                 "[ml2_type_geneve]\nvni_ranges = 1:100\n"
@@ -191,7 +191,7 @@ def source_seen_by_external_host(lab: Lab, namespace: str) -> str:
         listener.wait()
 
 
-def test_a_router_routes_snats_and_serves_a_floating_ip(lab: Lab):
+def test_a_router_routes_snats_serves_floating_ips_and_forwards_ports(lab: Lab):
     public = lab.admin.network(name="public", **{
         "router:external": True, "provider:network_type": "flat",
         "provider:physical_network": "physnet1"})
@@ -208,7 +208,7 @@ def test_a_router_routes_snats_and_serves_a_floating_ip(lab: Lab):
         assert resp.status_code == 200, resp.text
     gateway_ip = router["external_gateway_info"]["external_fixed_ips"][0]["ip_address"]
     ch1, ch2 = lab.chassis
-    _, vm_a = lab.instance("a", left["id"], ch1)
+    a, vm_a = lab.instance("a", left["id"], ch1)
     b, vm_b = lab.instance("b", right["id"], ch2)
     b_ip = b["fixed_ips"][0]["ip_address"]
     # east-west, between the router's two networks, across chassis
@@ -235,6 +235,28 @@ def test_a_router_routes_snats_and_serves_a_floating_ip(lab: Lab):
         wanted = port_id is not None
         assert wait_until(lambda wanted=wanted: pings(lab.external, address) == wanted, 15,
                           f"the floating IP {'back' if wanted else 'gone'}")
+    # a port forwarding (an OVN load balancer on the router): the external
+    # host's TCP to another floating IP's port 8080 reaches a's port 80
+    resp = lab.api.post("/v2.0/security-group-rules", json={"security_group_rule": {
+        "security_group_id": a["security_groups"][0], "direction": "ingress",
+        "protocol": "tcp", "port_range_min": 80, "port_range_max": 80}})
+    assert resp.status_code == 201, resp.text
+    forwarded = lab.api.create("floatingips", floating_network_id=public["id"])
+    resp = lab.api.post(f"/v2.0/floatingips/{forwarded['id']}/port_forwardings", json={
+        "port_forwarding": {"protocol": "tcp", "internal_port_id": a["id"],
+                            "internal_ip_address": a["fixed_ips"][0]["ip_address"],
+                            "internal_port": 80, "external_port": 8080}})
+    assert resp.status_code == 201, resp.text
+    listener = subprocess.Popen(["ip", "netns", "exec", vm_a, "socat",
+                                 "TCP-LISTEN:80,reuseaddr,fork", "SYSTEM:echo instance-a"])
+    try:
+        assert wait_until(lambda: run(
+            "nc", "-w", "2", forwarded["floating_ip_address"], "8080", namespace=lab.external,
+            check=False, timeout=10).stdout.strip() == "instance-a", 20,
+            "the forwarded port answering")
+    finally:
+        listener.kill()
+        listener.wait()
     # OVN's flows outlive ovn-controller and the server, both killed
     ch2.kill9()
     lab.server.proc.kill()

@@ -70,6 +70,9 @@ class PortForwardingPlugin(Plugin):
 
     def _routers_updated(self, router_ids: list[str | None]) -> None:
         agents_notify.routers_updated(self.db, self.notifier, router_ids)
+        ovn = self.env.hooks.ovn_routers  # with ovn-router: OVN's load balancers
+        if ovn is not None:
+            ovn.routers_updated(sorted({rid for rid in router_ids if rid}))
 
     def get_floatingip_port_forwardings(self, ctx: Context, fip_id: str,
                                         query: CollectionQuery) -> list[dict[str, Any]]:

@@ -37,6 +37,7 @@ from neutrino.ovn.commands import (
     KeepOnly,
     ReplaceChildren,
     Row,
+    SetBalancers,
     WriteRow,
     differences,
 )
@@ -81,6 +82,7 @@ class RouterRows:
     gateway: dict[str, Any] | None
     routes: list[dict[str, Any]]
     nats: list[dict[str, Any]]
+    balancers: list[Row]
 
 
 class OvnRouters:
@@ -114,7 +116,8 @@ class OvnRouters:
 
     def router_deleted(self, router_id: str, hosts: Sequence[str]) -> None:
         try:
-            self.nb.transact([DeleteRow(self.nb.api, rows.router_key(router_id))],
+            self.nb.transact([SetBalancers(self.nb.api, rows.router_key(router_id), set()),
+                              DeleteRow(self.nb.api, rows.router_key(router_id))],
                              f"deleting router {router_id}")
         except OvnUnavailable as error:
             LOG.warning("router %s not deleted from OVN (%s)", router_id, error)
@@ -138,7 +141,7 @@ class OvnRouters:
         state = self._read(router_id)
         if state is None:
             return None
-        view, ports, subnets, fips = state
+        view, ports, subnets, fips, forwardings = state
         gateway = next((p for p in ports if p["device_owner"] == ROUTER_GATEWAY), None)
         cidrs = [subnets[ip["subnet_id"]]["cidr"] for port in ports if port is not gateway
                  for ip in port["fixed_ips"] if ip["subnet_id"] in subnets]
@@ -147,7 +150,8 @@ class OvnRouters:
             ports=[rows.router_port(port, subnets, router_id) for port in ports],
             gateway=gateway,
             routes=rows.static_routes(view, gateway, subnets),
-            nats=rows.nats(view, gateway, cidrs, fips, self.distributed))
+            nats=rows.nats(view, gateway, cidrs, fips, self.distributed),
+            balancers=rows.forwarding_balancers(router_id, forwardings))
 
     def write_router(self, router_id: str) -> None:
         wanted = self.wanted(router_id)
@@ -161,7 +165,9 @@ class OvnRouters:
             KeepOnly(api, key, "ports", {port.key.value for port in wanted.ports}),
             ReplaceChildren(api, key, "static_routes", "Logical_Router_Static_Route",
                             rows.ROUTE_KEY, wanted.routes),
-            ReplaceChildren(api, key, "nat", "NAT", rows.NAT_KEY, wanted.nats)]
+            ReplaceChildren(api, key, "nat", "NAT", rows.NAT_KEY, wanted.nats),
+            *(WriteRow(api, lb.key, lb.columns) for lb in wanted.balancers),
+            SetBalancers(api, key, {lb.key.value for lb in wanted.balancers})]
         if wanted.gateway is not None:
             port_id = wanted.gateway["id"]
             commands.append(ReplaceChildren(
@@ -203,6 +209,11 @@ class OvnRouters:
                         differences(api, present[child["external_ids"][by]], child)
                         for child in children):
                     found.append(column)
+            balancers = {lb.name for lb in have.load_balancer}
+            if balancers != {lb.key.value for lb in wanted.balancers} or any(
+                    differences(api, lb.key.find(api), lb.columns)
+                    for lb in wanted.balancers if lb.key.find(api) is not None):
+                found.append("port forwardings")
             return "; ".join(found) or None
 
         return self.nb.read(compare)
@@ -214,14 +225,16 @@ class OvnRouters:
             if (name := row.name).startswith("neutron-")})
 
     def forget(self, router_id: str) -> None:
-        self.nb.transact([DeleteRow(self.nb.api, rows.router_key(router_id))],
-                         f"removing router {router_id}")
+        self.router_deleted(router_id, [])
 
     def _read(self, router_id: str) -> tuple[dict[str, Any], list[dict[str, Any]],
                                              dict[str, dict[str, Any]],
+                                             list[dict[str, Any]],
                                              list[dict[str, Any]]] | None:
-        """The router, its ports, their subnets and its floating IPs, in one read."""
+        """The router, its ports, their subnets, its floating IPs and their port
+        forwardings, in one read."""
         RP, F, P = models.router_ports, models.floatingips, models.ports
+        PF = models.port_forwardings
 
         def work(conn: Connection) -> Any:
             found = conn.execute(select(models.routers.c.id).where(
@@ -243,7 +256,10 @@ class OvnRouters:
                                F.c.fixed_port_id, P.c.mac_address)
                         .join(P, P.c.id == F.c.floating_port_id)
                         .where(F.c.router_id == router_id).order_by(F.c.id))]
-            return view, ports, subnets, fips
+            forwardings = [row._asdict() for row in conn.execute(
+                select(PF, F.c.floating_ip_address).join(F, F.c.id == PF.c.floatingip_id)
+                .where(F.c.router_id == router_id).order_by(PF.c.id))]
+            return view, ports, subnets, fips, forwardings
 
         with self.db.reader() as conn:
             return work(conn)

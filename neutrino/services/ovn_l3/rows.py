@@ -118,3 +118,26 @@ def nats(view: Mapping[str, Any], gateway_port: Mapping[str, Any] | None,
             row.update(logical_port=[fip["port_id"]], external_mac=[fip["floating_port_mac"]])
         rows.append(row)
     return rows
+
+
+def forwarding_balancers(router_id: str, forwardings: Iterable[Mapping[str, Any]]
+                         ) -> list[Row]:
+    """A floating IP's port forwardings as OVN load balancers on its router, one
+    per floating IP and protocol (Neutron's ``pf-floatingip-<id>-<protocol>``),
+    each forwarding a VIP ``fip:port`` -> ``internal ip:port`` (a range, port
+    by port)."""
+    grouped: dict[tuple[str, str], dict[str, str]] = {}
+    addresses: dict[str, str] = {}
+    for pf in forwardings:
+        vips = grouped.setdefault((pf["floatingip_id"], pf["protocol"]), {})
+        addresses[pf["floatingip_id"]] = pf["floating_ip_address"]
+        span = pf["external_port_end"] - pf["external_port_start"]
+        for offset in range(span + 1):
+            vips[f"{pf['floating_ip_address']}:{pf['external_port_start'] + offset}"] = (
+                f"{pf['internal_ip_address']}:{pf['internal_port_start'] + offset}")
+    return [Row(Key("Load_Balancer", "name", f"pf-floatingip-{fip_id}-{protocol}"), {
+        "protocol": [protocol], "vips": vips,
+        "external_ids": {"neutron:device_owner": "port_forwarding_plugin",
+                         "neutron:fip_id": fip_id, names.ROUTER_NAME: router_id,
+                         "neutron:floating_ip_address": addresses[fip_id]}})
+        for (fip_id, protocol), vips in sorted(grouped.items())]
