@@ -44,9 +44,9 @@ import logging
 import os
 import sys
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from neutrino import cli, config, log, metrics
 from neutrino.agents.base import AGENT_OPTIONS, NotConverged, converge_each, named
@@ -59,6 +59,7 @@ from neutrino.config import Config
 from neutrino.linux import host_check
 from neutrino.linux.errors import HostError
 from neutrino.linux.ovn_metadata import Datapaths, MetadataPort, chassis_config
+from neutrino.linux.ovs import Ovsdb
 from neutrino.metadata.handler import InstanceFinder, MetadataHandler
 from neutrino.ovn import names
 from neutrino.ovn.ovsdb import SB_API, OvnDatabase, OvnUnavailable
@@ -66,6 +67,7 @@ from neutrino.rpc.bus import Bus
 from neutrino.rpc.transport import get_transport
 
 LOG = logging.getLogger(__name__)
+T = TypeVar("T")
 
 SB_TABLES = ("SB_Global", "Chassis", "Chassis_Private", "Port_Binding", "Datapath_Binding")
 WATCHED = ("Port_Binding", "SB_Global", "Chassis_Private")
@@ -82,6 +84,32 @@ CONCURRENCY = 4
 #: Neutron's namespace for chassis names that are not UUIDs: the agent id is the
 #: one Neutron's OVN metadata agent would show for the chassis
 CHASSIS_ID_NAMESPACE = uuid.UUID("d34bf9f6-da32-4871-9af8-15a4626b41ab")
+
+
+class Southbound(Protocol):
+    """What the agent uses of the Southbound database (``OvnDatabase``)."""
+
+    remote: str
+    api: Any  # ovsdbapp's Southbound API: its commands, for ``transact``
+
+    @property
+    def connected(self) -> bool: ...
+
+    def read(self, work: Callable[[Any], T]) -> T: ...
+
+    def transact(self, commands: Iterable[Any], what: str) -> list[Any]: ...
+
+
+class Host(Protocol):
+    """What the agent does on the host (``neutrino.linux.ovn_metadata.Datapaths``)."""
+
+    def present(self) -> set[str]: ...
+
+    def provision(self, port: MetadataPort) -> None: ...
+
+    def teardown(self, network_id: str) -> None: ...
+
+    def proxy_pid(self, network_id: str) -> int | None: ...
 
 
 # --- the Southbound rows, as plain data --------------------------------------------------
@@ -227,8 +255,8 @@ class OvnMetadataAgent(MetadataAgent):
                                         "ovn-metadata-proxy")
         self.chassis = ""
         self.agent_id = ""
-        self.sb: Any = None  # an OvnDatabase (or a test's stand-in)
-        self.datapaths: Any = None  # a Datapaths (or a test's stand-in)
+        self.sb: Southbound | None = None
+        self.datapaths: Host | None = None
         self._closers: list[Any] = []
         self.loop: asyncio.AbstractEventLoop | None = None
         self._monitor = ProcessMonitor(self._proxy_ended)
@@ -238,7 +266,6 @@ class OvnMetadataAgent(MetadataAgent):
     def connect(self) -> None:
         """Reach the chassis' Open vSwitch (its name and bridge; HostError if it
         cannot be read) and start reaching the Southbound database."""
-        from neutrino.linux.ovs import Ovsdb  # the ovs library: only where it is used
         ovsdb = Ovsdb(self.conf.ovs.ovsdb_connection)
         self._closers.append(ovsdb.close)
         chassis, bridge = chassis_config(ovsdb)
@@ -255,12 +282,22 @@ class OvnMetadataAgent(MetadataAgent):
         self._closers.append(sb.stop)
         sb.start()
 
-    def attach(self, chassis: str, sb: Any, datapaths: Any) -> None:
+    def attach(self, chassis: str, sb: Southbound, datapaths: Host) -> None:
         """The agent's chassis, Southbound database and host (tests give stand-ins)."""
         self.chassis = chassis
         self.agent_id = agent_id(chassis)
         self.sb = sb
         self.datapaths = datapaths
+
+    def _southbound(self) -> Southbound:
+        if self.sb is None:
+            raise RuntimeError("the agent is not connected (connect or attach first)")
+        return self.sb
+
+    def _host(self) -> Host:
+        if self.datapaths is None:
+            raise RuntimeError("the agent is not connected (connect or attach first)")
+        return self.datapaths
 
     def close(self) -> None:
         for close in reversed(self._closers):
@@ -318,13 +355,14 @@ class OvnMetadataAgent(MetadataAgent):
 
         if not networks or len(addresses) != 1:
             return []
-        return await asyncio.to_thread(self.sb.read, lookup)
+        return await asyncio.to_thread(self._southbound().read, lookup)
 
     # --- reconcile -----------------------------------------------------------------------
 
     async def sync(self, full: bool, dirty: set[Any]) -> None:
-        if not self.sb.connected:  # it says so itself, and its reconnection syncs
-            raise NotConverged(f"the Southbound database at {self.sb.remote} is not "
+        sb, host = self._southbound(), self._host()
+        if not sb.connected:  # it says so itself, and its reconnection syncs
+            raise NotConverged(f"the Southbound database at {sb.remote} is not "
                                "reached yet", logging.DEBUG)
         networks = None if full else named(dirty, "network")
         try:
@@ -332,23 +370,23 @@ class OvnMetadataAgent(MetadataAgent):
                 await asyncio.to_thread(self.report_liveness)
             if networks == set():
                 return
-            bindings = await asyncio.to_thread(self.sb.read, read_bindings)
+            bindings = await asyncio.to_thread(sb.read, read_bindings)
         except OvnUnavailable as error:
             raise NotConverged(str(error), logging.WARNING) from error
-        present = await asyncio.to_thread(self.datapaths.present)
+        present = await asyncio.to_thread(host.present)
         provision, teardown = plan(wanted_ports(bindings, self.chassis), present, networks)
         by_network = {port.network_id: port for port in provision}
         limit = asyncio.Semaphore(CONCURRENCY)
 
         async def up(network: str) -> None:
             self._monitor.forget(network)  # what provisioning restarts is no death
-            await asyncio.to_thread(self.datapaths.provision, by_network[network])
+            await asyncio.to_thread(host.provision, by_network[network])
             self._monitor.watch(network, {PROXY: await asyncio.to_thread(
-                self.datapaths.proxy_pid, network)})
+                host.proxy_pid, network)})
 
         async def down(network: str) -> None:
             self._monitor.forget(network)
-            await asyncio.to_thread(self.datapaths.teardown, network)
+            await asyncio.to_thread(host.teardown, network)
 
         await converge_each(sorted(by_network), limit, up, "network")
         await converge_each(teardown, limit, down, "network")
@@ -364,7 +402,8 @@ class OvnMetadataAgent(MetadataAgent):
                 return None
             return row.uuid, top.nb_cfg, dict(row.external_ids)
 
-        found = self.sb.read(read)
+        sb = self._southbound()
+        found = sb.read(read)
         if found is None:
             LOG.info("chassis %s not in the Southbound database yet (ovn-controller "
                      "registers it)", self.chassis)
@@ -372,9 +411,8 @@ class OvnMetadataAgent(MetadataAgent):
         row_uuid, nb_cfg, external_ids = found
         changes = liveness_keys(nb_cfg, external_ids, self.agent_id)
         if changes:
-            self.sb.transact([self.sb.api.db_set("Chassis_Private", row_uuid,
-                                                 ("external_ids", changes))],
-                             f"reporting the metadata agent of chassis {self.chassis}")
+            sb.transact([sb.api.db_set("Chassis_Private", row_uuid, ("external_ids", changes))],
+                        f"reporting the metadata agent of chassis {self.chassis}")
 
     # --- the loop: no bus, no state reports ----------------------------------------------
 
