@@ -6,8 +6,9 @@ reading the chassis' Open vSwitch and the Southbound database over its UNIX
 socket (the chassis' namespace cannot reach the root namespace's 127.0.0.1).
 An instance's curl crosses the ``ovnmeta-`` namespace's proxy and the agent
 to a fake Nova on the chassis' loopback, which records what it was told; the
-agent shows alive in /v2.0/agents; the network's last port on the chassis
-deleted, its namespace goes.
+agent shows alive in /v2.0/agents (dead once stopped), starts a proxy that
+died again, keeps its agent id over a restart; the network's last port on
+the chassis deleted, its namespace goes.
 """
 
 from __future__ import annotations
@@ -257,3 +258,8 @@ def test_an_instance_gets_its_metadata_through_the_chassis_agent(lab: Lab):
     assert wait_until(lambda: namespace not in namespaces(), 20,
                       lambda: f"{namespace} removed\n{lab.agent_log()}")
     assert lab.agent is not None and lab.agent.poll() is None, lab.agent_log()
+
+    # stopped, it no longer answers the server's nb_cfg: taken for dead
+    lab.stop_agent()
+    assert wait_until(lambda: lab.chassis.name not in metadata_agents_alive(lab), 30,
+                      "the stopped agent taken for dead")
