@@ -74,7 +74,6 @@ WATCHED = ("Port_Binding", "SB_Global", "Chassis_Private")
 #: the dirty item that asks for the liveness keys to be checked
 LIVENESS = ("liveness",)
 #: the device owner of a network's metadata port (the server's rows say so)
-METADATA_OWNER = "network:distributed"
 #: Port_Binding types of instances' ports
 VIF_TYPES = ("", "external", "virtual")
 #: the daemon each datapath runs, as the process monitor names it
@@ -177,7 +176,7 @@ def metadata_port(binding: Binding) -> MetadataPort | None:
     port, or one without a MAC or an IPv4 address (nothing to serve on)."""
     if binding.type != "localport" or binding.network_id is None or not binding.addresses:
         return None
-    if binding.external_ids.get(names.DEVICE_OWNER, METADATA_OWNER) != METADATA_OWNER:
+    if binding.external_ids.get(names.DEVICE_OWNER, names.METADATA_OWNER) != names.METADATA_OWNER:
         return None
     cidrs = tuple(sorted(
         cidr for cidr in binding.external_ids.get(names.CIDRS, "").split()

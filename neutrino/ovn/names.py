@@ -25,6 +25,9 @@ PORT = "port_id"
 METADATA_SB_CFG = "neutron:ovn-metadata-sb-cfg"
 METADATA_ID = "neutron:ovn-metadata-id"
 
+#: the device owner of a network's metadata port (a localport on every chassis)
+METADATA_OWNER = "network:distributed"
+
 #: the port group every port with port security belongs to: its drop ACLs
 #: make whatever no group of the port allows go nowhere
 DROP_PORT_GROUP = "neutron_pg_drop"

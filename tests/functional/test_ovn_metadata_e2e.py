@@ -166,21 +166,6 @@ def metadata_agents_alive(lab: Lab) -> set[str]:
             if agent["agent_type"] == "OVN Metadata agent" and agent["alive"]}
 
 
-def without_port_security(lab: Lab, port_id: str) -> None:
-    """The metadata port's Logical_Switch_Port without port security, as
-    Neutron writes it (a ``network:`` owner is trusted): the proxy answers
-    from 169.254.169.254, which the port's own addresses do not hold. A
-    stop-gap while the driver writes port security for it (rows.switch_port):
-    nothing when it no longer does."""
-    if lab.central.nb_get("Logical_Switch_Port", port_id, "port_security"):
-        resp = lab.admin.put(f"/v2.0/ports/{port_id}",
-                             json={"port": {"port_security_enabled": False}})
-        assert resp.status_code == 200, resp.text
-        wait_until(lambda: not lab.central.nb_get("Logical_Switch_Port", port_id,
-                                                  "port_security"),
-                   10, "the metadata port without port security")
-
-
 def why_not(lab: Lab, vm: str, namespace: str) -> str:
     """What tells why the instance's request got no answer."""
     return "\n".join([
@@ -213,7 +198,8 @@ def test_an_instance_gets_its_metadata_through_the_chassis_agent(lab: Lab):
     [metadata_port] = lab.admin.get("/v2.0/ports", params={
         "network_id": network["id"], "device_owner": "network:distributed"}).json()["ports"]
     metadata_ip = metadata_port["fixed_ips"][0]["ip_address"]
-    without_port_security(lab, metadata_port["id"])
+    # trusted, as Neutron writes it: the proxy answers from 169.254.169.254
+    assert not lab.central.nb_get("Logical_Switch_Port", metadata_port["id"], "port_security")
     namespace = f"ovnmeta-{network['id']}"
     assert namespace not in namespaces()  # no instance of the network here yet
 

@@ -90,6 +90,9 @@ def test_ports_without_port_security_a_router_port_and_a_metadata_port() -> None
                                 SUBNETS)
     assert metadata.columns["type"] == "localport"
     assert metadata.columns["dhcpv4_options"] == []
+    # the network's own ports are trusted: no port security, and no flooding to them
+    assert metadata.columns["port_security"] == [] and metadata.groups == set()
+    assert metadata.columns["addresses"] == ["fa:16:3e:00:00:01 10.0.0.5"]
 
 
 def test_dhcp_options_say_routes_in_a_stable_order() -> None:

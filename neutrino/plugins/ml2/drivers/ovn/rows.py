@@ -27,7 +27,7 @@ METADATA_ADDRESS = "169.254.169.254"
 #: device owners whose ports OVN realises itself (no instance behind them)
 ROUTER_OWNERS = ("network:router_interface", "network:router_gateway",
                  "network:router_interface_distributed", "network:ha_router_replicated_interface")
-METADATA_OWNER = "network:distributed"
+METADATA_OWNER = names.METADATA_OWNER
 FLOATING_IP_OWNER = "network:floatingip"
 
 
@@ -144,7 +144,9 @@ def _addresses(port: Mapping[str, Any]) -> str:
 def switch_port(port: Mapping[str, Any], subnets: Mapping[str, Mapping[str, Any]]) -> Row:
     """A port as its Logical_Switch_Port; ``subnets``: those of its fixed IPs, by id."""
     owner = port.get("device_owner") or ""
-    secured = bool(port.get("port_security_enabled", True))
+    # the network's own ports (metadata, DHCP) are trusted, as in Neutron: the
+    # metadata port answers from 169.254.169.254, which it does not hold
+    secured = bool(port.get("port_security_enabled", True)) and not owner.startswith("network:")
     groups = list(port.get("security_groups") or [])
     columns: dict[str, Any] = {
         "enabled": bool(port.get("admin_state_up", True)),
@@ -169,7 +171,7 @@ def switch_port(port: Mapping[str, Any], subnets: Mapping[str, Mapping[str, Any]
         columns.update(addresses=[], enabled=False)  # the address lives on the router
     else:
         addresses = [_addresses(port)]
-        if not secured:
+        if not secured and not owner.startswith("network:"):
             addresses.append("unknown")  # it may send and take any MAC: flood to it
         columns["addresses"] = addresses
         if owner == METADATA_OWNER:
