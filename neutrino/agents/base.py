@@ -96,6 +96,9 @@ class Agent:
     #: notification topics it also listens to (fanouts from the server)
     notification_topics: ClassVar[tuple[str, ...]] = ()
     option_groups: ClassVar[tuple[OptGroup, ...]] = ()
+    #: False for an agent that neither serves nor reports over the message bus
+    #: (the OVN metadata agent, which reports through OVN's Southbound database)
+    uses_bus: ClassVar[bool] = True
     #: which agent extensions it runs ("l2", "dhcp", "l3"; empty: none)
     extension_kind: ClassVar[str] = ""
     #: the extensions it runs when ``[agent] extensions`` is unset
@@ -178,6 +181,10 @@ class Agent:
         """What the agent, as configured, will use on the host (tools, devices,
         directories), each with the setting that wants it; read, not checked."""
         return Needs()
+
+    def connect(self) -> None:
+        """Before the agent starts, once the host is checked: reach what it works
+        with beyond the bus (HostError, one line, when it cannot)."""
 
     def check_host(self) -> None:
         """Before the agent starts: ``HostCheckError`` (one line) for the first

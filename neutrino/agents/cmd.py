@@ -22,7 +22,9 @@ def main(agent_class: type[Agent], argv: list[str] | None = None) -> None:
     try:
         conf = config.load(args.config_file)
         conf.register((AGENT_OPTIONS, *agent_class.option_groups))
-        transport = get_transport(conf.DEFAULT.transport_url)
+        # an agent without the bus gets one that goes nowhere (the base wants one)
+        transport = get_transport(conf.DEFAULT.transport_url if agent_class.uses_bus
+                                  else f"memory://{agent_class.binary}")
     except (config.ConfigError, TransportURLError) as error:
         print(f"{agent_class.binary}: {error}", file=sys.stderr)
         sys.exit(2)
@@ -35,11 +37,13 @@ def main(agent_class: type[Agent], argv: list[str] | None = None) -> None:
     try:
         agent = agent_class(conf, Bus(transport, timeout=conf.DEFAULT.rpc_response_timeout))
         agent.check_host()  # tools, devices, directories: before it reports alive
+        agent.connect()
     except (ValueError, HostError) as error:  # ValueError: options at odds with another
         print(f"{agent_class.binary}: {error}", file=sys.stderr)
         sys.exit(2)
     try:
-        asyncio.run(transport.probe())  # the broker, once: not a reconnecting loop
+        if agent_class.uses_bus:
+            asyncio.run(transport.probe())  # the broker, once: not a reconnecting loop
     except TransportError as error:
         print(f"{agent_class.binary}: {error}, set by {conf.source('DEFAULT', 'transport_url')}",
               file=sys.stderr)

@@ -42,16 +42,14 @@ import asyncio
 import ipaddress
 import logging
 import os
-import sys
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from neutrino import cli, config, log, metrics
-from neutrino.agents.base import AGENT_OPTIONS, NotConverged, converge_each, named
-from neutrino.agents.cmd import _sections, _serve
-from neutrino.agents.commands import agent_commands
+from neutrino import metrics
+from neutrino.agents.base import NotConverged, converge_each, named
+from neutrino.agents.cmd import main as run_agent
 from neutrino.agents.metadata import MetadataAgent
 from neutrino.agents.ovn_metadata_options import BINARY, OPTIONS
 from neutrino.agents.process_monitor import ProcessMonitor
@@ -64,7 +62,6 @@ from neutrino.metadata.handler import InstanceFinder, MetadataHandler
 from neutrino.ovn import names
 from neutrino.ovn.ovsdb import SB_API, OvnDatabase, OvnUnavailable
 from neutrino.rpc.bus import Bus
-from neutrino.rpc.transport import get_transport
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -244,6 +241,7 @@ class OvnMetadataAgent(MetadataAgent):
 
     agent_type = "OVN Metadata agent"
     binary = BINARY
+    uses_bus = False  # it reports through the Southbound database
     # MetadataAgent's is inferred as a tuple of one group
     option_groups = OPTIONS  # type: ignore[assignment]
 
@@ -439,27 +437,7 @@ class OvnMetadataAgent(MetadataAgent):
 
 
 def main(argv: list[str] | None = None) -> None:
-    """As ``neutrino.agents.cmd.main``, without the message bus (the
-    agent reports through the Southbound database)."""
-    cls = OvnMetadataAgent
-    args = cli.parser(cls.binary, cli.describe(__doc__), _sections(cls)).parse_args(argv)
-    try:
-        conf = config.load(args.config_file)
-        conf.register((AGENT_OPTIONS, *cls.option_groups))
-        log.setup(conf, cls.binary, cli.logging_overrides(args))
-    except config.ConfigError as error:
-        print(f"{cls.binary}: {error}", file=sys.stderr)
-        sys.exit(2)
-    conf.warn_unknown(agent_commands)
-    try:
-        # a bus that is never started: the Agent base wants one
-        agent = cls(conf, Bus(get_transport("memory://ovn-metadata-agent")))
-        agent.check_host()
-        agent.connect()
-    except (ValueError, HostError) as error:
-        print(f"{cls.binary}: {error}", file=sys.stderr)
-        sys.exit(2)
-    asyncio.run(_serve(agent))
+    run_agent(OvnMetadataAgent, argv)
 
 
 if __name__ == "__main__":
