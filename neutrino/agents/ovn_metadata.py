@@ -239,7 +239,7 @@ class OvnMetadataAgent(MetadataAgent):
     """The metadata agent whose ports come from the Southbound database, and
     which runs the proxies of its chassis itself."""
 
-    agent_type = "OVN Metadata agent"
+    agent_type = names.METADATA_AGENT
     binary = BINARY
     uses_bus = False  # it reports through the Southbound database
     # MetadataAgent's is inferred as a tuple of one group

@@ -25,6 +25,11 @@ PORT = "port_id"
 METADATA_SB_CFG = "neutron:ovn-metadata-sb-cfg"
 METADATA_ID = "neutron:ovn-metadata-id"
 
+#: how /v2.0/agents shows chassis (Neutron's agent types)
+CONTROLLER_AGENT = "OVN Controller agent"
+GATEWAY_AGENT = "OVN Controller Gateway agent"
+METADATA_AGENT = "OVN Metadata agent"
+
 #: the device owner of a network's metadata port (a localport on every chassis)
 METADATA_OWNER = "network:distributed"
 

@@ -32,6 +32,7 @@ from neutrino.db import models
 from neutrino.db.query import CollectionQuery
 from neutrino.db.util import now
 from neutrino.definitions.l3 import ROUTER_GATEWAY
+from neutrino.ovn import names
 from neutrino.ovn.commands import (
     DeleteRow,
     KeepOnly,
@@ -48,7 +49,6 @@ from neutrino.services.ovn_l3 import rows
 
 LOG = logging.getLogger(__name__)
 ADMIN = Context.admin()
-GATEWAY_AGENT = "OVN Controller Gateway agent"
 
 
 class OvnL3RouterPlugin(L3RouterPlugin):
@@ -299,7 +299,7 @@ class OvnRouters:
         AG = models.agents
         with self.db.reader() as conn:
             found = conn.execute(select(AG.c.configurations).where(
-                AG.c.agent_type == GATEWAY_AGENT, AG.c.admin_state_up.is_(True),
+                AG.c.agent_type == names.GATEWAY_AGENT, AG.c.admin_state_up.is_(True),
                 AG.c.heartbeat_timestamp >= since)).scalars().all()
         return sorted(config.get("chassis_name", "") for config in found
                       if physnet is None or physnet in (config.get("bridge_mappings") or {}))

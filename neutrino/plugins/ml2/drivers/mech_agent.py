@@ -37,6 +37,8 @@ def agent_can_reach(agent: Mapping[str, Any], segment: Segment, mapping_keys: tu
 
 class AgentMechanismDriver(MechanismDriver):
     agent_type: ClassVar[str] = ""
+    #: other agent types whose hosts the driver binds ports on too
+    also_binds_on: ClassVar[tuple[str, ...]] = ()
     vif_type: ClassVar[str] = ""
     mapping_keys: ClassVar[tuple[str, ...]] = ()
     supported_types: ClassVar[tuple[str, ...]] = ()
@@ -54,7 +56,8 @@ class AgentMechanismDriver(MechanismDriver):
         if context.vnic_type not in self.vnic_types:
             return
         for agent in context.agents:
-            if agent.get("agent_type") != self.agent_type or not agent.get("alive") \
+            if agent.get("agent_type") not in (self.agent_type, *self.also_binds_on) \
+                    or not agent.get("alive") \
                     or not agent.get("admin_state_up", True):
                 continue
             for segment in context.segments_to_bind:

@@ -8,7 +8,8 @@ database transaction (precommit) the driver makes sure the Northbound
 database answers, so a call made while it is down fails with 503 and leaves
 nothing behind; a create whose Northbound write then fails is undone by ML2.
 What is missed anyway (the database went away between the two, a server was
-killed) is found by the maintenance task, which compares revision numbers.
+killed) is found by the maintenance task, which compares the two databases
+(``sync.py``).
 
 The server process that runs the periodic tasks also watches the
 Northbound database for ports coming up (``Logical_Switch_Port.up``, set by
@@ -49,9 +50,6 @@ SUPPORTED_TYPES = ("geneve", "flat", "vlan")
 NB_TABLES = ("NB_Global", "Logical_Switch", "Logical_Switch_Port", "DHCP_Options",
              "Port_Group", "ACL", "Address_Set", "Logical_Router", "Logical_Router_Port",
              "Logical_Router_Static_Route", "NAT", "Gateway_Chassis", "Load_Balancer")
-CONTROLLER_AGENT = "OVN Controller agent"
-GATEWAY_AGENT = "OVN Controller Gateway agent"
-METADATA_AGENT = "OVN Metadata agent"
 
 
 class OvnUnavailableError(exc.ServiceUnavailable):
@@ -60,7 +58,8 @@ class OvnUnavailableError(exc.ServiceUnavailable):
 
 class OvnMechanismDriver(AgentMechanismDriver):
     name = "ovn"
-    agent_type = CONTROLLER_AGENT
+    agent_type = names.CONTROLLER_AGENT
+    also_binds_on = (names.GATEWAY_AGENT,)  # a gateway chassis hosts instances too
     vif_type = "ovs"
     mapping_keys = ("bridge_mappings",)
     supported_types = SUPPORTED_TYPES

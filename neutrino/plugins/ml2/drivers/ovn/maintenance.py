@@ -113,9 +113,8 @@ class Maintenance:
                             if ":" in item)
             if self._asked_nb_cfg is None or row.nb_cfg >= self._asked_nb_cfg:
                 states.append({
-                    "agent_type": ("OVN Controller Gateway agent"
-                                   if "enable-chassis-as-gw" in options
-                                   else "OVN Controller agent"),
+                    "agent_type": (names.GATEWAY_AGENT if "enable-chassis-as-gw" in options
+                                   else names.CONTROLLER_AGENT),
                     "binary": "ovn-controller", "topic": "N/A", "host": chassis.hostname,
                     "configurations": {
                         "chassis_name": chassis.name, "bridge_mappings": mappings,
@@ -126,7 +125,7 @@ class Maintenance:
             if metadata_cfg is not None and (self._asked_sb_cfg is None
                                              or int(metadata_cfg) >= self._asked_sb_cfg):
                 states.append({
-                    "agent_type": "OVN Metadata agent",
+                    "agent_type": names.METADATA_AGENT,
                     "binary": "neutrino-ovn-metadata-agent", "topic": "N/A",
                     "host": chassis.hostname,
                     "configurations": {"chassis_name": chassis.name}})
