@@ -100,7 +100,8 @@ class Maintenance:
             reports.record(seen)
 
     def _caught_up(self, api: Any) -> list[dict[str, Any]]:
-        """The agents' states of the chassis that processed the last tick's nb_cfg."""
+        """The agents' states of the chassis that processed the last tick's nb_cfg
+        (none at the first tick: a chassis that died keeps its rows)."""
         private = {row.name: row for row in api.tables["Chassis_Private"].rows.values()}
         states = []
         for chassis in api.tables["Chassis"].rows.values():
@@ -111,7 +112,7 @@ class Maintenance:
             mappings = dict(item.split(":", 1) for item in
                             chassis.other_config.get("ovn-bridge-mappings", "").split(",")
                             if ":" in item)
-            if self._asked_nb_cfg is None or row.nb_cfg >= self._asked_nb_cfg:
+            if self._asked_nb_cfg is not None and row.nb_cfg >= self._asked_nb_cfg:
                 states.append({
                     "agent_type": (names.GATEWAY_AGENT if "enable-chassis-as-gw" in options
                                    else names.CONTROLLER_AGENT),
@@ -122,8 +123,8 @@ class Maintenance:
                         "datapath_type": chassis.other_config.get("datapath-type", ""),
                         "ovn-cms-options": options}})
             metadata_cfg = row.external_ids.get(names.METADATA_SB_CFG)
-            if metadata_cfg is not None and (self._asked_sb_cfg is None
-                                             or int(metadata_cfg) >= self._asked_sb_cfg):
+            if metadata_cfg is not None and self._asked_sb_cfg is not None \
+                    and int(metadata_cfg) >= self._asked_sb_cfg:
                 states.append({
                     "agent_type": names.METADATA_AGENT,
                     "binary": "neutrino-ovn-metadata-agent", "topic": "N/A",
