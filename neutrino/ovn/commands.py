@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from neutrino.ovn import names
-from neutrino.ovn.ovsdb import BaseCommand, idlutils
+from neutrino.ovn.ovsdb import Atom, BaseCommand, UuidType, idlutils
 
 LOG = logging.getLogger(__name__)
 
@@ -205,14 +205,25 @@ class SetMembership(BaseCommand):
         row = self.member.find(self.api)
         if row is None:
             return
+        member = Atom(UuidType, row.uuid)
         for group in self.api.tables[self.table].rows.values():
             if not self.ours(group.name):
                 continue
-            holds = any(member.uuid == row.uuid for member in getattr(group, self.column))
+            holds = _holds(group, self.column, member)
             if group.name in self.wanted and not holds:
                 group.addvalue(self.column, row)
             elif group.name not in self.wanted and holds:
                 group.delvalue(self.column, row)
+
+
+def _holds(row: Any, column: str, member: Any) -> bool:
+    """Whether the committed set ``column`` of ``row`` holds ``member`` (an Atom),
+    looked up in the replica's datum: reading the column would build and sort
+    every member row, for every port write (a group like the drop group holds
+    every port). A row inserted by this transaction holds nothing yet."""
+    if row._data is None:
+        return False
+    return member in row._data[column].values
 
 
 class ReplaceChildren(BaseCommand):

@@ -19,9 +19,13 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
+from neutrino import exceptions as exc
+
 # as in neutrino.linux.ovs: the ovs library's import of eventlet warns; only here
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated", category=Warning)
+    from ovs.db.data import Atom
+    from ovs.db.types import UuidType
     from ovsdbapp import exceptions as ovsdbapp_exceptions
     from ovsdbapp.backend.ovs_idl import connection, idlutils
     from ovsdbapp.backend.ovs_idl.command import BaseCommand
@@ -31,7 +35,8 @@ with warnings.catch_warnings():
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
-__all__ = ["NB_API", "SB_API", "BaseCommand", "OvnDatabase", "OvnUnavailable", "idlutils"]
+__all__ = ["NB_API", "SB_API", "Atom", "BaseCommand", "OvnDatabase", "OvnUnavailable",
+           "OvnUnavailableError", "UuidType", "idlutils"]
 #: (event: "create" | "update" | "delete", table name, row, the row's old columns or None)
 RowCallback = Callable[[str, str, Any, Any], None]
 #: the first wait between attempts to reach a database that is down; doubled up to MAX
@@ -40,6 +45,12 @@ RETRY_FIRST, RETRY_MAX = 0.5, 8.0
 
 class OvnUnavailable(Exception):
     """The database cannot be reached, or a transaction with it did not complete."""
+
+
+class OvnUnavailableError(exc.ServiceUnavailable):
+    """The API's answer to a write that OVN cannot take now (503)."""
+
+    message = "The OVN Northbound database is unavailable: %(reason)s"
 
 
 class _WatchingIdl(connection.OvsdbIdl):

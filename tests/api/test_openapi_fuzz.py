@@ -39,7 +39,7 @@ from tests.harness import ApiClient, Server, start_server
 #: (the admin's view: every operation reachable), no page of the browser's
 EXTRA = SERVER_EXTRA.replace("[ml2]", "enable_topology_page = false\n[ml2]", 1)
 #: the examples hypothesis tries per operation, beyond the boundary cases
-EXAMPLES = int(os.environ.get("NEUTRINO_FUZZ_EXAMPLES", "5"))
+EXAMPLES = int(os.environ.get("NEUTRINO_FUZZ_EXAMPLES", "3"))
 
 
 def built_document() -> dict[str, Any]:

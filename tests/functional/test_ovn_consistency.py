@@ -76,13 +76,15 @@ def test_writes_fail_with_503_while_the_northbound_db_is_down(lab: Lab):
             lab.api.post("/v2.0/networks", json={"network": {"name": "during"}}),
             lab.api.post("/v2.0/ports", json={"port": {"network_id": network["id"]}}),
             lab.api.put(f"/v2.0/ports/{port['id']}", json={"port": {"name": "renamed"}}),
-            lab.api.delete(f"/v2.0/networks/{network['id']}")):
+            lab.api.delete(f"/v2.0/networks/{network['id']}"),
+            lab.api.post("/v2.0/routers", json={"router": {"name": "during"}})):
         expect_error(resp, 503, "OvnUnavailableError")
         assert "Northbound" in resp.json()["NeutronError"]["message"]
     # nothing was written: reads need no OVN
     names_now = [n["name"] for n in lab.api.get("/v2.0/networks").json()["networks"]]
     assert "during" not in names_now and "before" in names_now
     assert lab.api.show("ports", port["id"])["name"] == "p"
+    assert not lab.api.get("/v2.0/routers").json()["routers"]
     assert len(lab.api.get("/v2.0/ports", params={"network_id": network["id"]})
                .json()["ports"]) == 1
     lab.central.start_nb()
@@ -126,11 +128,11 @@ def test_rows_deleted_behind_the_servers_back_come_back_after_a_restart(lab: Lab
     lab.central.nbctl("ls-add", "neutron-00000000-0000-4000-8000-000000000000")  # no network
     assert lab.nb_port_name(port["id"]) is None
     lab.restart()
-    wait_until(lambda: lab.nb_port_name(port["id"]) == "p", 30,
+    wait_until(lambda: lab.nb_port_name(port["id"]) == "p", 60,
                "the maintenance task to write the port again")
-    wait_until(lambda: lrp in lab.central.nbctl("lrp-list", f"neutron-{router['id']}"), 30,
+    wait_until(lambda: lrp in lab.central.nbctl("lrp-list", f"neutron-{router['id']}"), 60,
                "the router and its port back")
-    wait_until(lambda: "00000000" not in lab.central.nbctl("ls-list"), 30,
+    wait_until(lambda: "00000000" not in lab.central.nbctl("ls-list"), 60,
                "the switch of no network removed")
 
 

@@ -176,7 +176,7 @@ def test_bad_value(tmp_path, program, text, expected):
 def test_unknown_driver_is_named_before_the_database(tmp_path, program, text, expected):
     bad = write(tmp_path / "drivers.conf", text)
     line = refused(program, tmp_path, *config_args(base(tmp_path), bad))
-    known = "l2population, linuxbridge, logger, openvswitch"
+    known = "l2population, linuxbridge, logger, openvswitch, ovn"
     assert expected.format(file=bad, known=known) in line
     assert not (tmp_path / "state" / "neutrino.db").exists(), "refused before migrations"
 

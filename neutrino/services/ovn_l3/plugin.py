@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,9 +42,9 @@ from neutrino.ovn.commands import (
     WriteRow,
     differences,
 )
-from neutrino.ovn.ovsdb import OvnDatabase, OvnUnavailable
+from neutrino.ovn.ovsdb import OvnDatabase, OvnUnavailable, OvnUnavailableError
 from neutrino.plugins.base import Environment
-from neutrino.services.l3.plugin import L3RouterPlugin, RouterBackend
+from neutrino.services.l3.plugin import L3RouterPlugin, PortChanges, RouterBackend, T
 from neutrino.services.ovn_l3 import rows
 
 LOG = logging.getLogger(__name__)
@@ -71,6 +71,17 @@ class OvnL3RouterPlugin(L3RouterPlugin):
         # OVN keeps a router up with its gateway chassis' priorities, not VRRP:
         # ``[DEFAULT] l3_ha`` is an L3 agents' setting
         return super().create_router(ctx, {**data, "ha": False})
+
+    def _write(self, work: Callable[[Connection, PortChanges], T]) -> T:
+        """A change of routers or floating IPs: 503 before anything is written
+        when OVN cannot take it now, as ML2's ovn driver answers."""
+        nb = self.env.hooks.ovn_northbound
+        assert nb is not None  # ML2's ovn driver, which make_backend requires
+        try:
+            nb.require()
+        except OvnUnavailable as error:
+            raise OvnUnavailableError(reason=str(error)) from None
+        return super()._write(work)
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from neutrino.ovn.commands import (
     SetMembership,
     WriteRow,
 )
-from neutrino.ovn.ovsdb import NB_API, OvnDatabase, OvnUnavailable
+from neutrino.ovn.ovsdb import NB_API, OvnDatabase, OvnUnavailable, OvnUnavailableError
 from neutrino.plugins.ml2.api import NETWORK_TYPE, NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.drivers.mech_agent import AgentMechanismDriver
 from neutrino.plugins.ml2.drivers.ovn import rows
@@ -50,10 +50,6 @@ SUPPORTED_TYPES = ("geneve", "flat", "vlan")
 NB_TABLES = ("NB_Global", "Logical_Switch", "Logical_Switch_Port", "DHCP_Options",
              "Port_Group", "ACL", "Address_Set", "Logical_Router", "Logical_Router_Port",
              "Logical_Router_Static_Route", "NAT", "Gateway_Chassis", "Load_Balancer")
-
-
-class OvnUnavailableError(exc.ServiceUnavailable):
-    message = "The OVN Northbound database is unavailable: %(reason)s"
 
 
 class OvnMechanismDriver(AgentMechanismDriver):
