@@ -93,7 +93,8 @@ def serving(network_id: str, header: str = "X-Neutron-Network-ID") -> list[int]:
     return found
 
 
-def assert_nova_saw(recorded: Path, instance_id: str, port: dict, address: str) -> None:
+def assert_nova_saw(recorded: Path, instance_id: str, port: dict, address: str,
+                    secret: str = SECRET) -> None:
     """The last request the fake Nova got asked for the instance id, as that
     port's instance, from its address, signed with the shared secret."""
     nova_saw = json.loads(recorded.read_text().splitlines()[-1])
@@ -102,7 +103,7 @@ def assert_nova_saw(recorded: Path, instance_id: str, port: dict, address: str) 
     assert headers["X-Instance-ID"] == instance_id
     assert headers["X-Tenant-ID"] == port["project_id"]
     assert headers["X-Forwarded-For"] == address
-    assert headers["X-Instance-ID-Signature"] == sign(instance_id, SECRET)
+    assert headers["X-Instance-ID-Signature"] == sign(instance_id, secret)
 
 
 def test_an_isolated_networks_instance_gets_its_own_metadata(deployment: Deployment,

@@ -13,7 +13,6 @@ the chassis deleted, its namespace goes.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import subprocess
@@ -26,9 +25,8 @@ from typing import Any
 
 import pytest
 
-from neutrino.metadata.handler import sign
 from tests.dataplane import Sandbox, as_a_host, kill_namespace, run, sandbox, wait_until
-from tests.functional.test_metadata_e2e import FAKE_NOVA, METADATA_URL, curl
+from tests.functional.test_metadata_e2e import FAKE_NOVA, METADATA_URL, assert_nova_saw, curl
 from tests.harness import ROOT, ApiClient, Server, start_server
 from tests.ovn import OvnCentral, OvnChassis, ovn_central, ovn_chassis, skip_unless_ovn
 from tests.ovs import ovs_host
@@ -214,13 +212,7 @@ def test_an_instance_gets_its_metadata_through_the_chassis_agent(lab: Lab):
     assert wait_until(lambda: curl(vm, METADATA_URL)[0] == 200, 20,
                       lambda: "metadata answered\n" + why_not(lab, vm, namespace))
     assert curl(vm, METADATA_URL) == (200, instance_id)
-    nova_saw = json.loads((lab.tmp / "nova.jsonl").read_text().splitlines()[-1])
-    headers = nova_saw["headers"]
-    assert nova_saw["path"] == "/latest/meta-data/instance-id"
-    assert headers["X-Instance-ID"] == instance_id
-    assert headers["X-Tenant-ID"] == port["project_id"]
-    assert headers["X-Forwarded-For"] == address
-    assert headers["X-Instance-ID-Signature"] == sign(instance_id, SECRET)
+    assert_nova_saw(lab.tmp / "nova.jsonl", instance_id, port, address, secret=SECRET)
     inside = run("ip", "-o", "addr", namespace=namespace).stdout
     assert "169.254.169.254/32" in inside and f"{metadata_ip}/24" in inside
 
