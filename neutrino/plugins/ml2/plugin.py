@@ -572,8 +572,13 @@ class Ml2Plugin(Plugin):
     def ports_by_ids(self, port_ids: list[str]) -> list[dict[str, Any]]:
         return self._read(lambda conn: self.ports_by_id(conn, port_ids))
 
-    def ports_of_networks(self, network_ids: list[str]) -> list[dict[str, Any]]:
-        query = CollectionQuery(filters={"network_id": list(network_ids)})
+    def ports_of_networks(self, network_ids: list[str], device_owner: str | None = None
+                          ) -> list[dict[str, Any]]:
+        """The networks' ports (of ``device_owner`` only, when given), as an admin sees them."""
+        filters: dict[str, list[Any]] = {"network_id": list(network_ids)}
+        if device_owner is not None:
+            filters["device_owner"] = [device_owner]
+        query = CollectionQuery(filters=filters)
         return self._read(lambda conn: self._extend_ports(
             conn, ports.list_(conn, Context.admin(), query)))
 

@@ -249,8 +249,8 @@ class OvnMechanismDriver(AgentMechanismDriver):
     def _metadata_port(self, network_id: str) -> dict[str, Any] | None:
         """The network's metadata port (``network:distributed``), if it has one."""
         assert self.plugin is not None
-        return next((port for port in self.plugin.ports_of_networks([network_id])
-                     if port["device_owner"] == rows.METADATA_OWNER), None)
+        return next(iter(self.plugin.ports_of_networks([network_id], rows.METADATA_OWNER)),
+                    None)
 
     def _ensure_metadata_port(self, subnet: Mapping[str, Any]) -> None:
         """The network's metadata port, with an address on ``subnet``: where
