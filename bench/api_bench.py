@@ -330,8 +330,10 @@ def _wait_http(url: str, proc: subprocess.Popen, log: Path) -> None:
 class Profiler:
     """``py-spy record`` of each worker while a block runs; collapsed stacks to files."""
 
-    def __init__(self, directory: Path | None, pids: list[int], name: str):
-        self.directory, self.pids, self.name = directory, pids, name
+    def __init__(self, directory: Path | None, pids: list[int], name: str, gil: bool = False):
+        """``gil``: only samples of a thread holding the GIL (Python's CPU time,
+        not its waits: threads that poll, sleep(0) or wait on a socket leave out)."""
+        self.directory, self.pids, self.name, self.gil = directory, pids, name, gil
         self.procs: list[subprocess.Popen] = []
         self.outs: list[Path] = []
 
@@ -344,7 +346,8 @@ class Profiler:
             self.outs.append(out)
             self.procs.append(subprocess.Popen(
                 [spy, "record", "--pid", str(pid), "--format", "raw", "--rate", "250",
-                 "--threads", "--nonblocking", "-o", str(out)],
+                 "--threads", "--nonblocking", *(["--gil"] if self.gil else []),
+                 "-o", str(out)],
                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         time.sleep(1.0)  # let py-spy attach before the load starts
         return self

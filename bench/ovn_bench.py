@@ -2,7 +2,7 @@
 each beside the Open vSwitch agent's figure where there is one.
 
     .venv/bin/python bench/ovn_bench.py [--ports 200] [--sync-ports 5000]
-        [--sync-delete 50] [--creates 1000] [--phases up,sync,api]
+        [--sync-delete 50] [--creates 1000] [--phases up,sync,api] [--profile DIR]
 
 Root; Open vSwitch and OVN (Debian's ``openvswitch-switch``, ``ovn-central``,
 ``ovn-host``: private instances, ``tests/ovs.py`` and ``tests/ovn.py``),
@@ -70,7 +70,16 @@ warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated")
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from api_bench import Run, cpu_seconds, load, port_body, report, wait_for_workers  # noqa: E402
+from api_bench import (  # noqa: E402
+    Profiler,
+    Run,
+    cpu_seconds,
+    load,
+    port_body,
+    report,
+    summarize_profile,
+    wait_for_workers,
+)
 from ovs_bench import OVS_AGENT, SERVER_EXTRA, percentile  # noqa: E402
 
 from neutrino.cmd.instance import Api, Ovs, instance_namespace, plug  # noqa: E402
@@ -306,12 +315,16 @@ def measure(args: argparse.Namespace, servers: dict[str, Server], central: OvnCe
 
     def creates(name: str, count: int, concurrency: int, label: str) -> Run:
         before = {daemon: cpu_seconds(daemon_pids) for daemon, daemon_pids in ovn_pids.items()}
-        run = load(servers[name].url, "POST", "/v2.0/ports", bodies[name], count, concurrency,
-                   f"{label} @{ports[name]}", 201, pids[name])
+        with Profiler(args.profile, pids[name][1:], f"{name}-c{concurrency}",
+                      gil=True) as profiler:
+            run = load(servers[name].url, "POST", "/v2.0/ports", bodies[name], count,
+                       concurrency, f"{label} @{ports[name]}", 201, pids[name])
         ports[name] += count
         spent = {daemon: cpu_seconds(daemon_pids) - before[daemon]
                  for daemon, daemon_pids in ovn_pids.items()}
         report(run)
+        if profiler.outs:
+            print(summarize_profile(profiler.outs), flush=True)
         print(f"    {'':<34} OVN central cpu (within the rest of the machine) "
               f"{1000 * sum(spent.values()) / count:6.2f} ms/req: " + ", ".join(
                   f"{daemon} {1000 * cpu / count:.2f}" for daemon, cpu in spent.items()),
@@ -372,6 +385,8 @@ def _args() -> argparse.Namespace:
                         help="Logical_Switch_Ports deleted before the repair")
     parser.add_argument("--creates", type=int, default=1000,
                         help="port creates per run of the API phase")
+    parser.add_argument("--profile", type=Path, default=None,
+                        help="the API phase: py-spy the server workers into DIR (slower)")
     parser.add_argument("--phases", default="up,sync,api",
                         help=f"comma list of {', '.join(PHASES)}")
     args = parser.parse_args()

@@ -6,13 +6,14 @@ import ipaddress
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import String, cast, delete, literal, null, or_, select, union_all
+from sqlalchemy import String, bindparam, cast, delete, literal, null, or_, select, union_all
 from sqlalchemy.engine import Connection, Row
 
 from neutrino import exceptions as exc
 from neutrino.addresses import eui64
 from neutrino.context import Context
 from neutrino.db import models, tags
+from neutrino.db.prepared import Prepared
 from neutrino.db.query import CollectionQuery, api_columns, select_page
 from neutrino.db.util import bump, check_revision, chunked, now, timestamp
 from neutrino.definitions import port as port_definition
@@ -55,6 +56,21 @@ def get_row(conn: Connection, ctx: Context, subnet_id: str) -> Row:
     if row is None:
         raise exc.SubnetNotFound(subnet_id=subnet_id)
     return row
+
+
+_FACTS = Prepared(select(S.c.id, S.c.cidr, S.c.ip_version, S.c.enable_dhcp)
+                  .where(S.c.id == bindparam("id")))
+
+
+def facts(conn: Connection, subnet_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """``cidr``, ``ip_version`` and ``enable_dhcp`` of each subnet, by id: what a
+    backend writing a port needs, for a fraction of a full view's cost."""
+    found = {}
+    for subnet_id in set(subnet_ids):
+        for row in _FACTS.rows(conn, {"id": subnet_id}):
+            found[row.id] = {"id": row.id, "cidr": row.cidr, "ip_version": row.ip_version,
+                             "enable_dhcp": row.enable_dhcp}
+    return found
 
 
 def view(row: Any, details: dict[str, Any], tag_list: list[str]) -> dict[str, Any]:

@@ -589,6 +589,12 @@ class Ml2Plugin(Plugin):
         return {subnet["id"]: subnet for subnet in self._read(
             lambda conn: subnets.list_(conn, Context.admin(), query))}
 
+    def subnet_facts(self, subnet_ids: list[str]) -> dict[str, dict[str, Any]]:
+        """The few facts of subnets a port's backend write needs (``subnets.facts``)."""
+        if not subnet_ids:
+            return {}
+        return self._read(lambda conn: subnets.facts(conn, subnet_ids))
+
     def segments_by_network(self, network_ids: list[str] | None
                             ) -> dict[str, list[dict[str, Any]]]:
         """The segments of ``network_ids`` (of every network: None), by network."""

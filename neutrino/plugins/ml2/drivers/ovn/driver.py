@@ -281,7 +281,7 @@ class OvnMechanismDriver(AgentMechanismDriver):
                    subnets: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         assert self.plugin is not None
         if subnets is None:
-            subnets = self.plugin.subnets_by_id([ip["subnet_id"] for ip in port["fixed_ips"]])
+            subnets = self.plugin.subnet_facts([ip["subnet_id"] for ip in port["fixed_ips"]])
         row = rows.switch_port(port, subnets)
         missing = {group for group in port.get("security_groups") or []
                    if not self._exists(rows.port_group_key(group))}
@@ -375,12 +375,16 @@ class OvnMechanismDriver(AgentMechanismDriver):
     # --- ports coming up -------------------------------------------------------------
 
     def _row_changed(self, event: str, table: str, row: Any, old: Any) -> None:
-        """On the connection's thread: note a port's ``up`` changing."""
+        """On the connection's thread: note a port's ``up`` changing. A new row
+        that is not up, or northd's first ``up=false`` on it, changes nothing:
+        a port is DOWN until it comes up (Neutron's OVN events read them so too)."""
         if not self._watching.is_set() or event == "delete":
             return
-        if event == "update" and not hasattr(old, "up"):
-            return
         up = bool(row.up and row.up[0])
+        if event == "create" and not up:
+            return
+        if event == "update" and (not hasattr(old, "up") or bool(old.up and old.up[0]) == up):
+            return
         with self._ups_lock:
             self._ups[row.name] = up
 
