@@ -603,6 +603,10 @@ def test_query(world, path, data):
 WORST_JSON: list[Any] = [None, 2**31, -(2**31) - 1, 2**63, "\x00", "a" * 256, [None],
                          {"\x00": "\x00"}]
 WORST_TEXT = ["\x00", "99999999999999999999999", "2147483648", "9223372036854775808", "a" * 256]
+#: on PostgreSQL and MariaDB, what a database may take otherwise than SQLite does
+#: (NUL, length, size); the shapes of values and the roles are the server's own
+#: business, swept on SQLite
+WORST_FOR_DATABASES: list[Any] = [2**31, -(2**31) - 1, 2**63, "\x00", "a" * 256]
 
 
 def worst_near(value: Any) -> list[Any]:
@@ -631,9 +635,11 @@ def test_sweep(world, path):
     base = world.create_bodies.get(path, {})
     item_id = world.sample_id(path)
     member = f"{world.base(path)}/{quote(item_id or str(uuid.uuid4()), safe='')}"
+    on_sqlite = world.server.backend == "sqlite"
+    worst = WORST_JSON if on_sqlite else WORST_FOR_DATABASES
     for attr in resource.attrs.values():
         valid = valid_value(world, path, attr.name)
-        for value in WORST_JSON + worst_near(valid):
+        for value in worst + worst_near(valid):
             if attr.allow_post:
                 resp = send(world, Call("POST", world.base(path), body={resource.name: {
                     **base, attr.name: value}}), f"sweep create {path}", found)
@@ -660,7 +666,7 @@ def test_sweep(world, path):
              *([("limit", "1"), ("marker", text)] for text in WORST_TEXT),
              *([("sort_key", text), ("sort_dir", "asc")] for text in WORST_TEXT),
              *([("fields", text)] for text in WORST_TEXT)]
-    for role in ("admin", "member"):
+    for role in ("admin", "member") if on_sqlite else ("admin",):
         for params in pages:
             send(world, Call("GET", world.base(path), params=params, role=role),
                  f"sweep page {path}", found)
