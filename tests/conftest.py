@@ -20,8 +20,9 @@ from tests.harness import ApiClient, Server, create_database, rabbit_vhost, star
 ALL_BACKENDS = ("sqlite", "postgresql", "mysql")
 BACKENDS = tuple(b for b in os.environ.get("NEUTRINO_TEST_BACKENDS", ",".join(ALL_BACKENDS))
                  .split(",") if b)
-#: the slow directories first: with xdist, the long end-to-end tests then run
-#: beside the many short ones, instead of last with idle workers beside them
+#: the slow directories first: with xdist handing tests out as workers free up
+#: (``--maxschedchunk``), the long end-to-end tests then run beside the many
+#: short ones, instead of last with idle workers beside them
 RUN_ORDER = ("functional", "compat", "api", "unit")
 
 
