@@ -20,19 +20,6 @@ from tests.harness import ApiClient, Server, create_database, rabbit_vhost, star
 ALL_BACKENDS = ("sqlite", "postgresql", "mysql")
 BACKENDS = tuple(b for b in os.environ.get("NEUTRINO_TEST_BACKENDS", ",".join(ALL_BACKENDS))
                  .split(",") if b)
-#: the slow directories first: with xdist handing tests out as workers free up
-#: (``--maxschedchunk``), the long end-to-end tests then run beside the many
-#: short ones, instead of last with idle workers beside them
-RUN_ORDER = ("functional", "compat", "api", "unit")
-
-
-@pytest.hookimpl(trylast=True)  # after pytest groups tests by their session fixtures
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        parts = item.nodeid.split("/")
-        return RUN_ORDER.index(parts[1]) if len(parts) > 2 and parts[1] in RUN_ORDER else 0
-
-    items.sort(key=rank)  # stable: each directory keeps pytest's grouping
 
 
 # What the shared servers load beyond the defaults, as a typical cloud does.
