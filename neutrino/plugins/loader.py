@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import importlib
-from importlib.metadata import entry_points
+
+from neutrino.entry_points import of_group
 
 CORE_GROUP = "neutrino.core_plugins"
 SERVICE_GROUP = "neutrino.service_plugins"
@@ -21,9 +22,8 @@ class PluginLoadError(Exception):
 
 
 def find(group: str, name: str) -> type:
-    for ep in entry_points(group=group):
-        if ep.name == name:
-            return ep.load()
+    for ep in of_group(group, name):
+        return ep.load()
     module_name, _, attr = name.replace(":", ".").rpartition(".")
     if module_name:
         try:
@@ -31,5 +31,5 @@ def find(group: str, name: str) -> type:
         except (ImportError, AttributeError):
             pass
     kind = KINDS.get(group, group)
-    known = sorted(ep.name for ep in entry_points(group=group))
+    known = sorted(ep.name for ep in of_group(group))
     raise PluginLoadError(f"unknown {kind} {name!r} (known: {', '.join(known) or 'none'})")

@@ -15,11 +15,11 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any
 
 from neutrino import exceptions as exc
 from neutrino.config import Config, ConfigError, Opt, OptGroup
+from neutrino.entry_points import of_group
 
 SECTION = "service_providers"
 OPTION = "service_provider"
@@ -151,7 +151,7 @@ def _checked(new: Provider, earlier: list[Provider], text: str, path: str) -> Pr
 def load_driver(name: str) -> type:
     """A driver class by entry point name (``neutrino.service_providers``) or
     dotted path; ``ValueError`` says why it cannot be had."""
-    points = {ep.name: ep for ep in entry_points(group=ENTRY_POINT_GROUP)}
+    points = {ep.name: ep for ep in of_group(ENTRY_POINT_GROUP)}
     module_name, _, attr = name.rpartition(".")
     if name not in points and not module_name:
         raise ValueError(f"unknown driver {name!r}: neither a dotted path nor an entry "

@@ -19,7 +19,8 @@ import neutrino
 ROOT = Path(neutrino.__file__).parent
 
 #: small modules every layer may use; they import only each other
-FOUNDATION = frozenset({"config", "context", "exceptions", "log", "addresses", "metrics"})
+FOUNDATION = frozenset({"config", "context", "exceptions", "log", "addresses", "metrics",
+                        "entry_points"})
 #: the plugin framework: what a service plugin may take from ``neutrino.plugins``
 PLUGIN_FRAMEWORK = ("neutrino.plugins.base", "neutrino.plugins.hooks",
                     "neutrino.plugins.loader", "neutrino.plugins.providers",

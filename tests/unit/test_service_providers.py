@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from neutrino import config
+from neutrino import config, entry_points
 from neutrino import exceptions as exc
 from neutrino.plugins import providers
 from neutrino.plugins.providers import ServiceProviders
@@ -160,7 +160,7 @@ def test_a_service_that_needs_a_provider_says_so(tmp_path):
         "FIREWALL_V2:NAME:DRIVER:default in [service_providers]")
 
 
-def test_drivers_load_by_entry_point_too(tmp_path, monkeypatch):
+def test_drivers_load_by_entry_point_too(tmp_path, monkeypatch, request):
     """An outside package names its driver in the ``neutrino.service_providers``
     entry point group; the entry is then just its name. (A distribution on the
     path, as an installed package would be.)"""
@@ -171,6 +171,8 @@ def test_drivers_load_by_entry_point_too(tmp_path, monkeypatch):
     (dist / "entry_points.txt").write_text(
         f"[{providers.ENTRY_POINT_GROUP}]\nfake_vpn = {FAKES}:OtherVpnDriver\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    entry_points.forget()
+    request.addfinalizer(entry_points.forget)  # later tests read them without it
     found = registry(write(tmp_path, "a.conf", section("VPN:ep:fake_vpn:default")))
     assert found.default_for("VPN").driver_class is OtherVpnDriver
     assert found.default_for("VPN").driver == "fake_vpn"

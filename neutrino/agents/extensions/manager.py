@@ -17,11 +17,11 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
-from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
 from neutrino.agents.extensions.api import GROUPS, AgentExtension, AgentHandles
 from neutrino.config import Config, Opt, OptGroup, parse_list
+from neutrino.entry_points import of_group
 
 LOG = logging.getLogger(__name__)
 
@@ -52,10 +52,10 @@ def _find(name: str, kind: str, setting: str) -> type[AgentExtension] | None:
     """The class of extension ``name`` for agents of ``kind``; None when it is
     another kind of agent's."""
     for group_kind, group in GROUPS.items():
-        for point in entry_points(group=group, name=name):
+        for point in of_group(group, name):
             return point.load() if group_kind == kind else None
     if "." not in name and ":" not in name:
-        known = sorted({p.name for g in GROUPS.values() for p in entry_points(group=g)})
+        known = sorted({p.name for g in GROUPS.values() for p in of_group(g)})
         raise ExtensionNotFound(f"{setting}: no agent extension named {name!r} "
                                 f"(known: {', '.join(known) or 'none'})")
     try:

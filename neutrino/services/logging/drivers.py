@@ -20,7 +20,6 @@ import abc
 import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from typing import Any, ClassVar, Protocol
 
 from sqlalchemy.engine import Connection
@@ -28,6 +27,7 @@ from sqlalchemy.engine import Connection
 from neutrino.config import Config
 from neutrino.context import Context
 from neutrino.definitions.portbindings import VIF_TYPE_BINDING_FAILED, VIF_TYPE_UNBOUND
+from neutrino.entry_points import of_group
 from neutrino.plugins.base import CorePlugin
 
 LOG = logging.getLogger(__name__)
@@ -107,7 +107,7 @@ class LinuxBridgeLogDriver(LogDriver):
 
 def load_drivers(conf: Config) -> Drivers:
     running = []
-    for point in entry_points(group=DRIVERS_GROUP):
+    for point in of_group(DRIVERS_GROUP):
         cls = point.load()
         if cls.enabled(conf):
             running.append(cls())
@@ -116,4 +116,4 @@ def load_drivers(conf: Config) -> Drivers:
 
 
 def load_types() -> dict[str, LoggableType]:
-    return {point.name: point.load() for point in entry_points(group=TYPES_GROUP)}
+    return {point.name: point.load() for point in of_group(TYPES_GROUP)}
