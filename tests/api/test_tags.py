@@ -298,8 +298,9 @@ def test_only_ports_take_tags_in_a_create_body(user, collection):
     resp = user.post(f"/v2.0/{collection}",
                      json={name: {**bodies[collection], "tags": ["a"]}})
     expect_error(resp, 400, "HTTPBadRequest", "Attribute 'tags' not allowed in POST")
-    assert user.get(f"/v2.0/{collection}", params={"tags": "a"}).json()[
-        collection.replace("-", "_")] == []
+    # its own project's only: other tests' shared and external resources are visible
+    assert user.get(f"/v2.0/{collection}", params={
+        "tags": "a", "project_id": user.project_id}).json()[collection.replace("-", "_")] == []
 
 
 def test_tag_creation_adds_tags(user, taggable):
