@@ -70,7 +70,6 @@ SB_TABLES = ("SB_Global", "Chassis", "Chassis_Private", "Port_Binding", "Datapat
 WATCHED = ("Port_Binding", "SB_Global", "Chassis_Private")
 #: the dirty item that asks for the liveness keys to be checked
 LIVENESS = ("liveness",)
-#: the device owner of a network's metadata port (the server's rows say so)
 #: Port_Binding types of instances' ports
 VIF_TYPES = ("", "external", "virtual")
 #: the daemon each datapath runs, as the process monitor names it
