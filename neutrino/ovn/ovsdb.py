@@ -181,6 +181,13 @@ class OvnDatabase:
             raise OvnUnavailable(f"the {self.schema} database at {self.remote} "
                                  "cannot be reached")
 
+    def require_for_api(self) -> None:
+        """As ``require``, with the API's answer: OvnUnavailableError (503)."""
+        try:
+            self.require()
+        except OvnUnavailable as error:
+            raise OvnUnavailableError(reason=str(error)) from None
+
     def transact(self, commands: Iterable[Any], what: str) -> list[Any]:
         """Run ``commands`` (ovsdbapp commands) in one transaction; their results.
         OvnUnavailable when the database cannot be reached or did not answer."""

@@ -42,7 +42,7 @@ from neutrino.ovn.commands import (
     WriteRow,
     differences,
 )
-from neutrino.ovn.ovsdb import OvnDatabase, OvnUnavailable, OvnUnavailableError
+from neutrino.ovn.ovsdb import OvnDatabase, OvnUnavailable
 from neutrino.plugins.base import Environment
 from neutrino.services.l3.plugin import L3RouterPlugin, PortChanges, RouterBackend, T
 from neutrino.services.ovn_l3 import rows
@@ -77,10 +77,7 @@ class OvnL3RouterPlugin(L3RouterPlugin):
         when OVN cannot take it now, as ML2's ovn driver answers."""
         nb = self.env.hooks.ovn_northbound
         assert nb is not None  # ML2's ovn driver, which make_backend requires
-        try:
-            nb.require()
-        except OvnUnavailable as error:
-            raise OvnUnavailableError(reason=str(error)) from None
+        nb.require_for_api()
         return super()._write(work)
 
 

@@ -95,12 +95,6 @@ class OvnMechanismDriver(AgentMechanismDriver):
 
     # --- what OVN cannot express is refused ------------------------------------------
 
-    def _require_nb(self) -> None:
-        try:
-            self.nb.require()
-        except OvnUnavailable as error:
-            raise OvnUnavailableError(reason=str(error)) from None
-
     def create_network_precommit(self, context: NetworkContext) -> None:
         for segment in context.segments:
             if segment.get(NETWORK_TYPE) not in SUPPORTED_TYPES:
@@ -110,22 +104,22 @@ class OvnMechanismDriver(AgentMechanismDriver):
         if context.current.get("vlan_transparent"):
             raise exc.InvalidInput(
                 error_message="VLAN transparency is not supported by the ovn driver")
-        self._require_nb()
+        self.nb.require_for_api()
 
     def update_network_precommit(self, context: NetworkContext) -> None:
-        self._require_nb()
+        self.nb.require_for_api()
 
     def delete_network_precommit(self, context: NetworkContext) -> None:
-        self._require_nb()
+        self.nb.require_for_api()
 
     def create_subnet_precommit(self, context: SubnetContext) -> None:
-        self._require_nb()
+        self.nb.require_for_api()
 
     update_subnet_precommit = create_subnet_precommit
     delete_subnet_precommit = create_subnet_precommit
 
     def create_port_precommit(self, context: PortContext) -> None:
-        self._require_nb()
+        self.nb.require_for_api()
 
     update_port_precommit = create_port_precommit
     delete_port_precommit = create_port_precommit
