@@ -1,17 +1,19 @@
-"""Northbound writes, as ovsdbapp commands: the ``ovn`` mechanism driver's and
-the OVN router plugin's.
+"""Northbound writes: the ``ovn`` mechanism driver's and the OVN router plugin's.
 
-Every write says the whole row as neutrino wants it (never a delta against
-what the API call changed), so the same command creates, updates and repairs:
-the maintenance task and ``neutrino-ovn-db-sync`` re-run it for drift.
+A write is a list of commands, each saying a row (or a set of rows) as
+neutrino wants it whole, never a delta against what the API call changed, so
+the same command creates, updates and repairs: the maintenance task and
+``neutrino-ovn-db-sync`` re-run it for drift. ``Northbound.transact`` reads
+what the commands ask for (``wants``: one round trip for all of them), lets
+each add its OVSDB operations to one transaction (``build``), and commits it.
 
 The revision check: a row that carries a revision (``neutron:revision_number``
 in its ``external_ids``) is written only when the Northbound one is not newer.
-The command reads the row's ``external_ids`` with an OVSDB *verify*: if another
-writer changes them before this transaction commits, the server refuses it,
-ovsdbapp runs the commands again on the new contents, and the comparison is
-made afresh. Two API workers updating one port can so commit in either order
-and the Northbound database still ends with the newer revision.
+The transaction says the ``external_ids`` it read with an OVSDB *wait*: if
+another writer changed them meanwhile, the server refuses the transaction and
+it is made again on what is there now. Two API workers updating one port can
+so commit in either order and the Northbound database still ends with the
+newer revision.
 """
 
 from __future__ import annotations
@@ -19,10 +21,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from neutrino.ovn import names
-from neutrino.ovn.ovsdb import Atom, BaseCommand, UuidType, idlutils
+from neutrino.ovn.ovsdb import idlutils
+
+if TYPE_CHECKING:
+    from neutrino.ovn.northbound import Txn
 
 LOG = logging.getLogger(__name__)
 
@@ -77,202 +82,237 @@ class Row:
     groups: frozenset[str] | None = field(default=None, compare=False)
 
 
-def revision_of(row: Any) -> int:
+def revision_of(external_ids: Mapping[str, str]) -> int:
     try:
-        return int(row.external_ids.get(names.REVISION, -1))
+        return int(external_ids.get(names.REVISION, -1))
     except ValueError:
         return -1
 
 
-class WriteRow(BaseCommand):
+class WriteRow:
     """Make the row ``key`` finds hold ``columns`` (created if missing, in
     ``parent`` if given); skipped when the Northbound row is newer than
-    ``revision``. Result: "written", "stale" or "missing-parent"."""
+    ``revision``. Result: "written", "stale" or "missing-parent".
 
-    def __init__(self, api: Any, key: Key, columns: Mapping[str, Any],
-                 revision: int | None = None, parent: Parent | None = None):
-        super().__init__(api)
+    ``new``: an API create's row, whose key is an index of its table (a port's
+    name): inserted at first without a look (a look by name is a scan of the
+    table), and looked for only if the index refuses the insert."""
+
+    def __init__(self, key: Key, columns: Mapping[str, Any], revision: int | None = None,
+                 parent: Parent | None = None, new: bool = False):
         self.key = key
         self.columns = columns
         self.revision = revision
         self.parent = parent
+        self.new = new
+        self.result = ""
 
-    def run_idl(self, txn: Any) -> None:
-        parent_row = None
+    def wants(self) -> list[tuple[Key, tuple[str, ...]]]:
+        found: list[tuple[Key, tuple[str, ...]]] = [] if self.new else [
+            (self.key, ("external_ids",) if self.revision is not None else ())]
         if self.parent is not None:
-            parent_row = self.parent.key.find(self.api)
-            if parent_row is None:
+            found.append((self.parent.key, ()))
+        found += [(value.key, ()) for value in self.columns.values() if isinstance(value, Ref)]
+        return found
+
+    def build(self, txn: Txn) -> None:
+        parent = None
+        if self.parent is not None:
+            parent = txn.find(self.parent.key)
+            if parent is None:
                 self.result = "missing-parent"
                 return
-        row = self.key.find(self.api)
+        values = {column: txn.encode(value) for column, value in self.columns.items()}
+        unseen = self.new and txn.optimistic
+        row = None if unseen else txn.find(
+            self.key, ("external_ids",) if self.revision is not None else ())
         if row is None:
-            row = txn.insert(self.api.tables[self.key.table])
             if not self.key.column.startswith("external_ids:"):
-                setattr(row, self.key.column, self.key.value)
-        elif self.revision is not None:
-            row.verify("external_ids")
-            if revision_of(row) > self.revision:
-                LOG.debug("not writing %s %s: revision %s is older than the Northbound's",
-                          self.key.table, self.key.value, self.revision)
-                self.result = "stale"
-                return
-        for column, value in self.columns.items():
-            setattr(row, column, _resolve(self.api, value))
-        if parent_row is not None and self.parent is not None:
-            parent_row.addvalue(self.parent.column, row)
+                values[self.key.column] = self.key.value
+            if not unseen:
+                txn.absent(self.key)  # another writer may be inserting it now
+            row = txn.insert(self.key, values)
+            if parent is not None and self.parent is not None:
+                txn.add_to(parent, self.parent.column, row)
+        else:
+            if self.revision is not None:
+                txn.unchanged(row, "external_ids")
+                if revision_of(row.get("external_ids")) > self.revision:
+                    LOG.debug("not writing %s %s: revision %s is older than the "
+                              "Northbound's", self.key.table, self.key.value, self.revision)
+                    self.result = "stale"
+                    return
+            txn.update(row, values)
         self.result = "written"
 
 
-class KeepOnly(BaseCommand):
-    """The set ``column`` of the row ``parent`` finds keeps only the members whose
-    ``name`` is in ``names`` (the router ports a router still has)."""
+class KeepOnly:
+    """The set ``column`` of the row ``parent`` finds keeps only the members (rows
+    of ``table``) whose ``name`` is in ``names`` (the ports a router still has)."""
 
-    def __init__(self, api: Any, parent: Key, column: str, names: set[str]):
-        super().__init__(api)
+    def __init__(self, parent: Key, column: str, table: str, names: set[str]):
         self.parent = parent
         self.column = column
+        self.table = table
         self.names = names
 
-    def run_idl(self, txn: Any) -> None:
-        row = self.parent.find(self.api)
-        if row is None or row._data is None:
+    def wants(self) -> list[tuple[Key, tuple[str, ...]]]:
+        return [(self.parent, (self.column,))]
+
+    def build(self, txn: Txn) -> None:
+        row = txn.find(self.parent, (self.column,))
+        if row is None or row.inserted:
             return
-        for member in list(getattr(row, self.column)):
-            if member.name not in self.names:
-                row.delvalue(self.column, member)
+        for member in txn.rows_by_uuid(self.table, row.members(self.column), ("name",)):
+            if member.get("name") not in self.names:
+                txn.remove_from(row, self.column, member)
 
 
-class SetBalancers(BaseCommand):
+class SetBalancers:
     """The router ``router`` finds uses exactly the load balancers named in
-    ``names`` among those of its own (``neutron:router_name`` is its id); a
-    load balancer of its no longer used is deleted (they are root rows)."""
+    ``names`` (written before, in this transaction or earlier); a load balancer
+    of its own (``neutron:router_name`` is its id) no longer used is deleted
+    (they are root rows)."""
 
-    def __init__(self, api: Any, router: Key, names: set[str]):
-        super().__init__(api)
+    def __init__(self, router: Key, names: set[str]):
         self.router = router
         self.names = names
 
-    def run_idl(self, txn: Any) -> None:
+    def wants(self) -> list[tuple[Key, tuple[str, ...]]]:
+        return [(self.router, ("load_balancer",)),
+                *((Key("Load_Balancer", "name", name), ()) for name in self.names)]
+
+    def build(self, txn: Txn) -> None:
         router_id = self.router.value[len("neutron-"):]
-        found = self.router.find(self.api)
-        mine = [lb for lb in self.api.tables["Load_Balancer"].rows.values()
-                if lb.external_ids.get(names.ROUTER_NAME) == router_id]
-        if found is not None:
-            have = getattr(found, "load_balancer", []) if found._data is not None else []
-            for lb in mine:
-                if lb.name in self.names and lb not in have:
-                    found.addvalue("load_balancer", lb)
-        for lb in mine:
-            if lb.name not in self.names:
-                if found is not None and found._data is not None:
-                    found.delvalue("load_balancer", lb)
-                lb.delete()
+        found = txn.find(self.router, ("load_balancer",))
+        have = set() if found is None or found.inserted else set(found.members("load_balancer"))
+        for name in self.names:
+            balancer = txn.find(Key("Load_Balancer", "name", name))
+            if found is not None and balancer is not None and balancer.uuid_str not in have:
+                txn.add_to(found, "load_balancer", balancer)
+        for balancer in txn.select("Load_Balancer", [["external_ids", "includes", [
+                "map", [[names.ROUTER_NAME, router_id]]]]], ("name",)):
+            if balancer.get("name") not in self.names:
+                if found is not None and balancer.uuid_str in have:
+                    txn.remove_from(found, "load_balancer", balancer)
+                txn.delete(balancer)
 
 
-class DeleteRow(BaseCommand):
+class DeleteRow:
     """Remove the row ``key`` finds (from ``parent`` too); nothing if it is gone."""
 
-    def __init__(self, api: Any, key: Key, parent: Parent | None = None):
-        super().__init__(api)
+    def __init__(self, key: Key, parent: Parent | None = None):
         self.key = key
         self.parent = parent
 
-    def run_idl(self, txn: Any) -> None:
-        row = self.key.find(self.api)
+    def wants(self) -> list[tuple[Key, tuple[str, ...]]]:
+        return [(self.key, ()), *([(self.parent.key, ())] if self.parent else [])]
+
+    def build(self, txn: Txn) -> None:
+        row = txn.find(self.key)
         if row is None:
             return
         if self.parent is not None:
-            parent_row = self.parent.key.find(self.api)
-            if parent_row is not None:
-                parent_row.delvalue(self.parent.column, row)
-        row.delete()
+            parent = txn.find(self.parent.key)
+            if parent is not None:
+                txn.remove_from(parent, self.parent.column, row)
+        txn.delete(row)
 
 
-class SetMembership(BaseCommand):
+class MissingRows(Exception):
+    """Rows a write needs are not there (a port's groups): make them, then again."""
+
+    def __init__(self, names: set[str]):
+        super().__init__(", ".join(sorted(names)))
+        self.names = names
+
+
+class SetMembership:
     """The row ``member`` finds belongs to the sets ``column`` of exactly the rows of
-    ``table`` whose ``name`` is in ``wanted`` among those ``ours`` accepts."""
+    ``table`` whose ``name`` is in ``wanted`` among those ``ours`` accepts;
+    MissingRows (and nothing written) when some of ``wanted`` do not exist."""
 
-    def __init__(self, api: Any, member: Key, table: str, column: str, wanted: set[str],
+    def __init__(self, member: Key, table: str, column: str, wanted: set[str],
                  ours: Callable[[str], bool]):
-        super().__init__(api)
         self.member = member
         self.table = table
         self.column = column
         self.wanted = wanted
         self.ours = ours
 
-    def run_idl(self, txn: Any) -> None:
-        row = self.member.find(self.api)
+    def wants(self) -> list[tuple[Key, tuple[str, ...]]]:
+        # not the member: a WriteRow of it comes first
+        return [(Key(self.table, "name", name), ()) for name in self.wanted]
+
+    def build(self, txn: Txn) -> None:
+        row = txn.find(self.member)
         if row is None:
             return
-        member = Atom(UuidType, row.uuid)
-        for group in self.api.tables[self.table].rows.values():
-            if not self.ours(group.name):
-                continue
-            holds = _holds(group, self.column, member)
-            if group.name in self.wanted and not holds:
-                group.addvalue(self.column, row)
-            elif group.name not in self.wanted and holds:
-                group.delvalue(self.column, row)
+        groups = {name: txn.find(Key(self.table, "name", name)) for name in self.wanted}
+        missing = {name for name, group in groups.items() if group is None}
+        if missing:
+            raise MissingRows(missing)
+        holding = {} if row.inserted else {  # a new row is in no group yet
+            group.get("name"): group for group in txn.select(
+                self.table, [[self.column, "includes", ["set", [row.uuid]]]], ("name",))}
+        for name, group in groups.items():
+            if name not in holding and group is not None:
+                txn.add_to(group, self.column, row)
+        for name, group in holding.items():
+            if name not in self.wanted and self.ours(name):
+                txn.remove_from(group, self.column, row)
 
 
-def _holds(row: Any, column: str, member: Any) -> bool:
-    """Whether the committed set ``column`` of ``row`` holds ``member`` (an Atom),
-    looked up in the replica's datum: reading the column would build and sort
-    every member row, for every port write (a group like the drop group holds
-    every port). A row inserted by this transaction holds nothing yet."""
-    if row._data is None:
-        return False
-    return member in row._data[column].values
-
-
-class ReplaceChildren(BaseCommand):
+class ReplaceChildren:
     """The set ``column`` of the row ``parent`` finds holds exactly ``children``
     (each the columns of a new row of ``table``), told apart by the ``by`` key of
     their ``external_ids``: unchanged ones stay, others are added or dropped."""
 
-    def __init__(self, api: Any, parent: Key, column: str, table: str, by: str,
+    def __init__(self, parent: Key, column: str, table: str, by: str,
                  children: list[dict[str, Any]]):
-        super().__init__(api)
         self.parent = parent
         self.column = column
         self.table = table
         self.by = by
         self.children = children
+        self.result = ""
 
-    def run_idl(self, txn: Any) -> None:
-        parent = self.parent.find(self.api)
+    def wants(self) -> list[tuple[Key, tuple[str, ...]]]:
+        return [(self.parent, (self.column,))]
+
+    def build(self, txn: Txn) -> None:
+        parent = txn.find(self.parent, (self.column,))
         if parent is None:
             self.result = "missing-parent"
             return
         present: dict[str | None, list[Any]] = {}
-        # a row inserted by this transaction has no value to read yet
-        for child in getattr(parent, self.column, ()) if parent._data is not None else ():
-            present.setdefault(child.external_ids.get(self.by), []).append(child)
+        if not parent.inserted:  # a new row holds nothing yet
+            for child in txn.rows_by_uuid(self.table, parent.members(self.column)):
+                present.setdefault(child.get("external_ids").get(self.by), []).append(child)
         for wanted in self.children:
             ident = wanted["external_ids"].get(self.by)
             rows = present.pop(ident, [])
-            if len(rows) == 1 and _same(rows[0], wanted):
+            if len(rows) == 1 and _same(rows[0].values(), wanted):
                 continue
             for stale in rows:
-                parent.delvalue(self.column, stale)
-            row = txn.insert(self.api.tables[self.table])
-            for column, value in wanted.items():
-                setattr(row, column, value)
-            parent.addvalue(self.column, row)
+                txn.remove_from(parent, self.column, stale)
+            child = txn.insert(None, {column: txn.encode(value)
+                                      for column, value in wanted.items()}, self.table)
+            txn.add_to(parent, self.column, child)
         for rows in present.values():
             for stale in rows:
-                parent.delvalue(self.column, stale)
+                txn.remove_from(parent, self.column, stale)
         self.result = "written"
 
-
 def differences(api: Any, row: Any, wanted: Mapping[str, Any]) -> list[str]:
-    """The columns of ``row`` that do not hold what ``wanted`` says, each as
+    """The columns of ``row`` (an IDL row, or a row's columns as a mapping)
+    that do not hold what ``wanted`` says, each as
     "column: <what it holds> instead of <what is wanted>"; the revision in
     ``external_ids`` aside (what was written matters, not from which revision)."""
     found = []
     for column, value in wanted.items():
-        have, want = _normal(api, column, getattr(row, column)), _normal(api, column, value)
+        held = row[column] if isinstance(row, Mapping) else getattr(row, column)
+        have, want = _normal(api, column, held), _normal(api, column, value)
         if have != want:
             found.append(f"{column}: {have} instead of {want}")
     return found
@@ -295,9 +335,3 @@ def _normal(api: Any, column: str, value: Any) -> Any:
 def _same(row: Any, wanted: Mapping[str, Any]) -> bool:
     return not differences(None, row, wanted)
 
-
-def _resolve(api: Any, value: Any) -> Any:
-    if isinstance(value, Ref):
-        row = value.key.find(api)
-        return [] if row is None else row
-    return value

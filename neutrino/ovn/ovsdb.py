@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from neutrino import exceptions as exc
@@ -24,19 +24,16 @@ from neutrino import exceptions as exc
 # as in neutrino.linux.ovs: the ovs library's import of eventlet warns; only here
 with warnings.catch_warnings():
     warnings.filterwarnings("ignore", message=r"\s*Eventlet is deprecated", category=Warning)
-    from ovs.db.data import Atom
-    from ovs.db.types import UuidType
     from ovsdbapp import exceptions as ovsdbapp_exceptions
     from ovsdbapp.backend.ovs_idl import connection, idlutils
-    from ovsdbapp.backend.ovs_idl.command import BaseCommand
     from ovsdbapp.backend.ovs_idl.transaction import Transaction
     from ovsdbapp.schema.ovn_northbound import impl_idl as nb_idl
     from ovsdbapp.schema.ovn_southbound import impl_idl as sb_idl
 
 LOG = logging.getLogger(__name__)
 T = TypeVar("T")
-__all__ = ["NB_API", "SB_API", "Atom", "BaseCommand", "OvnDatabase", "OvnUnavailable",
-           "OvnUnavailableError", "UuidType", "idlutils"]
+__all__ = ["NB_API", "SB_API", "OvnDatabase", "OvnUnavailable", "OvnUnavailableError",
+           "idlutils"]
 #: (event: "create" | "update" | "delete", table name, row, the row's old columns or None)
 RowCallback = Callable[[str, str, Any, Any], None]
 #: the first wait between attempts to reach a database that is down; doubled up to MAX
@@ -92,11 +89,16 @@ SB_API = _own_connection(sb_idl.OvnSbApiIdlImpl)
 
 class OvnDatabase:
     """The ``schema`` database at ``remote`` (``tcp:IP:PORT``, ``unix:PATH``...),
-    ``tables`` replicated (all when empty); ``on_change`` hears the rows of
-    ``watched`` tables change."""
+    ``tables`` replicated whole and ``columns`` (table: its columns) in part (all
+    tables when both are empty), only the rows that match ``conditions`` (table:
+    an OVSDB condition) where given; ``on_change`` hears the rows of ``watched``
+    tables change (a row that comes to match its table's condition is created,
+    one that no longer does is deleted)."""
 
     def __init__(self, remote: str, schema: str, api_class: type, *,
-                 tables: Iterable[str] = (), timeout: float = 10.0,
+                 tables: Iterable[str] = (), columns: Mapping[str, Sequence[str]] | None = None,
+                 conditions: Mapping[str, list[Any]] | None = None,
+                 timeout: float = 10.0,
                  watched: Iterable[str] = (), on_change: RowCallback | None = None,
                  on_connect: Callable[[], None] | None = None):
         self.remote = remote
@@ -104,6 +106,8 @@ class OvnDatabase:
         self.timeout = timeout
         self._api_class = api_class
         self._tables = tuple(tables)
+        self._columns = dict(columns or {})
+        self._conditions = dict(conditions or {})
         self._watched = frozenset(watched)
         self._on_change = on_change
         self._on_connect = on_connect
@@ -136,8 +140,16 @@ class OvnDatabase:
             delay = min(delay * 2, RETRY_MAX)
 
     def _connect(self) -> None:
-        idl = _WatchingIdl.from_server(self.remote, self.schema,
-                                       helper_tables=self._tables or None)
+        helper = idlutils.get_schema_helper(self.remote, self.schema)
+        if not self._tables and not self._columns:
+            helper.register_all()
+        for table in self._tables:
+            helper.register_table(table)
+        for table, columns in self._columns.items():
+            helper.register_columns(table, list(columns))
+        idl = _WatchingIdl(self.remote, helper)
+        for table, condition in self._conditions.items():
+            idl.cond_change(table, condition)
         idl.watched = self._watched
         idl.on_change = self._on_change
         conn = connection.Connection(idl, self.timeout)

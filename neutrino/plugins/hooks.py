@@ -18,6 +18,7 @@ from neutrino.db.query import Page
 from neutrino.plugins.providers import Provider
 
 if TYPE_CHECKING:
+    from neutrino.ovn.northbound import Northbound
     from neutrino.ovn.ovsdb import OvnDatabase
 
 # (conn, ctx, id) -> None, or what to do once the delete has committed (tell the
@@ -209,11 +210,11 @@ class OvnRouters(Protocol):
         """Every router's id (neutrino's database)."""
         ...
 
-    def present_router_ids(self) -> set[str]:
+    def present_router_ids(self, replica: OvnDatabase) -> set[str]:
         """The routers OVN holds rows of."""
         ...
 
-    def drift(self, router_id: str) -> str | None:
+    def drift(self, router_id: str, replica: OvnDatabase) -> str | None:
         """How OVN's rows of the router differ ("missing"...); None when in step."""
         ...
 
@@ -270,7 +271,7 @@ class Hooks:
     agent_reports: AgentReports | None = None
     # OVN's Northbound database, when ML2's ovn driver is loaded (it sets it):
     # the OVN router plugin writes routers into the same connection
-    ovn_northbound: OvnDatabase | None = None
+    ovn_northbound: Northbound | None = None
     # the ovn-router plugin, when loaded: the drift check covers its routers
     ovn_routers: OvnRouters | None = None
     # the DHCP agents' scheduler (one; it sets itself here when it is built)

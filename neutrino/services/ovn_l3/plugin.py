@@ -42,6 +42,7 @@ from neutrino.ovn.commands import (
     WriteRow,
     differences,
 )
+from neutrino.ovn.northbound import Northbound
 from neutrino.ovn.ovsdb import OvnDatabase, OvnUnavailable
 from neutrino.plugins.base import Environment
 from neutrino.services.l3.plugin import L3RouterPlugin, PortChanges, RouterBackend, T
@@ -107,7 +108,7 @@ class OvnRouters:
         env.hooks.ovn_routers = self
 
     @property
-    def nb(self) -> OvnDatabase:
+    def nb(self) -> Northbound:
         nb = self.env.hooks.ovn_northbound
         assert nb is not None  # ML2's ovn driver sets it when it is built
         return nb
@@ -124,8 +125,8 @@ class OvnRouters:
 
     def router_deleted(self, router_id: str, hosts: Sequence[str]) -> None:
         try:
-            self.nb.transact([SetBalancers(self.nb.api, rows.router_key(router_id), set()),
-                              DeleteRow(self.nb.api, rows.router_key(router_id))],
+            self.nb.transact([SetBalancers(rows.router_key(router_id), set()),
+                              DeleteRow(rows.router_key(router_id))],
                              f"deleting router {router_id}")
         except OvnUnavailable as error:
             LOG.warning("router %s not deleted from OVN (%s)", router_id, error)
@@ -155,7 +156,10 @@ class OvnRouters:
                  for ip in port["fixed_ips"] if ip["subnet_id"] in subnets]
         return RouterRows(
             router=rows.router(view, gateway["id"] if gateway else None),
-            ports=[rows.router_port(port, subnets, router_id) for port in ports],
+            # OVN has no router port without an address (a gateway on a network
+            # without subnets): such a port is left out
+            ports=[row for port in ports
+                   if (row := rows.router_port(port, subnets, router_id)).columns["networks"]],
             gateway=gateway,
             routes=rows.static_routes(view, gateway, subnets),
             nats=rows.nats(view, gateway, cidrs, fips, self.distributed),
@@ -165,21 +169,22 @@ class OvnRouters:
         wanted = self.wanted(router_id)
         if wanted is None:  # deleted meanwhile
             return
-        api, key = self.nb.api, wanted.router.key
+        key = wanted.router.key
         commands: list[Any] = [
-            WriteRow(api, key, wanted.router.columns, wanted.router.revision),
-            *(WriteRow(api, port.key, port.columns, port.revision, port.parent)
+            WriteRow(key, wanted.router.columns, wanted.router.revision),
+            *(WriteRow(port.key, port.columns, port.revision, port.parent)
               for port in wanted.ports),
-            KeepOnly(api, key, "ports", {port.key.value for port in wanted.ports}),
-            ReplaceChildren(api, key, "static_routes", "Logical_Router_Static_Route",
+            KeepOnly(key, "ports", "Logical_Router_Port",
+                     {port.key.value for port in wanted.ports}),
+            ReplaceChildren(key, "static_routes", "Logical_Router_Static_Route",
                             rows.ROUTE_KEY, wanted.routes),
-            ReplaceChildren(api, key, "nat", "NAT", rows.NAT_KEY, wanted.nats),
-            *(WriteRow(api, lb.key, lb.columns) for lb in wanted.balancers),
-            SetBalancers(api, key, {lb.key.value for lb in wanted.balancers})]
+            ReplaceChildren(key, "nat", "NAT", rows.NAT_KEY, wanted.nats),
+            *(WriteRow(lb.key, lb.columns) for lb in wanted.balancers),
+            SetBalancers(key, {lb.key.value for lb in wanted.balancers})]
         if wanted.gateway is not None:
             port_id = wanted.gateway["id"]
             commands.append(ReplaceChildren(
-                api, rows.router_port_key(port_id), "gateway_chassis", "Gateway_Chassis",
+                rows.router_port_key(port_id), "gateway_chassis", "Gateway_Chassis",
                 rows.CHASSIS_KEY,
                 rows.gateway_chassis(port_id, self._gateway_chassis(wanted.gateway))))
         self.nb.transact(commands, f"writing router {router_id}")
@@ -190,7 +195,7 @@ class OvnRouters:
         with self.db.reader() as conn:
             return set(conn.execute(select(models.routers.c.id)).scalars())
 
-    def drift(self, router_id: str) -> str | None:
+    def drift(self, router_id: str, replica: OvnDatabase) -> str | None:
         """How OVN's rows of the router differ from what it should hold: "missing",
         the differences, or None when in step (its gateway chassis aside: they
         follow the chassis alive, not the database)."""
@@ -224,11 +229,11 @@ class OvnRouters:
                 found.append("port forwardings")
             return "; ".join(found) or None
 
-        return self.nb.read(compare)
+        return replica.read(compare)
 
-    def present_router_ids(self) -> set[str]:
+    def present_router_ids(self, replica: OvnDatabase) -> set[str]:
         """The routers OVN holds rows of."""
-        return self.nb.read(lambda api: {
+        return replica.read(lambda api: {
             name[len("neutron-"):] for row in api.tables["Logical_Router"].rows.values()
             if (name := row.name).startswith("neutron-")})
 
@@ -277,16 +282,14 @@ class OvnRouters:
         can still, then others by load (or at random)."""
         physnet = self._physnet(gateway["network_id"])
         candidates = self._candidates(physnet)
-        def read(api: Any) -> tuple[list[str], dict[str, int]]:
-            lrp = rows.router_port_key(gateway["id"]).find(api)
-            has = [] if lrp is None else [
-                gc.chassis_name for gc in sorted(lrp.gateway_chassis, key=lambda g: -g.priority)]
-            load: dict[str, int] = {}
-            for gc in api.tables["Gateway_Chassis"].rows.values():
-                load[gc.chassis_name] = load.get(gc.chassis_name, 0) + 1
-            return has, load
-
-        has, load = self.nb.read(read)
+        present = self.nb.select("Gateway_Chassis", [],
+                                 ("name", "chassis_name", "priority"))
+        mine = names.router_port(gateway["id"]) + "_"
+        has = [gc["chassis_name"] for gc in sorted(present, key=lambda gc: -gc["priority"])
+               if gc["name"].startswith(mine)]
+        load: dict[str, int] = {}
+        for gc in present:
+            load[gc["chassis_name"]] = load.get(gc["chassis_name"], 0) + 1
         kept = [name for name in has if name in candidates]
         others = [name for name in candidates if name not in kept]
         if self.scheduler == "chance":

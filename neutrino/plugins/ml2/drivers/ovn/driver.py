@@ -30,10 +30,12 @@ from neutrino.context import Context
 from neutrino.ovn import names
 from neutrino.ovn.commands import (
     DeleteRow,
+    MissingRows,
     ReplaceChildren,
     SetMembership,
     WriteRow,
 )
+from neutrino.ovn.northbound import Northbound
 from neutrino.ovn.ovsdb import NB_API, OvnDatabase, OvnUnavailable, OvnUnavailableError
 from neutrino.plugins.ml2.api import NETWORK_TYPE, NetworkContext, PortContext, SubnetContext
 from neutrino.plugins.ml2.drivers.mech_agent import AgentMechanismDriver
@@ -46,10 +48,10 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 #: the network types a logical switch can carry
 SUPPORTED_TYPES = ("geneve", "flat", "vlan")
-#: the Northbound tables the server replicates
-NB_TABLES = ("NB_Global", "Logical_Switch", "Logical_Switch_Port", "DHCP_Options",
-             "Port_Group", "ACL", "Address_Set", "Logical_Router", "Logical_Router_Port",
-             "Logical_Router_Static_Route", "NAT", "Gateway_Chassis", "Load_Balancer")
+#: what the processes that run the periodic tasks replicate: the ports that
+#: are up, and nothing of the others (a port create costs them nothing)
+WATCHED_COLUMNS = {"Logical_Switch_Port": ("name", "type", "up")}
+WATCHED_ROWS = {"Logical_Switch_Port": [["up", "==", True]]}
 
 
 class OvnMechanismDriver(AgentMechanismDriver):
@@ -64,13 +66,18 @@ class OvnMechanismDriver(AgentMechanismDriver):
         super().__init__(conf)
         self.options = conf.ovn
         self.plugin: Ml2Plugin | None = None
-        self.nb = OvnDatabase(self.options.ovn_nb_connection, "OVN_Northbound", NB_API,
-                              tables=NB_TABLES, timeout=self.options.ovsdb_connection_timeout,
-                              watched=("Logical_Switch_Port",), on_change=self._row_changed)
+        self.nb = Northbound(self.options.ovn_nb_connection,
+                             timeout=self.options.ovsdb_connection_timeout)
+        #: the ports' ``up``, replicated where the periodic tasks run (only there)
+        self.ups = OvnDatabase(self.options.ovn_nb_connection, "OVN_Northbound", NB_API,
+                               columns=WATCHED_COLUMNS, conditions=WATCHED_ROWS,
+                               timeout=self.options.ovsdb_connection_timeout,
+                               watched=("Logical_Switch_Port",), on_change=self._row_changed)
         #: set in the one process that runs the periodic tasks: it acts on events
         self._watching = threading.Event()
         self._ups: dict[str, bool] = {}
         self._ups_lock = threading.Lock()
+        self._catch_up = False
         self.maintenance = Maintenance(self)
 
     def vif_details(self, agent: Mapping[str, Any]) -> dict[str, Any]:
@@ -88,6 +95,8 @@ class OvnMechanismDriver(AgentMechanismDriver):
 
     def stop(self) -> None:
         self.maintenance.stop()
+        if self._watching.is_set():
+            self.ups.stop()
         self.nb.stop()
 
     def periodic_tasks(self) -> list[tuple[float, Callable[[], None]]]:
@@ -126,7 +135,7 @@ class OvnMechanismDriver(AgentMechanismDriver):
 
     # --- writes ----------------------------------------------------------------------
 
-    def _transact(self, commands: Iterable[Any], what: str) -> list[Any]:
+    def _transact(self, commands: list[Any], what: str) -> list[Any]:
         try:
             return self.nb.transact(commands, what)
         except OvnUnavailable as error:
@@ -143,13 +152,15 @@ class OvnMechanismDriver(AgentMechanismDriver):
             self.maintenance.soon()
 
     def _exists(self, key: rows.Key) -> bool:
-        return self.nb.read(lambda api: key.find(api) is not None)
+        try:
+            return self.nb.exists(key)
+        except OvnUnavailable as error:
+            raise OvnUnavailableError(reason=str(error)) from None
 
-    def write_commands(self, row: rows.Row) -> list[Any]:
-        api = self.nb.api
-        commands: list[Any] = [WriteRow(api, row.key, row.columns, row.revision, row.parent)]
+    def write_commands(self, row: rows.Row, new: bool = False) -> list[Any]:
+        commands: list[Any] = [WriteRow(row.key, row.columns, row.revision, row.parent, new)]
         if row.groups is not None:
-            commands.append(SetMembership(api, row.key, "Port_Group", "ports", set(row.groups),
+            commands.append(SetMembership(row.key, "Port_Group", "ports", set(row.groups),
                                           lambda name: name.startswith("pg_")
                                           or name == names.DROP_PORT_GROUP))
         return commands
@@ -188,8 +199,8 @@ class OvnMechanismDriver(AgentMechanismDriver):
     def delete_network_postcommit(self, context: NetworkContext) -> None:
         def work() -> None:
             # its subnets went with it, without a delete of their own
-            self._transact([DeleteRow(self.nb.api, rows.switch_key(context.current["id"])),
-                            *(DeleteRow(self.nb.api, rows.dhcp_key(subnet))
+            self._transact([DeleteRow(rows.switch_key(context.current["id"])),
+                            *(DeleteRow(rows.dhcp_key(subnet))
                               for subnet in context.current.get("subnets") or [])],
                            f"deleting network {context.current['id']}")
 
@@ -203,7 +214,7 @@ class OvnMechanismDriver(AgentMechanismDriver):
         row = rows.dhcp_options(subnet, network, metadata_ip=metadata_ip,
                                 dns_servers=self.options.dns_servers)
         if row is None:
-            self._transact([DeleteRow(self.nb.api, rows.dhcp_key(subnet["id"]))],
+            self._transact([DeleteRow(rows.dhcp_key(subnet["id"]))],
                            f"clearing the DHCP options of subnet {subnet['id']}")
             return
         self._transact(self.write_commands(row), f"writing subnet {subnet['id']}")
@@ -232,7 +243,7 @@ class OvnMechanismDriver(AgentMechanismDriver):
 
     def delete_subnet_postcommit(self, context: SubnetContext) -> None:
         def work() -> None:
-            self._transact([DeleteRow(self.nb.api, rows.dhcp_key(context.current["id"]))],
+            self._transact([DeleteRow(rows.dhcp_key(context.current["id"]))],
                            f"deleting subnet {context.current['id']}")
             self._rewrite_ports_of(context.current["network_id"])  # their addresses went
 
@@ -272,25 +283,28 @@ class OvnMechanismDriver(AgentMechanismDriver):
             self.write_port(port)
 
     def write_port(self, port: Mapping[str, Any],
-                   subnets: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+                   subnets: Mapping[str, Mapping[str, Any]] | None = None,
+                   new: bool = False) -> None:
+        """``new``: the port was just created (OVN has no row of it yet)."""
         assert self.plugin is not None
         if subnets is None:
             subnets = self.plugin.subnet_facts([ip["subnet_id"] for ip in port["fixed_ips"]])
         row = rows.switch_port(port, subnets)
-        missing = {group for group in port.get("security_groups") or []
-                   if not self._exists(rows.port_group_key(group))}
-        if missing:  # a project's default group is made on its first port, say
-            self.security_groups_changed(missing)
-        if row.groups and not self._exists(rows.Key("Port_Group", "name",
-                                                    names.DROP_PORT_GROUP)):
-            self.ensure_drop_group()
-        result = self._transact(self.write_commands(row), f"writing port {port['id']}")
+        what = f"writing port {port['id']}"
+        try:
+            result = self._transact(self.write_commands(row, new), what)
+        except MissingRows as missing:  # a project's default group, on its first port, say
+            if names.DROP_PORT_GROUP in missing.names:
+                self.ensure_drop_group()
+            self.security_groups_changed({ident for name in missing.names
+                                          if (ident := names.security_group_of(name))})
+            result = self._transact(self.write_commands(row, new), what)
         if result[0] == "missing-parent":
             raise OvnUnavailableError(reason=f"the logical switch of network "
                                              f"{port['network_id']} is missing")
 
     def create_port_postcommit(self, context: PortContext) -> None:
-        self.write_port(context.current)
+        self.write_port(context.current, new=True)
 
     def update_port_postcommit(self, context: PortContext) -> None:
         port = context.current
@@ -305,7 +319,7 @@ class OvnMechanismDriver(AgentMechanismDriver):
     def delete_port_postcommit(self, context: PortContext) -> None:
         def work() -> None:
             port = context.current
-            self._transact([DeleteRow(self.nb.api, rows.switch_port_key(port["id"]),
+            self._transact([DeleteRow(rows.switch_port_key(port["id"]),
                                       rows.Parent(rows.switch_key(port["network_id"]), "ports"))],
                            f"deleting port {port['id']}")
 
@@ -313,15 +327,14 @@ class OvnMechanismDriver(AgentMechanismDriver):
 
     def forget(self, kind: str, ident: str) -> None:
         """Remove what OVN holds of a resource neutrino no longer has."""
-        api = self.nb.api
         if kind == "port":
-            switch = self.nb.read(lambda api: getattr(rows.switch_port_key(ident).find(api),
-                                                      "external_ids", {}).get(
-                names.NETWORK_NAME, ""))
-            command = DeleteRow(api, rows.switch_port_key(ident),
+            found = self.nb.select("Logical_Switch_Port", [["name", "==", ident]],
+                                   ("external_ids",))
+            switch = found[0]["external_ids"].get(names.NETWORK_NAME, "") if found else ""
+            command = DeleteRow(rows.switch_port_key(ident),
                                 rows.Parent(rows.Key("Logical_Switch", "name", switch), "ports"))
         else:
-            command = DeleteRow(api, {"network": rows.switch_key, "subnet": rows.dhcp_key,
+            command = DeleteRow({"network": rows.switch_key, "subnet": rows.dhcp_key,
                                       "security group": rows.port_group_key}[kind](ident))
         self._transact([command], f"removing {kind} {ident}")
 
@@ -334,15 +347,14 @@ class OvnMechanismDriver(AgentMechanismDriver):
     def write_security_group(self, group: dict[str, Any]) -> None:
         row, acls = rows.port_group(group, self.address_groups_of([group]))
         self._transact([
-            WriteRow(self.nb.api, row.key, {**row.columns, "name": row.key.value},
-                     row.revision),
-            ReplaceChildren(self.nb.api, row.key, "acls", "ACL", names.SECURITY_GROUP_RULE,
-                            acls)], f"writing security group {group['id']}")
+            WriteRow(row.key, {**row.columns, "name": row.key.value}, row.revision),
+            ReplaceChildren(row.key, "acls", "ACL", names.SECURITY_GROUP_RULE, acls)],
+            f"writing security group {group['id']}")
 
     def ensure_drop_group(self) -> None:
         key = rows.Key("Port_Group", "name", names.DROP_PORT_GROUP)
-        self._transact([WriteRow(self.nb.api, key, {"name": names.DROP_PORT_GROUP}),
-                        ReplaceChildren(self.nb.api, key, "acls", "ACL", "neutron:drop",
+        self._transact([WriteRow(key, {"name": names.DROP_PORT_GROUP}),
+                        ReplaceChildren(key, "acls", "ACL", "neutron:drop",
                                         rows.drop_group_acls())], "writing the drop group")
 
     def security_groups(self, group_ids: Iterable[str] | None) -> list[dict[str, Any]]:
@@ -361,7 +373,7 @@ class OvnMechanismDriver(AgentMechanismDriver):
                 if group_id in found:
                     self.write_security_group(found[group_id])
                 else:
-                    self._transact([DeleteRow(self.nb.api, rows.port_group_key(group_id))],
+                    self._transact([DeleteRow(rows.port_group_key(group_id))],
                                    f"deleting security group {group_id}")
 
         self._or_later(work, f"security groups {', '.join(sorted(group_ids))}")
@@ -369,32 +381,26 @@ class OvnMechanismDriver(AgentMechanismDriver):
     # --- ports coming up -------------------------------------------------------------
 
     def _row_changed(self, event: str, table: str, row: Any, old: Any) -> None:
-        """On the connection's thread: note a port's ``up`` changing. A new row
-        that is not up, or northd's first ``up=false`` on it, changes nothing:
-        a port is DOWN until it comes up (Neutron's OVN events read them so too)."""
-        if not self._watching.is_set() or event == "delete":
-            return
-        up = bool(row.up and row.up[0])
-        if event == "create" and not up:
-            return
-        if event == "update" and (not hasattr(old, "up") or bool(old.up and old.up[0]) == up):
-            return
-        with self._ups_lock:
-            self._ups[row.name] = up
+        """On the connection's thread: the replica holds the ports that are up, so
+        a port that appears in it came up and one that leaves it went down (or
+        is gone). A new port is DOWN until it comes up."""
+        if self._watching.is_set() and event != "update":
+            with self._ups_lock:
+                self._ups[row.name] = event == "create"
 
     def _apply_port_states(self) -> None:
         """Periodic, in the one process that runs them: the ports whose ``up``
         changed become ACTIVE or DOWN (nothing OVN holds changes with them)."""
         if not self._watching.is_set():
             self._watching.set()
-            if self.nb.connected:  # what came up before this process watched
-                found = self.nb.read(lambda api: {
-                    lsp.name: bool(lsp.up and lsp.up[0])
-                    for lsp in api.tables["Logical_Switch_Port"].rows.values()
-                    if lsp.type == ""})
-                with self._ups_lock:
-                    for name, up in found.items():
-                        self._ups.setdefault(name, up)
+            self.ups.start()
+            self._catch_up = True
+        if self._catch_up and self.nb.connected:  # what changed before this process watched
+            found = self.nb.select("Logical_Switch_Port", [["type", "==", ""]], ("name", "up"))
+            self._catch_up = False
+            with self._ups_lock:
+                for lsp in found:
+                    self._ups.setdefault(lsp["name"], lsp["up"] is True)
         with self._ups_lock:
             ups, self._ups = self._ups, {}
         if not ups:

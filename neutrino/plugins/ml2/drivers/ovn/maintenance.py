@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from neutrino.ovn import names
 from neutrino.ovn.ovsdb import SB_API, OvnDatabase, OvnUnavailable
-from neutrino.plugins.ml2.drivers.ovn.sync import NorthboundSync
+from neutrino.plugins.ml2.drivers.ovn.sync import NorthboundSync, full_replica
 
 if TYPE_CHECKING:
     from neutrino.plugins.ml2.drivers.ovn.driver import OvnMechanismDriver
@@ -65,8 +65,14 @@ class Maintenance:
         if time.monotonic() < self._next_repair or not connected:
             return
         self._next_repair = time.monotonic() + REPAIR_INTERVAL
-        sync = NorthboundSync(self.driver)
-        drifts = sync.find()
+        try:
+            with full_replica(self.driver) as replica:
+                sync = NorthboundSync(self.driver, replica)
+                drifts = sync.find()
+        except OvnUnavailable as error:
+            LOG.warning("drift check skipped: %s", error)
+            self.soon()
+            return
         if drifts:
             LOG.warning("OVN Northbound database out of step with neutrino's: %s",
                         "; ".join(map(str, drifts[:20])))
@@ -90,7 +96,7 @@ class Maintenance:
             return
         try:
             seen = sb.read(self._caught_up)
-            self._bump(nb, sb)
+            self._bump(sb)
         except OvnUnavailable as error:
             LOG.warning("chassis heartbeat skipped: %s", error)
             return
@@ -132,16 +138,12 @@ class Maintenance:
                     "configurations": {"chassis_name": chassis.name}})
         return states
 
-    def _bump(self, nb: OvnDatabase, sb: OvnDatabase) -> None:
+    def _bump(self, sb: OvnDatabase) -> None:
         """Ask every chassis to show it is alive by the next tick."""
-        found = nb.read(lambda api: [(row.uuid, row.nb_cfg)
-                                     for row in api.tables["NB_Global"].rows.values()])
-        if not found:
+        asked = self.driver.nb.bump_nb_cfg()
+        if asked is None:
             return
-        uuid, nb_cfg = found[0]
-        nb.transact([nb.api.db_set("NB_Global", uuid, ("nb_cfg", nb_cfg + 1))],
-                    "asking the chassis for a heartbeat")
-        self._asked_nb_cfg = nb_cfg + 1
+        self._asked_nb_cfg = asked
         # the metadata agents answer the Southbound's value, which northd sets
         self._asked_sb_cfg = sb.read(lambda api: next(
             (row.nb_cfg for row in api.tables["SB_Global"].rows.values()), None))

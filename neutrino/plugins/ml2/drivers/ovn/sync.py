@@ -15,8 +15,9 @@ tags, its RBAC entries). The maintenance task runs it periodically in
 
 from __future__ import annotations
 
+import contextlib
 import logging
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -25,12 +26,33 @@ from neutrino.context import Context
 from neutrino.db.query import CollectionQuery
 from neutrino.ovn import names
 from neutrino.ovn.commands import differences
+from neutrino.ovn.ovsdb import NB_API, OvnDatabase
 from neutrino.plugins.ml2.drivers.ovn import rows
 
 if TYPE_CHECKING:
     from neutrino.plugins.ml2.drivers.ovn.driver import OvnMechanismDriver
 
 LOG = logging.getLogger(__name__)
+#: the Northbound tables a comparison reads
+NB_TABLES = ("Logical_Switch", "Logical_Switch_Port", "DHCP_Options", "Port_Group", "ACL",
+             "Logical_Router", "Logical_Router_Port", "Logical_Router_Static_Route", "NAT",
+             "Gateway_Chassis", "Load_Balancer")
+
+
+@contextlib.contextmanager
+def full_replica(driver: OvnMechanismDriver) -> Iterator[OvnDatabase]:
+    """A replica of the Northbound tables neutrino writes, for one comparison:
+    the server keeps none (its writes need none, and a replica parses every
+    change of every row)."""
+    options = driver.options
+    replica = OvnDatabase(options.ovn_nb_connection, "OVN_Northbound", NB_API,
+                          tables=NB_TABLES, timeout=options.ovsdb_connection_timeout)
+    replica.start()
+    try:
+        replica.wait_connected(options.ovsdb_connection_timeout)
+        yield replica
+    finally:
+        replica.stop()
 
 
 @dataclass(frozen=True)
@@ -48,8 +70,9 @@ class Drift:
 class NorthboundSync:
     """One comparison of the two databases, and its repair."""
 
-    def __init__(self, driver: OvnMechanismDriver):
+    def __init__(self, driver: OvnMechanismDriver, replica: OvnDatabase):
         self.driver = driver
+        self.replica = replica
         assert driver.plugin is not None
         self.plugin = driver.plugin
         self.networks: dict[str, dict[str, Any]] = {}
@@ -70,17 +93,17 @@ class NorthboundSync:
         """What differs now. The Northbound database's rows are listed before
         neutrino's are read: a resource made meanwhile is then missing from the
         first (and written again), never taken for one left over (and deleted)."""
-        nb = self.driver.nb
+        nb = self.replica
         present = nb.read(_present)
         routers = self.plugin.env.hooks.ovn_routers
         if routers is not None:
-            present["router"] = routers.present_router_ids()
+            present["router"] = routers.present_router_ids(nb)
         self._read()
         found = nb.read(lambda api: self._compare(api, present))
         if routers is not None:
             known = routers.router_ids()
             for ident in sorted(known):
-                drift = routers.drift(ident)
+                drift = routers.drift(ident, nb)
                 if drift is not None:
                     found.append(Drift("router", ident, *(
                         ("missing", "") if drift == "missing" else ("differs", drift))))
