@@ -396,7 +396,12 @@ class OvnMechanismDriver(AgentMechanismDriver):
             self.ups.start()
             self._catch_up = True
         if self._catch_up and self.nb.connected:  # what changed before this process watched
-            found = self.nb.select("Logical_Switch_Port", [["type", "==", ""]], ("name", "up"))
+            try:
+                found = self.nb.select("Logical_Switch_Port", [["type", "==", ""]],
+                                       ("name", "up"))
+            except OvnUnavailable as error:
+                LOG.warning("ports' states not read yet: %s", error)
+                return
             self._catch_up = False
             with self._ups_lock:
                 for lsp in found:

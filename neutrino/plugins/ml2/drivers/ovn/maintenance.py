@@ -21,7 +21,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from neutrino.ovn import names
-from neutrino.ovn.ovsdb import SB_API, OvnDatabase, OvnUnavailable
+from neutrino.ovn.ovsdb import SB_API, OvnDatabase, OvnUnavailable, OvnUnavailableError
 from neutrino.plugins.ml2.drivers.ovn.sync import NorthboundSync, full_replica
 
 if TYPE_CHECKING:
@@ -69,16 +69,15 @@ class Maintenance:
             with full_replica(self.driver) as replica:
                 sync = NorthboundSync(self.driver, replica)
                 drifts = sync.find()
-        except OvnUnavailable as error:
-            LOG.warning("drift check skipped: %s", error)
+            if drifts:
+                LOG.warning("OVN Northbound database out of step with neutrino's: %s",
+                            "; ".join(map(str, drifts[:20])))
+                LOG.info("repaired %d of %d", sync.repair(drifts), len(drifts))
+            else:
+                self.driver.ensure_drop_group()
+        except (OvnUnavailable, OvnUnavailableError) as error:
+            LOG.warning("drift check and repair cut short: %s", error)
             self.soon()
-            return
-        if drifts:
-            LOG.warning("OVN Northbound database out of step with neutrino's: %s",
-                        "; ".join(map(str, drifts[:20])))
-            LOG.info("repaired %d of %d", sync.repair(drifts), len(drifts))
-        else:
-            self.driver.ensure_drop_group()
 
     # --- chassis -----------------------------------------------------------------------
 
