@@ -53,7 +53,6 @@ shared. It prints:
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
 import re
 import shutil
@@ -63,7 +62,7 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 # ovs (the IDL, imported by neutrino.linux.ovs) probes for eventlet, which warns
@@ -314,12 +313,10 @@ def measure(args: argparse.Namespace, servers: dict[str, Server], central: OvnCe
 
     ports = {name: 0 for name in servers}
 
-    def creates(variant: str, count: int, concurrency: int, label: str) -> Run:
-        name = variant.split()[0]
+    def creates(name: str, count: int, concurrency: int, label: str) -> Run:
         before = {daemon: cpu_seconds(daemon_pids) for daemon, daemon_pids in ovn_pids.items()}
-        with northd_idle(central, variant == OVN_NORTHD_IDLE), \
-                Profiler(args.profile, pids[name][1:], f"{name}-c{concurrency}",
-                         gil=True) as profiler:
+        with Profiler(args.profile, pids[name][1:], f"{name}-c{concurrency}",
+                      gil=True) as profiler:
             run = load(servers[name].url, "POST", "/v2.0/ports", bodies[name], count,
                        concurrency, f"{label} @{ports[name]}", 201, pids[name])
         ports[name] += count
@@ -334,48 +331,25 @@ def measure(args: argparse.Namespace, servers: dict[str, Server], central: OvnCe
               flush=True)
         return run
 
-    variants = ("agent", "ovn", OVN_NORTHD_IDLE)
     for name in servers:
         creates(name, 50, 8, f"{name}: warm-up")
     for round_ in (1, 2):
-        for variant in variants:
-            phase(f"API create rate, round {round_}: {variant}")
+        for name in servers:
+            phase(f"API create rate, round {round_}: {name}")
             for concurrency in (1, 8):
-                runs.setdefault((variant, concurrency), []).append(creates(
-                    variant, args.creates, concurrency,
-                    f"{variant.split()[0]}: create c={concurrency}"))
+                runs.setdefault((name, concurrency), []).append(creates(
+                    name, args.creates, concurrency,
+                    f"{name}: create c={concurrency}"))
     print("\n=== API port creates: creates/s (p50 ms) per round ===")
     for concurrency in (1, 8):
-        print(f"c={concurrency}", flush=True)
-        for variant in variants:
-            line = f"  {variant:<28} " + ", ".join(f"{r.rate:.0f}/s ({r.p50:.1f} ms)"
-                                                  for r in runs[(variant, concurrency)])
-            if variant != "agent":
-                line += "   / agent " + ", ".join(
-                    f"{ovn.rate / agent.rate:.2f}" for agent, ovn in zip(
-                        runs[("agent", concurrency)], runs[(variant, concurrency)],
-                        strict=True))
-            print(line, flush=True)
-
-
-#: the OVN server again, ovn-northd at the idle scheduling class: it takes
-#: only CPU nothing else wants, as if it ran on hosts of its own (as it does in
-#: a deployment); the Northbound ovsdb-server, which each write waits for,
-#: keeps its share
-OVN_NORTHD_IDLE = "ovn (northd at idle priority)"
-
-
-@contextlib.contextmanager
-def northd_idle(central: OvnCentral, idle: bool) -> Iterator[None]:
-    pid = central.northd.pid
-    if not idle or pid is None:
-        yield
-        return
-    os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
-    try:
-        yield
-    finally:
-        os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+        line = [f"c={concurrency}"]
+        for name in servers:
+            line.append(f"{name}: " + ", ".join(f"{r.rate:.0f}/s ({r.p50:.1f} ms)"
+                                                for r in runs[(name, concurrency)]))
+        ratios = [ovn.rate / agent.rate for agent, ovn in zip(
+            runs[("agent", concurrency)], runs[("ovn", concurrency)], strict=True)]
+        line.append("ovn / agent " + ", ".join(f"{ratio:.2f}" for ratio in ratios))
+        print("   ".join(line), flush=True)
 
 
 # --- the whole ---------------------------------------------------------------------------

@@ -25,6 +25,8 @@ from neutrino.ovn.ovsdb import RETRY_FIRST, RETRY_MAX, OvnUnavailable, describe
 
 LOG = logging.getLogger(__name__)
 _DECODER = json.JSONDecoder()
+#: seconds a connection attempt may take (a remote that does not answer at all)
+CONNECT_TIMEOUT = 5.0
 _SPACE = " \t\r\n"
 
 
@@ -59,7 +61,8 @@ def open_socket(remote: str, timeout: float) -> socket.socket:
 
 
 class OvsdbClient:
-    """Transactions on the database ``database`` at ``remote``."""
+    """Transactions on the database ``database`` at ``remote`` (``tcp:IP:PORT``,
+    ``unix:PATH``, or several of them, comma-separated)."""
 
     def __init__(self, remote: str, database: str, timeout: float = 10.0):
         self.remote = remote
@@ -84,8 +87,8 @@ class OvsdbClient:
             sock = self._sock
         if sock is not None:
             sock.shutdown(socket.SHUT_RDWR)
-        if self._thread is not None:
-            self._thread.join(self.timeout)
+        if self._thread is not None:  # at worst a connection attempt's wait
+            self._thread.join(CONNECT_TIMEOUT)
 
     @property
     def connected(self) -> bool:
@@ -129,13 +132,17 @@ class OvsdbClient:
         return call.reply
 
     def _run(self) -> None:
+        """Connect, read until the connection is lost, again: to each of the
+        remotes in turn (a cluster's members: any of them takes transactions)."""
         delay = RETRY_FIRST
+        remotes = itertools.cycle(self.remote.split(","))
         while not self._stopping.is_set():
+            remote = next(remotes)
             try:
-                sock = open_socket(self.remote, self.timeout)
-            except (OSError, ValueError) as error:
+                sock = open_socket(remote, min(self.timeout, CONNECT_TIMEOUT))
+            except (OSError, ValueError, OvnUnavailable) as error:
                 LOG.warning("cannot reach the %s database at %s (%s); retrying in %.1f s",
-                            self.database, self.remote, describe(error), delay)
+                            self.database, remote, describe(error), delay)
                 self._stopping.wait(delay)
                 delay = min(delay * 2, RETRY_MAX)
                 continue
@@ -145,13 +152,13 @@ class OvsdbClient:
                     sock.close()
                     return
                 self._sock = sock
-            LOG.info("connected to the %s database at %s", self.database, self.remote)
+            LOG.info("connected to the %s database at %s", self.database, remote)
             try:
                 self._read(sock)
             except (OSError, ValueError) as error:
                 if not self._stopping.is_set():
-                    LOG.warning("lost the %s database at %s (%s)", self.database,
-                                self.remote, describe(error))
+                    LOG.warning("lost the %s database at %s (%s)", self.database, remote,
+                                describe(error))
             finally:
                 self._sock = None
                 sock.close()
@@ -168,6 +175,8 @@ class OvsdbClient:
             if not data:
                 raise ConnectionError("closed by the server")
             buffer += decoder.decode(data)
+            if not data.rstrip().endswith(b"}"):
+                continue  # no message ends here: parse nothing (a reply in many pieces)
             start = 0
             while True:
                 while start < len(buffer) and buffer[start] in _SPACE:

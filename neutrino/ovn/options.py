@@ -5,10 +5,23 @@ from __future__ import annotations
 
 from neutrino.config import Opt, OptGroup, choice, int_range, parse_bool, parse_list
 
+
+def ovsdb_remotes(text: str) -> str:
+    """One or more OVSDB remotes, comma-separated (a clustered database's members)."""
+    for remote in text.split(","):
+        kind, _, where = remote.strip().partition(":")
+        if kind not in ("tcp", "unix") or not where:
+            raise ValueError(f"{remote.strip()!r} is not tcp:IP:PORT or unix:PATH "
+                             "(ssl: is not supported yet)")
+    return ",".join(remote.strip() for remote in text.split(","))
+
+
 OVN = OptGroup("ovn", [
-    Opt("ovn_nb_connection", str, "tcp:127.0.0.1:6641",
-        "The Northbound database (tcp:IP:PORT, ssl:IP:PORT or unix:PATH)."),
-    Opt("ovn_sb_connection", str, "tcp:127.0.0.1:6642", "The Southbound database."),
+    Opt("ovn_nb_connection", ovsdb_remotes, "tcp:127.0.0.1:6641",
+        "The Northbound database: tcp:IP:PORT or unix:PATH, or the members of a "
+        "cluster, comma-separated."),
+    Opt("ovn_sb_connection", ovsdb_remotes, "tcp:127.0.0.1:6642",
+        "The Southbound database (as ovn_nb_connection)."),
     Opt("ovsdb_connection_timeout", int_range(1), 180,
         "Seconds a Northbound or Southbound transaction may take."),
     Opt("ovn_l3_scheduler", choice("leastloaded", "chance"), "leastloaded",

@@ -230,5 +230,9 @@ class OvnDatabase:
 
 
 def describe(error: BaseException) -> str:
-    """One line for an ovsdbapp or socket error (some have an empty str())."""
-    return str(error) or type(error).__name__
+    """One line for an ovsdbapp or socket error (some have an empty str(), and
+    ovsdbapp's TimeoutException made without a message has none at all)."""
+    try:
+        return str(error) or type(error).__name__
+    except Exception:  # noqa: BLE001 - its __str__ failed
+        return type(error).__name__

@@ -112,6 +112,9 @@ class PortContext:
     bound_segment: Segment | None = None
     vif_type: str | None = None
     vif_details: dict[str, Any] = field(default_factory=dict)
+    #: the facts of the subnets of its fixed IPs (``Ml2Plugin.subnet_facts``),
+    #: where a driver read them in its precommit, inside the transaction
+    subnets: dict[str, dict[str, Any]] | None = None
 
     def set_binding(self, segment: Segment, vif_type: str, vif_details: dict[str, Any]) -> None:
         self.bound_segment = segment

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, ClassVar
 
 from sqlalchemy.engine import Connection
@@ -404,8 +405,10 @@ class Ml2Plugin(Plugin):
     # --- ports ---------------------------------------------------------------------
 
     def _make_port(self, conn: Connection, ctx: Context, data: dict[str, Any],
-                   network: Any = None) -> dict[str, Any]:
-        """``network``: its row, when the caller read it in this transaction."""
+                   network: Any = None, contexts: dict[str, PortContext] | None = None
+                   ) -> dict[str, Any]:
+        """``network``: its row, when the caller read it in this transaction;
+        ``contexts``: where to keep the drivers' precommit context, by port id."""
         view = ports.create(conn, ctx, data, self.settings.base_mac,
                             self.settings.max_fixed_ips_per_port, self.routed, network)
         self._ip_allocation([view])
@@ -414,15 +417,20 @@ class Ml2Plugin(Plugin):
             driver.process_create_port(conn, data, view)
         for check in self.env.hooks.before_port_write:
             check(conn, view, data)
-        self.mechanisms.call("create_port_precommit", PortContext(conn, ctx, view))
+        context = PortContext(conn, ctx, view)
+        self.mechanisms.call("create_port_precommit", context)
+        if contexts is not None:
+            contexts[view["id"]] = context
         return view
 
     def _port_creator(self, ctx: Context, items: list[dict[str, Any]]) -> list[dict]:
         targets: dict[str, DhcpTargets | None] = {}  # by network, read once in the transaction
+        # the postcommit context is the precommit's: what a driver noted there stays
+        contexts: dict[str, PortContext] = {}
 
         def make(conn: Connection, data: dict[str, Any]) -> dict[str, Any]:
             read = self._port_network.read(conn, ctx, data)  # the quota checked too
-            view = self._make_port(conn, ctx, data, read.network)
+            view = self._make_port(conn, ctx, data, read.network, contexts)
             network_id = view["network_id"]
             if network_id not in targets:
                 targets[network_id] = (read.dhcp if read.dhcp is not None else
@@ -430,7 +438,8 @@ class Ml2Plugin(Plugin):
             return view
 
         created = self._create(
-            ctx, "port", items, make, postcommit=lambda view: PortContext(None, ctx, view),
+            ctx, "port", items, make,
+            postcommit=lambda view: replace(contexts[view["id"]], conn=None),
             undo=lambda view: self._undo(self.delete_port, view), quota_checked=True)
         for view in created:
             if view[HOST_ID]:
@@ -589,10 +598,14 @@ class Ml2Plugin(Plugin):
         return {subnet["id"]: subnet for subnet in self._read(
             lambda conn: subnets.list_(conn, Context.admin(), query))}
 
-    def subnet_facts(self, subnet_ids: list[str]) -> dict[str, dict[str, Any]]:
-        """The few facts of subnets a port's backend write needs (``subnets.facts``)."""
+    def subnet_facts(self, subnet_ids: list[str], conn: Connection | None = None
+                     ) -> dict[str, dict[str, Any]]:
+        """The few facts of subnets a port's backend write needs (``subnets.facts``);
+        ``conn``: read in that transaction."""
         if not subnet_ids:
             return {}
+        if conn is not None:
+            return subnets.facts(conn, subnet_ids)
         return self._read(lambda conn: subnets.facts(conn, subnet_ids))
 
     def segments_by_network(self, network_ids: list[str] | None

@@ -3,7 +3,8 @@ written into OVN's Northbound database, where ovn-northd and every chassis'
 ovn-controller take them; no L2, DHCP or L3 agent is involved.
 
 When it writes: each API call's changes, after its database transaction has
-committed (postcommit), in one Northbound transaction per resource. Before the
+committed (postcommit), in one Northbound transaction per resource, over a
+JSON-RPC connection that keeps no replica (``neutrino.ovn.northbound``). Before the
 database transaction (precommit) the driver makes sure the Northbound
 database answers, so a call made while it is down fails with 503 and leaves
 nothing behind; a create whose Northbound write then fails is undone by ML2.
@@ -11,10 +12,11 @@ What is missed anyway (the database went away between the two, a server was
 killed) is found by the maintenance task, which compares the two databases
 (``sync.py``).
 
-The server process that runs the periodic tasks also watches the
-Northbound database for ports coming up (``Logical_Switch_Port.up``, set by
-ovn-northd once a chassis has bound the port) and marks them ACTIVE, and keeps
-the chassis of the Southbound database in ``/v2.0/agents``.
+The server processes that run the periodic tasks (each API worker, or the rpc
+workers when there are some) also watch the Northbound database for ports
+coming up (``Logical_Switch_Port.up``, set by ovn-northd once a chassis has
+bound the port) and mark them ACTIVE, and keep the chassis of the Southbound
+database in ``/v2.0/agents``.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ class OvnMechanismDriver(AgentMechanismDriver):
                                columns=WATCHED_COLUMNS, conditions=WATCHED_ROWS,
                                timeout=self.options.ovsdb_connection_timeout,
                                watched=("Logical_Switch_Port",), on_change=self._row_changed)
-        #: set in the one process that runs the periodic tasks: it acts on events
+        #: set where the periodic tasks run: there it acts on events
         self._watching = threading.Event()
         self._ups: dict[str, bool] = {}
         self._ups_lock = threading.Lock()
@@ -129,9 +131,15 @@ class OvnMechanismDriver(AgentMechanismDriver):
 
     def create_port_precommit(self, context: PortContext) -> None:
         self.nb.require_for_api()
+        assert self.plugin is not None
+        # read here, in the create's own transaction: no second read for the write
+        context.subnets = self.plugin.subnet_facts(
+            [ip["subnet_id"] for ip in context.current["fixed_ips"]], context.conn)
 
-    update_port_precommit = create_port_precommit
-    delete_port_precommit = create_port_precommit
+    def update_port_precommit(self, context: PortContext) -> None:
+        self.nb.require_for_api()
+
+    delete_port_precommit = update_port_precommit
 
     # --- writes ----------------------------------------------------------------------
 
@@ -304,7 +312,7 @@ class OvnMechanismDriver(AgentMechanismDriver):
                                              f"{port['network_id']} is missing")
 
     def create_port_postcommit(self, context: PortContext) -> None:
-        self.write_port(context.current, new=True)
+        self.write_port(context.current, context.subnets, new=True)
 
     def update_port_postcommit(self, context: PortContext) -> None:
         port = context.current
@@ -389,8 +397,8 @@ class OvnMechanismDriver(AgentMechanismDriver):
                 self._ups[row.name] = event == "create"
 
     def _apply_port_states(self) -> None:
-        """Periodic, in the one process that runs them: the ports whose ``up``
-        changed become ACTIVE or DOWN (nothing OVN holds changes with them)."""
+        """Periodic: the ports whose ``up`` changed become ACTIVE or DOWN
+        (nothing OVN holds changes with them)."""
         if not self._watching.is_set():
             self._watching.set()
             self.ups.start()

@@ -1,4 +1,4 @@
-"""The ``ovn`` driver's periodic work, in the one server process that runs the
+"""The ``ovn`` driver's periodic work, in the server processes that run the
 periodic tasks: drift repair, and the chassis shown as agents.
 
 Chassis as agents, as Neutron shows them: each chassis of the Southbound
@@ -52,9 +52,9 @@ class Maintenance:
     # --- drift -----------------------------------------------------------------------
 
     def soon(self) -> None:
-        """A write this process could not make: check for drift shortly (the
-        periodic tasks run in one process; another's missed writes wait for
-        the next regular check, or for OVN's reconnection)."""
+        """A write this process could not make: check for drift shortly (a
+        process that runs no periodic task leaves its missed writes to the
+        next regular check of one that does, or to OVN's reconnection)."""
         self._next_repair = min(self._next_repair, time.monotonic() + FIRST_REPAIR_AFTER)
 
     def repair_when_due(self) -> None:

@@ -157,7 +157,8 @@ def switch_port(port: Mapping[str, Any], subnets: Mapping[str, Mapping[str, Any]
             names.PROJECT: port.get("project_id") or "",
             names.NETWORK_NAME: names.switch(port["network_id"]),
             names.CIDRS: " ".join(
-                f"{ip['ip_address']}/{ipaddress.ip_network(subnets[ip['subnet_id']]['cidr']).prefixlen}"
+                # a stored cidr is canonical: its length is what follows the /
+                f"{ip['ip_address']}/{subnets[ip['subnet_id']]['cidr'].rpartition('/')[2]}"
                 for ip in port["fixed_ips"] if ip["subnet_id"] in subnets),
             names.SECURITY_GROUPS: " ".join(groups),
             names.REVISION: str(port["revision_number"]),
