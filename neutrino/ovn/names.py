@@ -74,5 +74,11 @@ def address_set(port_group_name: str, ip_version: int) -> str:
     return f"{port_group_name}_ip{ip_version}"
 
 
+def address_group_set(address_group_id: str, ip_version: int) -> str:
+    """The address set of an address group's addresses of one IP version, as
+    Neutron names it (``ag_<id with underscores>_ip4``)."""
+    return f"ag_{address_group_id.replace('-', '_')}_ip{ip_version}"
+
+
 def metadata_namespace(network_id: str) -> str:
     return f"ovnmeta-{network_id}"

@@ -11,6 +11,7 @@ from neutrino.plugins.ml2.drivers.ovn import rows
 
 GROUP = "5a0e4a1c-0000-4000-8000-000000000001"
 PG = "pg_5a0e4a1c_0000_4000_8000_000000000001"
+AG = "7b1f0000-0000-4000-8000-000000000002"
 
 
 def rule(**attrs: Any) -> dict[str, Any]:
@@ -34,22 +35,27 @@ def rule(**attrs: Any) -> dict[str, Any]:
     ({"protocol": "112"}, f"outport == @{PG} && ip4 && ip.proto == 112"),
     ({"remote_group_id": GROUP, "direction": "egress"},
      f"inport == @{PG} && ip4 && ip4.dst == ${PG}_ip4"),
-    ({"remote_address_group_id": "ag"},
-     f"outport == @{PG} && ip4 && ip4.src == {{10.1.0.0/24, 10.2.0.5/32}}"),
+    ({"remote_address_group_id": AG, "ethertype": "IPv6"},
+     f"outport == @{PG} && ip6 && ip6.src == $ag_{AG.replace('-', '_')}_ip6"),
 ])
 def test_a_rule_as_an_acl_match(attrs: dict[str, Any], match: str) -> None:
-    groups = {"ag": ["10.1.0.0/24", "10.2.0.5/32", "2001:db8::/64"]}
-    assert rows.acl_match(rule(**attrs), groups) == match
+    assert rows.acl_match(rule(**attrs)) == match
 
 
-def test_an_address_group_with_no_address_of_the_version_matches_nothing() -> None:
-    assert rows.acl_match(rule(remote_address_group_id="ag"), {"ag": ["2001:db8::/64"]}) is None
+def test_an_address_group_is_an_address_set_per_ip_version() -> None:
     group = {"id": GROUP, "stateful": False, "revision_number": 3,
-             "security_group_rules": [rule(remote_address_group_id="ag"), rule(id="r2")]}
-    row, acls = rows.port_group(group, {"ag": []})
+             "security_group_rules": [rule(remote_address_group_id=AG), rule(id="r2")]}
+    row, acls = rows.port_group(group)
     assert row.key.value == PG and row.revision == 3
     assert [(a["external_ids"][names.SECURITY_GROUP_RULE], a["action"]) for a in acls] == [
-        ("r2", "allow-stateless")]
+        ("r1", "allow-stateless"), ("r2", "allow-stateless")]
+    sets = rows.address_sets(group, {AG: ["10.2.0.5/32", "10.1.0.0/24", "2001:db8::/64"]})
+    name = f"ag_{AG.replace('-', '_')}"
+    assert [(s.key.table, s.key.value, s.columns["addresses"]) for s in sets] == [
+        ("Address_Set", f"{name}_ip4", ["10.1.0.0/24", "10.2.0.5/32"]),
+        ("Address_Set", f"{name}_ip6", ["2001:db8::/64"])]
+    # a version of which the group has no address: an empty set, which matches nothing
+    assert [s.columns["addresses"] for s in rows.address_sets(group, {AG: []})] == [[], []]
 
 
 def port(**attrs: Any) -> dict[str, Any]:

@@ -353,8 +353,10 @@ class OvnMechanismDriver(AgentMechanismDriver):
         return self.plugin.env.hooks.security_groups.address_groups_of(groups)
 
     def write_security_group(self, group: dict[str, Any]) -> None:
-        row, acls = rows.port_group(group, self.address_groups_of([group]))
+        row, acls = rows.port_group(group)
+        sets = rows.address_sets(group, self.address_groups_of([group]))
         self._transact([
+            *(WriteRow(address_set.key, address_set.columns) for address_set in sets),
             WriteRow(row.key, {**row.columns, "name": row.key.value}, row.revision),
             ReplaceChildren(row.key, "acls", "ACL", names.SECURITY_GROUP_RULE, acls)],
             f"writing security group {group['id']}")

@@ -29,6 +29,8 @@ ROUTER_OWNERS = ("network:router_interface", "network:router_gateway",
                  "network:router_interface_distributed", "network:ha_router_replicated_interface")
 METADATA_OWNER = names.METADATA_OWNER
 FLOATING_IP_OWNER = "network:floatingip"
+#: the external_ids key of an address group's address set
+ADDRESS_GROUP = "neutron:address_group_id"
 
 
 def switch_key(network_id: str) -> Key:
@@ -212,10 +214,9 @@ PROTOCOL_NUMBERS = {"tcp": 6, "udp": 17, "sctp": 132, "icmp": 1, "ipv6-icmp": 58
                     "icmpv6": 58}
 
 
-def acl_match(rule: Mapping[str, Any], address_groups: Mapping[str, list[str]]) -> str | None:
-    """The OVN match of a security group rule, as Neutron's driver writes it;
-    None for a rule that matches nothing (an address group with no address
-    of its IP version)."""
+def acl_match(rule: Mapping[str, Any]) -> str:
+    """The OVN match of a security group rule, as Neutron's driver writes it (a
+    remote group or address group is matched through its address set)."""
     ingress = rule["direction"] == "ingress"
     group = "@" + names.port_group(rule["security_group_id"])
     ip = _ip(rule.get("ethertype") or "IPv4")
@@ -224,12 +225,8 @@ def acl_match(rule: Mapping[str, Any], address_groups: Mapping[str, list[str]]) 
     if rule.get("remote_ip_prefix"):
         parts.append(f"{ip}.{side} == {rule['remote_ip_prefix']}")
     elif rule.get("remote_address_group_id"):
-        version = 6 if ip == "ip6" else 4
-        cidrs = [cidr for cidr in address_groups.get(rule["remote_address_group_id"], [])
-                 if ipaddress.ip_network(cidr, strict=False).version == version]
-        if not cidrs:
-            return None
-        parts.append(f"{ip}.{side} == {{{', '.join(cidrs)}}}")
+        addresses = names.address_group_set(rule["remote_address_group_id"], int(ip[-1]))
+        parts.append(f"{ip}.{side} == ${addresses}")
     elif rule.get("remote_group_id"):
         remote = names.port_group(rule["remote_group_id"])
         parts.append(f"{ip}.{side} == ${names.address_set(remote, int(ip[-1]))}")
@@ -257,11 +254,8 @@ def acl_match(rule: Mapping[str, Any], address_groups: Mapping[str, list[str]]) 
     return " && ".join(parts)
 
 
-def acl(rule: Mapping[str, Any], stateful: bool, address_groups: Mapping[str, list[str]]
-        ) -> dict[str, Any] | None:
-    match = acl_match(rule, address_groups)
-    if match is None:
-        return None
+def acl(rule: Mapping[str, Any], stateful: bool) -> dict[str, Any]:
+    match = acl_match(rule)
     return {"direction": "to-lport" if rule["direction"] == "ingress" else "from-lport",
             "priority": ACL_RULE_PRIORITY, "match": match,
             "action": "allow-related" if stateful else "allow-stateless",
@@ -269,18 +263,29 @@ def acl(rule: Mapping[str, Any], stateful: bool, address_groups: Mapping[str, li
             "external_ids": {names.SECURITY_GROUP_RULE: rule["id"]}}
 
 
-def port_group(group: Mapping[str, Any], address_groups: Mapping[str, list[str]]
-               ) -> tuple[Row, list[dict[str, Any]]]:
+def port_group(group: Mapping[str, Any]) -> tuple[Row, list[dict[str, Any]]]:
     """A security group's port group (its ports are set by the ports' writes) and
-    the ACLs of its rules (``address_groups``: the addresses of those they name)."""
+    the ACLs of its rules."""
     row = Row(port_group_key(group["id"]), {
         "external_ids": {names.SECURITY_GROUP: group["id"],
                          names.REVISION: str(group.get("revision_number", 0))}},
         group.get("revision_number"))
     stateful = bool(group.get("stateful", True))
-    acls = [acl(rule, stateful, address_groups)
-            for rule in group.get("security_group_rules") or []]
-    return row, [made for made in acls if made is not None]
+    return row, [acl(rule, stateful) for rule in group.get("security_group_rules") or []]
+
+
+def address_sets(group: Mapping[str, Any], address_groups: Mapping[str, list[str]]
+                 ) -> list[Row]:
+    """The address sets of the address groups a security group's rules name, one
+    per IP version (``address_groups``: their addresses)."""
+    named = sorted({rule["remote_address_group_id"]
+                    for rule in group.get("security_group_rules") or []
+                    if rule.get("remote_address_group_id")})
+    return [Row(Key("Address_Set", "name", names.address_group_set(ident, version)), {
+        "addresses": sorted(cidr for cidr in address_groups.get(ident, [])
+                            if ipaddress.ip_network(cidr, strict=False).version == version),
+        "external_ids": {ADDRESS_GROUP: ident}})
+        for ident in named for version in (4, 6)]
 
 
 def drop_group_acls() -> list[dict[str, Any]]:

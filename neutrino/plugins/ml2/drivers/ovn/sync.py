@@ -35,8 +35,8 @@ if TYPE_CHECKING:
 LOG = logging.getLogger(__name__)
 #: the Northbound tables a comparison reads
 NB_TABLES = ("Logical_Switch", "Logical_Switch_Port", "DHCP_Options", "Port_Group", "ACL",
-             "Logical_Router", "Logical_Router_Port", "Logical_Router_Static_Route", "NAT",
-             "Gateway_Chassis", "Load_Balancer")
+             "Address_Set", "Logical_Router", "Logical_Router_Port",
+             "Logical_Router_Static_Route", "NAT", "Gateway_Chassis", "Load_Balancer")
 
 
 @contextlib.contextmanager
@@ -148,8 +148,10 @@ class NorthboundSync:
             check("port", ident, rows.switch_port(port, self.subnets))
         address_groups = self.driver.address_groups_of(list(self.groups.values()))
         for ident, group in self.groups.items():
-            row, acls = rows.port_group(group, address_groups)
+            row, acls = rows.port_group(group)
             check("security group", ident, row)
+            for address_set in rows.address_sets(group, address_groups):
+                check("security group", ident, address_set)
             have = row.key.find(api)
             if have is not None and _acls(have.acls) != _acls(acls):
                 found.append(Drift("security group", ident, "differs",
