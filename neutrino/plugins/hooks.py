@@ -81,6 +81,8 @@ RouterInterfaceRemoval = Callable[[Connection, str, list[str]], None]
 # (security group ids) -> None: once a change of the groups or their rules (a
 # group's delete too) has committed, as the ovn driver rewrites their port groups
 SecurityGroupsChanged = Callable[[set[str]], None]
+# after a committed change of address groups: id -> its addresses (None: deleted)
+AddressGroupsChanged = Callable[[dict[str, "list[str] | None"]], None]
 # (conn, an agent's reported state) -> None: inside the transaction that records
 # an agent's report, as ML2 maps hosts to the segments they reach
 AgentReported = Callable[[Connection, dict[str, Any]], None]
@@ -189,8 +191,8 @@ class SecurityGroupViews(Protocol):
         """The project's default group, if it has one yet."""
         ...
 
-    def address_groups_of(self, groups: list[dict[str, Any]]) -> dict[str, list[str]]:
-        """The addresses of the address groups the groups' rules name, by group."""
+    def address_groups(self) -> dict[str, list[str]]:
+        """Every address group's addresses, by address group."""
         ...
 
 
@@ -238,6 +240,7 @@ class Hooks:
     # inside the group's delete, before it: the logging plugin deletes its logs
     before_security_group_delete: list[DeleteCheck] = field(default_factory=list)
     after_security_groups_change: list[SecurityGroupsChanged] = field(default_factory=list)
+    after_address_groups_change: list[AddressGroupsChanged] = field(default_factory=list)
     after_network_change: list[NetworkChanged] = field(default_factory=list)
     before_port_update_commit: list[PortUpdateCheck] = field(default_factory=list)
     before_port_write: list[PortWrite] = field(default_factory=list)

@@ -42,20 +42,23 @@ def test_a_rule_as_an_acl_match(attrs: dict[str, Any], match: str) -> None:
     assert rows.acl_match(rule(**attrs)) == match
 
 
-def test_an_address_group_is_an_address_set_per_ip_version() -> None:
+def test_a_security_group_is_a_port_group_with_an_acl_per_rule() -> None:
     group = {"id": GROUP, "stateful": False, "revision_number": 3,
              "security_group_rules": [rule(remote_address_group_id=AG), rule(id="r2")]}
     row, acls = rows.port_group(group)
     assert row.key.value == PG and row.revision == 3
     assert [(a["external_ids"][names.SECURITY_GROUP_RULE], a["action"]) for a in acls] == [
         ("r1", "allow-stateless"), ("r2", "allow-stateless")]
-    sets = rows.address_sets(group, {AG: ["10.2.0.5/32", "10.1.0.0/24", "2001:db8::/64"]})
+
+
+def test_an_address_group_is_an_address_set_per_ip_version() -> None:
+    sets = rows.address_sets(AG, ["10.2.0.5/32", "10.1.0.0/24", "2001:db8::/64"])
     name = f"ag_{AG.replace('-', '_')}"
     assert [(s.key.table, s.key.value, s.columns["addresses"]) for s in sets] == [
         ("Address_Set", f"{name}_ip4", ["10.1.0.0/24", "10.2.0.5/32"]),
         ("Address_Set", f"{name}_ip6", ["2001:db8::/64"])]
     # a version of which the group has no address: an empty set, which matches nothing
-    assert [s.columns["addresses"] for s in rows.address_sets(group, {AG: []})] == [[], []]
+    assert [s.columns["addresses"] for s in rows.address_sets(AG, [])] == [[], []]
 
 
 def port(**attrs: Any) -> dict[str, Any]:

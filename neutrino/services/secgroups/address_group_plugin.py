@@ -36,12 +36,22 @@ class AddressGroupPlugin(Plugin):
         super().__init__(env)
         self.notifier = L2AgentNotifier(Notifier(env.bus))
 
+    def _followed(self, changed: dict[str, list[str] | None]) -> None:
+        """A backend that keeps address groups of its own (OVN's address sets)
+        hears of each committed change."""
+        for followed in self.env.hooks.after_address_groups_change:
+            followed(changed)
+
     def create_address_group(self, ctx: Context, data: dict[str, Any]) -> dict[str, Any]:
-        return self.db.write(lambda conn: address_groups.create(conn, data))
+        made = self.db.write(lambda conn: address_groups.create(conn, data))
+        self._followed({made["id"]: made["addresses"]})
+        return made
 
     def create_address_group_bulk(self, ctx: Context, items: list[dict[str, Any]]
                                   ) -> list[dict[str, Any]]:
-        return self.db.write(lambda conn: [address_groups.create(conn, d) for d in items])
+        made = self.db.write(lambda conn: [address_groups.create(conn, d) for d in items])
+        self._followed({group["id"]: group["addresses"] for group in made})
+        return made
 
     def get_address_group(self, ctx: Context, group_id: str) -> dict[str, Any]:
         with self.db.reader() as conn:
@@ -63,6 +73,7 @@ class AddressGroupPlugin(Plugin):
     def delete_address_group(self, ctx: Context, group_id: str,
                              if_revision: int | None = None) -> None:
         self.db.write(lambda conn: address_groups.delete_(conn, ctx, group_id, if_revision))
+        self._followed({group_id: None})
 
     def _change(self, ctx: Context, group_id: str, body: dict[str, Any], add: bool
                 ) -> dict[str, Any]:
@@ -74,6 +85,7 @@ class AddressGroupPlugin(Plugin):
                     address_groups.naming_security_groups(conn, group_id))
 
         changed, naming = self.db.write(work)
+        self._followed({group_id: changed["address_group"]["addresses"]})
         self.notifier.security_groups_rule_updated(naming)
         for followed in self.env.hooks.after_security_groups_change:
             followed(naming)  # their rules match other addresses now

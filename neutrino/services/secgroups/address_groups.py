@@ -60,6 +60,12 @@ def addresses_of(conn: Connection, group_ids: list[str]) -> dict[str, list[str]]
     return found
 
 
+def every_group_addresses(conn: Connection) -> dict[str, list[str]]:
+    """Every address group's addresses (none: an empty list), by group."""
+    ids = list(conn.execute(select(AG.c.id)).scalars())
+    return {ident: [] for ident in ids} | addresses_of(conn, ids)
+
+
 def _order(cidr: str) -> tuple:
     net = ipaddress.ip_network(cidr)
     return net.version, net.network_address, net.prefixlen

@@ -52,12 +52,8 @@ class SecurityGroupPlugin(Plugin):
     def default_of(self, project_id: str) -> str | None:
         return self._read(lambda conn: groups.default_id(conn, project_id))
 
-    def address_groups_of(self, groups_: list[dict[str, Any]]) -> dict[str, list[str]]:
-        wanted = sorted({rule["remote_address_group_id"] for group in groups_
-                         for rule in group.get("security_group_rules") or []
-                         if rule.get("remote_address_group_id")})
-        return self._read(lambda conn: address_groups.addresses_of(conn, wanted)) \
-            if wanted else {}
+    def address_groups(self) -> dict[str, list[str]]:
+        return self._read(address_groups.every_group_addresses)
 
     def taggable_tables(self) -> dict[str, Any]:
         return {"security_groups": groups.G}

@@ -90,6 +90,7 @@ class OvnMechanismDriver(AgentMechanismDriver):
     def initialize(self, plugin: Ml2Plugin) -> None:
         self.plugin = plugin
         plugin.env.hooks.after_security_groups_change.append(self.security_groups_changed)
+        plugin.env.hooks.after_address_groups_change.append(self.address_groups_changed)
         plugin.env.hooks.ovn_northbound = self.nb
 
     def start(self) -> None:
@@ -341,22 +342,38 @@ class OvnMechanismDriver(AgentMechanismDriver):
             switch = found[0]["external_ids"].get(names.NETWORK_NAME, "") if found else ""
             command = DeleteRow(rows.switch_port_key(ident),
                                 rows.Parent(rows.Key("Logical_Switch", "name", switch), "ports"))
+        elif kind == "address group":
+            self.write_address_groups({ident: None})
+            return
         else:
             command = DeleteRow({"network": rows.switch_key, "subnet": rows.dhcp_key,
-                                      "security group": rows.port_group_key}[kind](ident))
+                                 "security group": rows.port_group_key}[kind](ident))
         self._transact([command], f"removing {kind} {ident}")
 
     # --- security groups -------------------------------------------------------------
 
-    def address_groups_of(self, groups: list[dict[str, Any]]) -> dict[str, list[str]]:
+    def address_groups(self) -> dict[str, list[str]]:
+        """Every address group's addresses."""
         assert self.plugin is not None and self.plugin.env.hooks.security_groups is not None
-        return self.plugin.env.hooks.security_groups.address_groups_of(groups)
+        return self.plugin.env.hooks.security_groups.address_groups()
+
+    def write_address_groups(self, changed: Mapping[str, list[str] | None]) -> None:
+        """Address groups' address sets as their addresses say (None: deleted)."""
+        self._transact([WriteRow(row.key, row.columns) if addresses is not None
+                        else DeleteRow(row.key)
+                        for ident, addresses in changed.items()
+                        for row in rows.address_sets(ident, addresses or [])],
+                       f"writing address groups {', '.join(sorted(changed))}")
+
+    def address_groups_changed(self, changed: dict[str, list[str] | None]) -> None:
+        """After a committed change of address groups (created, their addresses
+        changed, deleted)."""
+        self._or_later(lambda: self.write_address_groups(changed),
+                       f"address groups {', '.join(sorted(changed))}")
 
     def write_security_group(self, group: dict[str, Any]) -> None:
         row, acls = rows.port_group(group)
-        sets = rows.address_sets(group, self.address_groups_of([group]))
         self._transact([
-            *(WriteRow(address_set.key, address_set.columns) for address_set in sets),
             WriteRow(row.key, {**row.columns, "name": row.key.value}, row.revision),
             ReplaceChildren(row.key, "acls", "ACL", names.SECURITY_GROUP_RULE, acls)],
             f"writing security group {group['id']}")

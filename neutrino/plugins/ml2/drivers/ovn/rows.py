@@ -274,18 +274,18 @@ def port_group(group: Mapping[str, Any]) -> tuple[Row, list[dict[str, Any]]]:
     return row, [acl(rule, stateful) for rule in group.get("security_group_rules") or []]
 
 
-def address_sets(group: Mapping[str, Any], address_groups: Mapping[str, list[str]]
-                 ) -> list[Row]:
-    """The address sets of the address groups a security group's rules name, one
-    per IP version (``address_groups``: their addresses)."""
-    named = sorted({rule["remote_address_group_id"]
-                    for rule in group.get("security_group_rules") or []
-                    if rule.get("remote_address_group_id")})
-    return [Row(Key("Address_Set", "name", names.address_group_set(ident, version)), {
-        "addresses": sorted(cidr for cidr in address_groups.get(ident, [])
+def address_set_key(address_group_id: str, ip_version: int) -> Key:
+    return Key("Address_Set", "name", names.address_group_set(address_group_id, ip_version))
+
+
+def address_sets(address_group_id: str, addresses: Iterable[str]) -> list[Row]:
+    """An address group as its two address sets, one per IP version, which the
+    rules naming it match (as Neutron writes them)."""
+    return [Row(address_set_key(address_group_id, version), {
+        "addresses": sorted(cidr for cidr in addresses
                             if ipaddress.ip_network(cidr, strict=False).version == version),
-        "external_ids": {ADDRESS_GROUP: ident}})
-        for ident in named for version in (4, 6)]
+        "external_ids": {ADDRESS_GROUP: address_group_id}})
+        for version in (4, 6)]
 
 
 def drop_group_acls() -> list[dict[str, Any]]:

@@ -57,7 +57,7 @@ def full_replica(driver: OvnMechanismDriver) -> Iterator[OvnDatabase]:
 
 @dataclass(frozen=True)
 class Drift:
-    kind: str  # network, subnet, port, security group
+    kind: str  # network, subnet, port, security group, address group, router
     id: str
     problem: str  # missing, differs, extra
     detail: str = ""
@@ -79,6 +79,7 @@ class NorthboundSync:
         self.subnets: dict[str, dict[str, Any]] = {}
         self.ports: dict[str, dict[str, Any]] = {}
         self.groups: dict[str, dict[str, Any]] = {}
+        self.address_groups: dict[str, list[str]] = {}
         self.segments: dict[str, list[dict[str, Any]]] = {}
 
     def _read(self) -> None:
@@ -87,6 +88,7 @@ class NorthboundSync:
         self.subnets = {s["id"]: s for s in self.plugin.get_subnets(admin, CollectionQuery())}
         self.ports = {p["id"]: p for p in self.plugin.get_ports(admin, CollectionQuery())}
         self.groups = {g["id"]: g for g in self.driver.security_groups(None)}
+        self.address_groups = self.driver.address_groups()
         self.segments = self.plugin.segments_by_network(None)
 
     def find(self) -> list[Drift]:
@@ -146,12 +148,12 @@ class NorthboundSync:
                 check("subnet", ident, wanted)
         for ident, port in self.ports.items():
             check("port", ident, rows.switch_port(port, self.subnets))
-        address_groups = self.driver.address_groups_of(list(self.groups.values()))
+        for ident, addresses in self.address_groups.items():
+            for address_set in rows.address_sets(ident, addresses):
+                check("address group", ident, address_set)
         for ident, group in self.groups.items():
             row, acls = rows.port_group(group)
             check("security group", ident, row)
-            for address_set in rows.address_sets(group, address_groups):
-                check("security group", ident, address_set)
             have = row.key.find(api)
             if have is not None and _acls(have.acls) != _acls(acls):
                 found.append(Drift("security group", ident, "differs",
@@ -163,15 +165,18 @@ class NorthboundSync:
         """Rows of neutrino's in the Northbound database with no resource behind them."""
         dhcp = {ident for ident, subnet in self.subnets.items() if subnet.get("enable_dhcp")}
         return [Drift(kind, ident, "extra")
-                for kind, known in (("network", self.networks), ("subnet", dhcp),
-                                    ("port", self.ports), ("security group", self.groups))
-                for ident in sorted(present[kind] - set(known))]
+                for kind, known in (("network", set(self.networks)), ("subnet", dhcp),
+                                    ("port", set(self.ports)),
+                                    ("security group", set(self.groups)),
+                                    ("address group", set(self.address_groups)))
+                for ident in sorted(present[kind] - known)]
 
     def repair(self, drifts: list[Drift]) -> int:
         """Write again what ``drifts`` name (networks first: their ports hang on
         them; deletes last); the number repaired. Each resource is read again
         first: one changed or deleted since ``find`` is written as it is now."""
-        order = {"network": 0, "security group": 1, "subnet": 2, "port": 3, "router": 4}
+        order = {"address group": 0, "network": 1, "security group": 2, "subnet": 3,
+                 "port": 4, "router": 5}
         repaired = 0
         self.driver.ensure_drop_group()
         for drift in sorted(drifts, key=lambda d: (d.problem == "extra", order[d.kind])):
@@ -200,12 +205,17 @@ class NorthboundSync:
             driver.write_subnet(current, self.plugin.get_network(admin, current["network_id"]))
         elif drift.kind == "port":
             driver.write_port(current)
-        else:
+        elif drift.kind == "security group":
             driver.write_security_group(current)
+        else:
+            driver.write_address_groups({drift.id: current["addresses"]})
 
     def _current(self, drift: Drift) -> dict[str, Any] | None:
         """The resource as it is now; None once deleted."""
         admin = Context.admin()
+        if drift.kind == "address group":
+            addresses = self.driver.address_groups().get(drift.id)
+            return None if addresses is None else {"id": drift.id, "addresses": addresses}
         try:
             if drift.kind == "network":
                 return self.plugin.get_network(admin, drift.id)
@@ -244,4 +254,7 @@ def _present(api: Any) -> dict[str, set[str]]:
                  if names.REVISION in row.external_ids},
         "security group": {ident for row in tables["Port_Group"].rows.values()
                            if (ident := names.security_group_of(row.name)) is not None},
+        "address group": {row.external_ids[rows.ADDRESS_GROUP]
+                          for row in tables["Address_Set"].rows.values()
+                          if rows.ADDRESS_GROUP in row.external_ids},
     }
