@@ -86,7 +86,10 @@ class OvsdbClient:
             self._stopping.set()
             sock = self._sock
         if sock is not None:
-            sock.shutdown(socket.SHUT_RDWR)
+            try:
+                sock.shutdown(socket.SHUT_RDWR)  # the reader's recv returns
+            except OSError:  # the connection is already gone
+                pass
         if self._thread is not None:  # at worst a connection attempt's wait
             self._thread.join(CONNECT_TIMEOUT)
 
