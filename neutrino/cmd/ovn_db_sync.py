@@ -19,9 +19,9 @@ from typing import NoReturn
 
 from neutrino import cli, config, log
 from neutrino.api.router import Router
-from neutrino.ovn.ovsdb import NB_API, OvnDatabase
+from neutrino.ovn.ovsdb import OvnUnavailable
 from neutrino.plugins.ml2.drivers.ovn.driver import OvnMechanismDriver
-from neutrino.plugins.ml2.drivers.ovn.sync import NB_TABLES, NorthboundSync
+from neutrino.plugins.ml2.drivers.ovn.sync import NorthboundSync, full_replica
 from neutrino.plugins.ml2.plugin import Ml2Plugin
 
 PROGRAM = "neutrino-ovn-db-sync"
@@ -62,18 +62,14 @@ def main(argv: list[str] | None = None) -> None:
     mode = args.mode or conf.ovn.neutron_sync_mode
     try:
         driver = drivers[0]
-        replica = OvnDatabase(conf.ovn.ovn_nb_connection, "OVN_Northbound", NB_API,
-                              tables=NB_TABLES, timeout=conf.ovn.ovsdb_connection_timeout)
-        replica.start()
         try:
-            replica.wait_connected(CONNECT_TIMEOUT)
             driver.nb.wait_connected(CONNECT_TIMEOUT)
-        except Exception as error:  # noqa: BLE001 - one line, whatever the reason
+            with full_replica(driver, CONNECT_TIMEOUT) as replica:
+                started = time.monotonic()
+                sync = NorthboundSync(driver, replica)
+                drifts = sync.find()
+        except OvnUnavailable as error:
             fail(f"{error} ({conf.source('ovn', 'ovn_nb_connection')})")
-        started = time.monotonic()
-        sync = NorthboundSync(driver, replica)
-        drifts = sync.find()
-        replica.stop()
         for drift in drifts:
             print(drift)
         checked = len(sync.networks) + len(sync.subnets) + len(sync.ports) + len(sync.groups)

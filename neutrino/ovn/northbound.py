@@ -15,13 +15,12 @@ table, which for ports would grow with every port.
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Protocol
 
 from neutrino.ovn.commands import Key, Ref
 from neutrino.ovn.jsonrpc import OvsdbClient, OvsdbError
-from neutrino.ovn.ovsdb import OvnUnavailable, OvnUnavailableError
+from neutrino.ovn.ovsdb import OvnUnavailable, OvnUnavailableError, wait_connected
 
 #: how many times a transaction refused for a concurrent change is made again
 TRIES = 10
@@ -315,13 +314,8 @@ class Northbound:
 
     def wait_connected(self, seconds: float) -> None:
         """Return once connected; OvnUnavailable after ``seconds``."""
-        waited, step = 0.0, 0.05
-        while not self.connected:
-            if waited >= seconds:
-                raise OvnUnavailable(f"the OVN_Northbound database at {self.remote} did not "
-                                     f"answer within {seconds:g} s")
-            time.sleep(step)
-            waited += step
+        wait_connected(lambda: self.connected, seconds,
+                       f"the OVN_Northbound database at {self.remote}")
 
     def require_for_api(self) -> None:
         """The API's answer when the database cannot be reached now: 503."""

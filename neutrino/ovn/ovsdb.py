@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
@@ -162,14 +163,8 @@ class OvnDatabase:
 
     def wait_connected(self, seconds: float) -> None:
         """Return once connected; OvnUnavailable after ``seconds``."""
-        step = 0.05
-        waited = 0.0
-        while not self.connected:
-            if waited >= seconds:
-                raise OvnUnavailable(f"the {self.schema} database at {self.remote} did not "
-                                     f"answer within {seconds:g} s")
-            self._stopping.wait(step)
-            waited += step
+        wait_connected(lambda: self.connected, seconds,
+                       f"the {self.schema} database at {self.remote}")
 
     def stop(self) -> None:
         self._stopping.set()
@@ -192,13 +187,6 @@ class OvnDatabase:
         if not self.connected:
             raise OvnUnavailable(f"the {self.schema} database at {self.remote} "
                                  "cannot be reached")
-
-    def require_for_api(self) -> None:
-        """As ``require``, with the API's answer: OvnUnavailableError (503)."""
-        try:
-            self.require()
-        except OvnUnavailable as error:
-            raise OvnUnavailableError(reason=str(error)) from None
 
     def transact(self, commands: Iterable[Any], what: str) -> list[Any]:
         """Run ``commands`` (ovsdbapp commands) in one transaction; their results.
@@ -227,6 +215,15 @@ class OvnDatabase:
         assert self._conn is not None
         with self._conn.lock:
             return work(self.api)
+
+
+def wait_connected(connected: Callable[[], bool], seconds: float, what: str) -> None:
+    """Return once ``connected()``; OvnUnavailable naming ``what`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not connected():
+        if time.monotonic() >= deadline:
+            raise OvnUnavailable(f"{what} did not answer within {seconds:g} s")
+        time.sleep(0.05)
 
 
 def describe(error: BaseException) -> str:

@@ -307,7 +307,11 @@ class OvnMechanismDriver(AgentMechanismDriver):
                 self.ensure_drop_group()
             self.security_groups_changed({ident for name in missing.names
                                           if (ident := names.security_group_of(name))})
-            result = self._transact(self.write_commands(row, new), what)
+            try:
+                result = self._transact(self.write_commands(row, new), what)
+            except MissingRows as still:  # their writes failed (OVN went away, say)
+                raise OvnUnavailableError(
+                    reason=f"{what}: port groups {still} are missing") from None
         if result[0] == "missing-parent":
             raise OvnUnavailableError(reason=f"the logical switch of network "
                                              f"{port['network_id']} is missing")

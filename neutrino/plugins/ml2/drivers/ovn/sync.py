@@ -40,16 +40,18 @@ NB_TABLES = ("Logical_Switch", "Logical_Switch_Port", "DHCP_Options", "Port_Grou
 
 
 @contextlib.contextmanager
-def full_replica(driver: OvnMechanismDriver) -> Iterator[OvnDatabase]:
+def full_replica(driver: OvnMechanismDriver, wait: float | None = None
+                 ) -> Iterator[OvnDatabase]:
     """A replica of the Northbound tables neutrino writes, for one comparison:
     the server keeps none (its writes need none, and a replica parses every
-    change of every row)."""
+    change of every row). ``wait``: seconds to wait for it (default: the
+    transaction timeout), OvnUnavailable after."""
     options = driver.options
     replica = OvnDatabase(options.ovn_nb_connection, "OVN_Northbound", NB_API,
                           tables=NB_TABLES, timeout=options.ovsdb_connection_timeout)
     replica.start()
     try:
-        replica.wait_connected(options.ovsdb_connection_timeout)
+        replica.wait_connected(options.ovsdb_connection_timeout if wait is None else wait)
         yield replica
     finally:
         replica.stop()
